@@ -1,0 +1,102 @@
+/*
+ * common.h - the one error convention and a few helpers shared by every
+ * capbroker module.  Runs in every trust domain (broker, sandbox stub,
+ * clients), so it holds nothing secret and allocates nothing.
+ *
+ * Every fallible function in the project returns int: 0 on success or a
+ * negative CB_E* code from the enum below.  cb_strerror() turns a code into
+ * a short message suitable for an audit line or a denial reason.
+ */
+#ifndef CB_COMMON_H
+#define CB_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CB_WARN_UNUSED __attribute__((warn_unused_result))
+
+enum cb_err {
+	CB_OK = 0,
+	/* generic */
+	CB_ENOMEM = -1,		/* out of memory */
+	CB_EINVAL = -2,		/* invalid argument */
+	CB_EIO = -3,		/* I/O error (errno has detail) */
+	CB_EPERM = -4,		/* permission denied */
+	CB_ENOENT = -5,		/* no such file or object */
+	CB_EEXIST = -6,		/* already exists */
+	CB_ETOOBIG = -7,	/* input larger than the hard maximum */
+	CB_EINTERNAL = -8,	/* a library call failed unexpectedly */
+	CB_EBUSY = -9,		/* too many requests in flight */
+	CB_ETIMEDOUT = -10,	/* operation timed out */
+	CB_EUNSUPPORTED = -11,	/* not supported here */
+
+	/* token text and body decoding */
+	CB_ETOK_PREFIX = -20,	/* text does not start with "cap1." */
+	CB_ETOK_BASE64 = -21,	/* invalid base64url */
+	CB_ETOK_TOOBIG = -22,	/* token larger than CAP_TOKEN_MAX */
+	CB_ETOK_VERSION = -23,	/* unknown token version */
+	CB_ETOK_MISSING = -24,	/* a required field is missing */
+	CB_ETOK_TYPE = -25,	/* a field has the wrong type or size */
+	CB_ETOK_DUPKEY = -26,	/* a field appears twice */
+	CB_ETOK_TRAILING = -27,	/* bytes after the body */
+	CB_ETOK_UNKNOWN = -28,	/* unknown field */
+	CB_ETOK_MALFORMED = -29, /* not a msgpack map / truncated */
+
+	/* token verification: the reasons a denial can give */
+	CB_EBADSIG = -40,	/* bad signature */
+	CB_EUNKNOWNKEY = -41,	/* unknown key id */
+	CB_EEXPIRED = -42,	/* expired */
+	CB_ENOTYET = -43,	/* not yet valid */
+	CB_EAUDIENCE = -44,	/* wrong audience */
+	CB_EREVOKED = -45,	/* revoked */
+	CB_ESPENT = -46,	/* use limit spent */
+	CB_ENOTCOVERED = -47,	/* not covered by the token */
+	CB_EPOLICY = -48,	/* exceeds policy */
+	CB_ENOTOKEN = -49,	/* no token presented */
+	CB_ENARROW = -50,	/* derived token would widen its parent */
+	CB_ERETIRED = -51,	/* signing key retired */
+
+	/* capability grammar */
+	CB_ECAP_OP = -60,	/* unknown operation */
+	CB_ECAP_SYNTAX = -61,	/* not OP:RESOURCE */
+	CB_ECAP_RELATIVE = -62,	/* path is not absolute */
+	CB_ECAP_DOTDOT = -63,	/* path has a . or .. component */
+	CB_ECAP_EMPTY = -64,	/* path has an empty component (// or trailing /) */
+	CB_ECAP_NUL = -65,	/* embedded NUL or control character */
+	CB_ECAP_HOST = -66,	/* malformed host, address or CIDR */
+	CB_ECAP_PORT = -67,	/* malformed port */
+	CB_ECAP_GLOB = -68,	/* malformed glob (e.g. ** inside a component) */
+	CB_ECAP_TOOLONG = -69,	/* capability longer than CAP_STR_MAX */
+
+	/* keys */
+	CB_EKEY_MODE = -80,	/* key file readable by others */
+	CB_EKEY_FORMAT = -81,	/* key file malformed */
+
+	/* wire protocol */
+	CB_EPROTO = -90,	/* malformed message */
+	CB_EUNKNOWNOP = -91,	/* unknown request */
+	CB_EAUDIT = -92,	/* audit log cannot be written (fail closed) */
+	CB_EESCAPE = -93,	/* path would escape its root */
+	CB_EFTYPE = -94,	/* refused file type (device, fifo, socket, dir) */
+	CB_ENETBLOCKED = -95,	/* address in a never-reachable range */
+	CB_EDENIED = -96,	/* denied by a human or by policy */
+	CB_EEXPIREDREQ = -97,	/* elevation request expired undecided */
+	CB_ECONNREFUSED = -98,	/* connection refused */
+	CB_ERESOLVE = -99,	/* name did not resolve */
+};
+
+/* A short, static, human-readable message for a CB_E* code.  Never NULL. */
+const char *cb_strerror(int err);
+
+/* A stable lowercase identifier for a code ("expired", "bad-signature"...),
+ * used in JSON output and the audit log.  Never NULL. */
+const char *cb_errname(int err);
+
+/* Wall-clock seconds since the epoch. */
+uint64_t cb_now(void);
+
+/* Monotonic nanoseconds. */
+uint64_t cb_mono_ns(void);
+
+#endif

@@ -1,0 +1,3 @@
+MODULES += common
+common_SRCS := common/common.c
+common_LIBS := common

@@ -1,0 +1,27 @@
+#!/bin/sh
+# scripts/deps.sh WHAT - make sure the Debian packages that WHAT needs are
+# installed.  As root, installs what is missing with apt-get; otherwise stops
+# with the exact apt-get line to run.  WHAT: build | check | fuzz | bench.
+set -eu
+build="gcc make pkg-config libsodium-dev libseccomp-dev libmsgpack-dev libevent-dev libsqlite3-dev libconfig-dev python3 python3-msgpack"
+case "${1:-build}" in
+build|check|demo) want="$build" ;;
+fuzz)  want="$build clang libclang-rt-14-dev" ;;
+bench) want="$build bubblewrap" ;;
+*) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
+esac
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null || true
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	exit 0
+fi
+echo "capbroker needs these Debian packages; run:" >&2
+echo "  sudo apt-get install -y$missing" >&2
+exit 1

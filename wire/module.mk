@@ -1,0 +1,3 @@
+MODULES += wire
+wire_SRCS := wire/wire.c
+wire_LIBS := wire caps common
