@@ -442,7 +442,7 @@ cap_net_parse(const char *res, struct cap_net *net, char *canon, size_t csize)
 		if ((r = cap_name_check(host + 2, strlen(host + 2))) != 0)
 			return r;
 		net->kind = CAP_HOST_WILDCARD;
-		snprintf(net->name, sizeof(net->name), "%s", host + 2);
+		memcpy(net->name, host + 2, strlen(host + 2) + 1);	/* <= 253, checked */
 	} else if (isdigit((unsigned char)host[0]) || strchr(host, ':')) {
 		if ((r = cap_cidr_parse(host, &net->addr, &net->prefix)) != 0)
 			return r;
@@ -453,7 +453,7 @@ cap_net_parse(const char *res, struct cap_net *net, char *canon, size_t csize)
 		if ((r = cap_name_check(host, strlen(host))) != 0)
 			return r;
 		net->kind = CAP_HOST_NAME;
-		snprintf(net->name, sizeof(net->name), "%s", host);
+		memcpy(net->name, host, strlen(host) + 1);	/* <= 253, checked */
 	}
 
 	/* Canonical text, so equal capabilities print equally. */

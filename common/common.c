@@ -46,6 +46,7 @@ static const struct cb_errinfo cb_errs[] = {
 	{ CB_ENOTOKEN, "no-token", "no token covers the request" },
 	{ CB_ENARROW, "widens-parent", "derived token would exceed its parent" },
 	{ CB_ERETIRED, "key-retired", "signing key retired" },
+	{ CB_EUNKNOWNTOK, "unknown-token", "token unknown to this broker" },
 	{ CB_ECAP_OP, "cap-op", "unknown capability operation" },
 	{ CB_ECAP_SYNTAX, "cap-syntax", "capability is not OP:RESOURCE" },
 	{ CB_ECAP_RELATIVE, "cap-relative", "path is not absolute" },
@@ -68,6 +69,8 @@ static const struct cb_errinfo cb_errs[] = {
 	{ CB_EEXPIREDREQ, "request-expired", "request expired undecided" },
 	{ CB_ECONNREFUSED, "connection-refused", "connection refused" },
 	{ CB_ERESOLVE, "resolve-failed", "name did not resolve" },
+	{ CB_ERATE, "rate-limited", "too many requests" },
+	{ CB_ECLOSED, "closed", "channel closed" },
 };
 
 static const struct cb_errinfo *

@@ -56,6 +56,7 @@ enum cb_err {
 	CB_ENOTOKEN = -49,	/* no token presented */
 	CB_ENARROW = -50,	/* derived token would widen its parent */
 	CB_ERETIRED = -51,	/* signing key retired */
+	CB_EUNKNOWNTOK = -52,	/* token id unknown to this broker's state */
 
 	/* capability grammar */
 	CB_ECAP_OP = -60,	/* unknown operation */
@@ -84,7 +85,12 @@ enum cb_err {
 	CB_EEXPIREDREQ = -97,	/* elevation request expired undecided */
 	CB_ECONNREFUSED = -98,	/* connection refused */
 	CB_ERESOLVE = -99,	/* name did not resolve */
+	CB_ERATE = -100,	/* sandbox over its request rate */
+	CB_ECLOSED = -101,	/* peer closed the channel */
 };
+
+/* Discard a result on purpose (best-effort calls); says so at the call. */
+static inline void cb_ignore(int r) { (void)r; }
 
 /* A short, static, human-readable message for a CB_E* code.  Never NULL. */
 const char *cb_strerror(int err);

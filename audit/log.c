@@ -1,0 +1,1071 @@
+/*
+ * log.c - the audit log writer: a byte ring filled by aud_append() on the
+ * broker's hot path and drained by one writer thread that formats JSON
+ * lines, chains BLAKE2b hashes, writes in batches, fsyncs and signs
+ * checkpoints.  Trusted (broker).  Strings in records come from agents and
+ * administrators; they are escaped here and can never end a line.
+ *
+ * Locking: one mutex guards the ring indices, counters and flags.  A
+ * producer copies its record under the mutex (a few hundred bytes); the
+ * writer only holds it to take a snapshot of [tail, head) and to publish
+ * its progress, and formats and writes without it, so producers never wait
+ * for the disk unless the ring is full.
+ */
+#include "audit/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "audit/audit_int.h"
+
+/* Record kinds in the ring beyond the public ones. */
+enum {
+	K_OP = AUD_OP,
+	K_ADMIN = AUD_ADMIN,
+	K_OPEN = 10,		/* the broker opened an existing log */
+	K_RECOVER,		/* a torn line was cut (detail says how much) */
+	K_CLOSE,		/* the broker closed the log */
+	K_CHECKPOINT,		/* request: a checkpoint after what precedes */
+};
+
+#define NSTR 5			/* sandbox, op, resource, actor, detail */
+#define RING_ALIGN 8
+#define OUTBUF_FLUSH (256 * 1024)
+
+/* One record in the ring, followed by its strings (not NUL-terminated). */
+struct slot {
+	uint32_t size;		/* whole slot, aligned; 0: wrap to the ring start */
+	uint8_t kind;
+	uint8_t decision;
+	uint8_t has_token;
+	uint8_t cut;
+	int32_t reason;
+	uint32_t pad;
+	uint64_t ts_ns;
+	uint8_t token[CAP_ID_LEN];
+	uint16_t len[NSTR];
+	uint16_t present;	/* bit i: string i was given */
+	uint32_t pad2;
+};
+
+struct aud_log {
+	int fd;
+	const struct cap_keyring *kr;
+	struct aud_opts o;
+	uint8_t log_id[AUD_LOG_ID_LEN];
+
+	pthread_mutex_t mu;
+	pthread_cond_t work;	/* writer waits: records, flush, stop */
+	pthread_cond_t space;	/* producers wait: room in the ring */
+	pthread_cond_t done;	/* flushers wait: durable progress */
+	pthread_t thread;
+	bool thread_started;
+
+	uint8_t *ring;
+	size_t cap;
+	uint64_t head, tail;	/* byte positions, only grow */
+	uint64_t appended;	/* entries queued (records and markers) */
+	uint64_t processed;	/* entries the writer has written */
+	uint64_t durable;	/* entries written and fsynced */
+	uint64_t flush_want;	/* a flusher waits for durable >= this */
+	uint64_t dropped;
+	uint64_t pub_seq, pub_checkpoints;	/* the writer's counters, published */
+	bool writer_idle;	/* writer waits with an empty ring */
+	bool stopping;
+	atomic_bool failed;
+	int err;		/* errno of the failure */
+
+	/* writer-thread state (no lock needed) */
+	uint8_t chain[AUD_HASH_LEN];	/* hash of the last line written */
+	uint64_t seq;		/* seq of the next line */
+	uint64_t since_cp;	/* lines since the last checkpoint */
+	uint64_t cp_mono;	/* when the last checkpoint was written */
+	uint64_t checkpoints;
+	uint64_t cp_seq;	/* last checkpoint, for the callback */
+	uint8_t cp_hash[AUD_HASH_LEN];
+	bool cp_pending;	/* a checkpoint awaits fsync and callback */
+	char *out;		/* output buffer */
+	size_t out_len, out_cap;
+	char *line;		/* one line being built */
+	size_t line_len;
+};
+
+void
+aud_opts_default(struct aud_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->fsync = AUD_FSYNC_BATCH;
+	o->batch_ms = 5;
+	o->checkpoint_lines = 1000;
+	o->checkpoint_ms = 10000;
+	o->ring_bytes = 4u << 20;
+	o->full_wait_ms = 200;
+	o->flush_wait_ms = 5000;
+}
+
+static void
+fill_opts(struct aud_opts *o, const struct aud_opts *in)
+{
+	struct aud_opts d;
+
+	aud_opts_default(&d);
+	if (in == NULL) {
+		*o = d;
+		return;
+	}
+	*o = *in;
+	if (o->batch_ms == 0)
+		o->batch_ms = d.batch_ms;
+	if (o->checkpoint_lines == 0)
+		o->checkpoint_lines = d.checkpoint_lines;
+	if (o->checkpoint_ms == 0)
+		o->checkpoint_ms = d.checkpoint_ms;
+	if (o->ring_bytes == 0)
+		o->ring_bytes = d.ring_bytes;
+	if (o->ring_bytes < 64 * 1024)
+		o->ring_bytes = 64 * 1024;
+	o->ring_bytes &= ~(size_t)(RING_ALIGN - 1);
+	if (o->full_wait_ms == 0)
+		o->full_wait_ms = d.full_wait_ms;
+	if (o->flush_wait_ms == 0)
+		o->flush_wait_ms = d.flush_wait_ms;
+}
+
+static uint64_t
+wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Absolute CLOCK_MONOTONIC deadline ms from now (the conds use it). */
+static struct timespec
+deadline_ms(uint64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+static struct timespec
+mono_to_ts(uint64_t ns)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)(ns / 1000000000u);
+	ts.tv_nsec = (long)(ns % 1000000000u);
+	return ts;
+}
+
+static void
+set_failed(struct aud_log *l, int e)
+{
+	/* called with mu held */
+	if (!atomic_load(&l->failed)) {
+		l->err = e ? e : EIO;
+		atomic_store(&l->failed, true);
+	}
+	pthread_cond_broadcast(&l->done);
+	pthread_cond_broadcast(&l->space);
+}
+
+/* ---- producers ----------------------------------------------------- */
+
+static size_t
+bounded_len(const char *s, bool *cut)
+{
+	size_t n;
+
+	if (s == NULL)
+		return 0;
+	n = strnlen(s, AUD_FIELD_MAX + 1);
+	if (n > AUD_FIELD_MAX) {
+		*cut = true;
+		n = AUD_FIELD_MAX;
+	}
+	return n;
+}
+
+/* Queue one entry.  The copy happens under the mutex; see the file comment. */
+static int
+push(struct aud_log *l, int kind, const struct aud_rec *r)
+{
+	const char *strs[NSTR] = { NULL };
+	size_t lens[NSTR] = { 0 };
+	struct slot s;
+	size_t need, off, room_end, i;
+	bool cut = false, waited = false;
+	struct timespec dl;
+	int rc = 0;
+	uint8_t *p;
+
+	memset(&s, 0, sizeof(s));
+	if (r != NULL) {
+		strs[0] = r->sandbox;
+		strs[1] = r->op;
+		strs[2] = r->resource;
+		strs[3] = r->actor;
+		strs[4] = r->detail;
+		s.decision = (uint8_t)r->decision;
+		s.reason = r->reason;
+		s.ts_ns = r->ts_ns;
+		if (r->token_id != NULL) {
+			s.has_token = 1;
+			memcpy(s.token, r->token_id, CAP_ID_LEN);
+		}
+	}
+	if (s.ts_ns == 0)
+		s.ts_ns = wall_ns();
+	s.kind = (uint8_t)kind;
+	need = sizeof(s);
+	for (i = 0; i < NSTR; i++) {
+		lens[i] = bounded_len(strs[i], &cut);
+		if (strs[i] != NULL)
+			s.present |= (uint16_t)(1u << i);
+		s.len[i] = (uint16_t)lens[i];
+		need += lens[i];
+	}
+	s.cut = cut;
+	need = (need + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
+	s.size = (uint32_t)need;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		size_t used, extra;
+
+		if (atomic_load(&l->failed) || l->stopping) {
+			rc = CB_EAUDIT;
+			goto out;
+		}
+		off = (size_t)(l->head % l->cap);
+		room_end = l->cap - off;
+		/* a slot never wraps: skip the rest of the ring if it does not fit */
+		extra = room_end < need ? room_end : 0;
+		used = (size_t)(l->head - l->tail);
+		if (l->cap - used >= need + extra)
+			break;
+		if (waited) {
+			rc = CB_EAUDIT;
+			goto out;
+		}
+		/* Back-pressure: the disk is behind.  Wake the writer and wait,
+		 * bounded, then give up on this record (the caller denies). */
+		pthread_cond_signal(&l->work);
+		dl = deadline_ms(l->o.full_wait_ms);
+		while (pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0) {
+			if (atomic_load(&l->failed) ||
+			    l->cap - (size_t)(l->head - l->tail) >= need + extra)
+				break;
+		}
+		waited = true;
+	}
+	if (room_end < need) {
+		/* wrap marker: size 0 tells the writer to skip to the start */
+		if (room_end >= sizeof(uint32_t))
+			memset(l->ring + off, 0, sizeof(uint32_t));
+		l->head += room_end;
+		off = 0;
+	}
+	p = l->ring + off;
+	memcpy(p, &s, sizeof(s));
+	p += sizeof(s);
+	for (i = 0; i < NSTR; i++) {
+		if (lens[i] > 0)
+			memcpy(p, strs[i], lens[i]);
+		p += lens[i];
+	}
+	l->head += need;
+	l->appended++;
+	/* Wake the writer only when it sleeps on an empty ring (at most once a
+	 * batch), when every record must be synced, or when the ring fills. */
+	if (l->writer_idle || l->o.fsync == AUD_FSYNC_ALWAYS ||
+	    (size_t)(l->head - l->tail) > l->cap / 2 || kind == K_CHECKPOINT)
+		pthread_cond_signal(&l->work);
+out:
+	if (rc != 0)
+		l->dropped++;
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+int
+aud_append(struct aud_log *log, const struct aud_rec *r)
+{
+	if (log == NULL || r == NULL)
+		return CB_EINVAL;
+	/* fail closed without taking the lock once the log is broken */
+	if (atomic_load_explicit(&log->failed, memory_order_relaxed))
+		return CB_EAUDIT;
+	return push(log, r->kind == AUD_ADMIN ? K_ADMIN : K_OP, r);
+}
+
+int
+aud_admin(struct aud_log *log, const char *op, const char *sandbox, const char *actor,
+    const uint8_t *token_id, const char *detail)
+{
+	struct aud_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = AUD_ADMIN;
+	r.op = op;
+	r.sandbox = sandbox;
+	r.actor = actor;
+	r.token_id = token_id;
+	r.detail = detail;
+	return aud_append(log, &r);
+}
+
+/* Wait until every entry queued so far is durable. */
+static int
+wait_durable(struct aud_log *l)
+{
+	struct timespec dl = deadline_ms(l->o.flush_wait_ms);
+	uint64_t target;
+	int rc = 0;
+
+	pthread_mutex_lock(&l->mu);
+	target = l->appended;
+	if (target > l->flush_want)
+		l->flush_want = target;
+	pthread_cond_signal(&l->work);
+	while (l->durable < target && !atomic_load(&l->failed)) {
+		if (pthread_cond_timedwait(&l->done, &l->mu, &dl) == ETIMEDOUT) {
+			rc = CB_ETIMEDOUT;
+			break;
+		}
+	}
+	if (rc == 0 && l->durable < target)
+		rc = CB_EAUDIT;
+	pthread_mutex_unlock(&l->mu);
+	return rc;
+}
+
+int
+aud_flush(struct aud_log *log)
+{
+	if (log == NULL)
+		return CB_EINVAL;
+	if (atomic_load(&log->failed))
+		return CB_EAUDIT;
+	return wait_durable(log);
+}
+
+int
+aud_checkpoint(struct aud_log *log)
+{
+	int rc;
+
+	if (log == NULL)
+		return CB_EINVAL;
+	if ((rc = push(log, K_CHECKPOINT, NULL)) != 0)
+		return rc;
+	return wait_durable(log);
+}
+
+bool
+aud_healthy(const struct aud_log *log)
+{
+	return log != NULL && !atomic_load(&log->failed);
+}
+
+int
+aud_errno(const struct aud_log *log)
+{
+	return atomic_load(&log->failed) ? log->err : 0;
+}
+
+void
+aud_log_id(const struct aud_log *log, uint8_t id[AUD_LOG_ID_LEN])
+{
+	memcpy(id, log->log_id, AUD_LOG_ID_LEN);
+}
+
+void
+aud_stats(const struct aud_log *log, struct aud_stats *st)
+{
+	struct aud_log *l = (struct aud_log *)log;	/* the mutex, not the data */
+
+	pthread_mutex_lock(&l->mu);
+	st->appended = l->appended;
+	st->written = l->processed;
+	st->dropped = l->dropped;
+	st->lines = l->pub_seq;
+	st->checkpoints = l->pub_checkpoints;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- formatting (writer thread) ------------------------------------ */
+
+static void
+lput(struct aud_log *l, const char *s, size_t n)
+{
+	/* the line buffer is sized for the longest possible line */
+	memcpy(l->line + l->line_len, s, n);
+	l->line_len += n;
+}
+
+static void
+lputs(struct aud_log *l, const char *s)
+{
+	lput(l, s, strlen(s));
+}
+
+/* Length of a valid UTF-8 sequence at s (n bytes left), or 0. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and beyond U+10FFFF are invalid */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* Write s as a JSON string.  Quotes, backslashes and control characters are
+ * escaped; a byte that is not valid UTF-8 becomes \udcXX (Python's
+ * surrogateescape), so a hostile path is kept exactly yet the line stays
+ * valid, single-line JSON. */
+static void
+json_str(struct aud_log *l, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char esc[8];
+	size_t i = 0, k;
+
+	lput(l, "\"", 1);
+	while (i < n) {
+		unsigned char c = u[i];
+
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			lput(l, esc, 2);
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			lput(l, esc, 6);
+			i++;
+		} else if (c < 0x80) {
+			lput(l, s + i, 1);
+			i++;
+		} else if ((k = utf8_seq(u + i, n - i)) > 0) {
+			lput(l, s + i, k);
+			i += k;
+		} else {
+			snprintf(esc, sizeof(esc), "\\udc%02x", c);
+			lput(l, esc, 6);
+			i++;
+		}
+	}
+	lput(l, "\"", 1);
+}
+
+/* Longest possible line: every string byte escaped to 6 bytes, plus the
+ * fixed fields. */
+#define LINE_CAP (6 * NSTR * AUD_FIELD_MAX + 1024)
+
+static void
+fmt_ts(char out[AUD_TS_LEN + 1], uint64_t ns)
+{
+	time_t t = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	char tmp[96];
+
+	/* the verifier expects exactly AUD_TS_LEN bytes; years stay 4 digits */
+	gmtime_r(&t, &tm);
+	snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+	    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (unsigned)((ns / 1000000u) % 1000));
+	memcpy(out, tmp, AUD_TS_LEN);
+	out[AUD_TS_LEN] = '\0';
+}
+
+/* Start a line: the fixed prefix with the chain and seq. */
+static void
+line_begin(struct aud_log *l, uint64_t ts_ns, const char *ev)
+{
+	char hex[2 * AUD_HASH_LEN + 1], ts[AUD_TS_LEN + 1], num[32];
+
+	l->line_len = 0;
+	cap_hex(l->chain, AUD_HASH_LEN, hex);
+	fmt_ts(ts, ts_ns);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)l->seq);
+	lputs(l, "{\"prev\":\"");
+	lputs(l, hex);
+	lputs(l, "\",\"seq\":");
+	lputs(l, num);
+	lputs(l, ",\"ts\":\"");
+	lputs(l, ts);
+	lputs(l, "\",\"ev\":\"");
+	lputs(l, ev);
+	lputs(l, "\"");
+}
+
+/* Finish the line: hash it into the chain and move it to the out buffer. */
+static void
+line_end(struct aud_log *l)
+{
+	lputs(l, "}");
+	crypto_generichash(l->chain, AUD_HASH_LEN, (const uint8_t *)l->line, l->line_len,
+	    NULL, 0);
+	memcpy(l->out + l->out_len, l->line, l->line_len);
+	l->out_len += l->line_len;
+	l->out[l->out_len++] = '\n';
+	l->seq++;
+	l->since_cp++;
+}
+
+static void
+field_str(struct aud_log *l, const char *name, const char *s, size_t n)
+{
+	lputs(l, ",\"");
+	lputs(l, name);
+	lputs(l, "\":");
+	json_str(l, s, n);
+}
+
+static void
+fmt_record(struct aud_log *l, const struct slot *s)
+{
+	static const char *const names[NSTR] = { "sandbox", "op", "resource", "actor", "detail" };
+	const char *strs = (const char *)(s + 1);
+	const char *p[NSTR];
+	const char *ev;
+	char hex[2 * CAP_ID_LEN + 1];
+	size_t i;
+
+	for (i = 0; i < NSTR; i++) {
+		p[i] = strs;
+		strs += s->len[i];
+	}
+	switch (s->kind) {
+	case K_OP: ev = "op"; break;
+	case K_ADMIN: ev = "admin"; break;
+	case K_OPEN: ev = "open"; break;
+	case K_RECOVER: ev = "recover"; break;
+	case K_CLOSE: ev = "close"; break;
+	default: ev = "unknown"; break;
+	}
+	line_begin(l, s->ts_ns, ev);
+	/* sandbox, op, resource; then token, decision, reason; then actor, detail */
+	for (i = 0; i < 3; i++)
+		if (s->present & (1u << i))
+			field_str(l, names[i], p[i], s->len[i]);
+	if (s->has_token) {
+		cap_hex(s->token, CAP_ID_LEN, hex);
+		field_str(l, "token", hex, strlen(hex));
+	}
+	if (s->decision == AUD_ALLOW)
+		lputs(l, ",\"decision\":\"allow\"");
+	else if (s->decision == AUD_DENY)
+		lputs(l, ",\"decision\":\"deny\"");
+	if (s->reason != 0) {
+		const char *rn = cb_errname(s->reason);
+
+		field_str(l, "reason", rn, strlen(rn));
+	}
+	for (i = 3; i < NSTR; i++)
+		if (s->present & (1u << i))
+			field_str(l, names[i], p[i], s->len[i]);
+	if (s->cut)
+		lputs(l, ",\"cut\":true");
+	line_end(l);
+}
+
+/* Append a signed checkpoint sealing every line before it. */
+static int
+fmt_checkpoint(struct aud_log *l)
+{
+	uint8_t msg[AUD_SIGMSG_LEN], sig[64], kid[CAP_KID_LEN];
+	char hex[129];
+	int rc;
+
+	aud_sigmsg(l->log_id, l->seq, l->chain, msg);
+	if (l->o.sign != NULL)
+		rc = l->o.sign(l->o.sign_arg, msg, sizeof(msg), sig, kid);
+	else
+		rc = cap_sign(l->kr, CAP_SIG_DOMAIN_AUDIT, msg, sizeof(msg), sig, kid);
+	if (rc != 0)
+		return rc;
+	l->cp_seq = l->seq;
+	memcpy(l->cp_hash, l->chain, AUD_HASH_LEN);
+	line_begin(l, wall_ns(), "checkpoint");
+	cap_hex(l->log_id, AUD_LOG_ID_LEN, hex);
+	lputs(l, ",\"log\":\"");
+	lputs(l, hex);
+	cap_hex(kid, CAP_KID_LEN, hex);
+	lputs(l, "\",\"kid\":\"");
+	lputs(l, hex);
+	cap_hex(sig, 64, hex);
+	lputs(l, "\",\"sig\":\"");
+	lputs(l, hex);
+	lputs(l, "\"");
+	line_end(l);
+	l->since_cp = 0;
+	l->cp_mono = cb_mono_ns();
+	l->checkpoints++;
+	l->cp_pending = true;
+	return 0;
+}
+
+/* write() all of the out buffer; errno-style result. */
+static int
+out_write(struct aud_log *l)
+{
+	size_t off = 0;
+
+	while (off < l->out_len) {
+		ssize_t n = write(l->fd, l->out + off, l->out_len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		if (n == 0)
+			return EIO;
+		off += (size_t)n;
+	}
+	l->out_len = 0;
+	return 0;
+}
+
+/* ---- the writer thread --------------------------------------------- */
+
+static bool
+checkpoint_due(const struct aud_log *l, uint64_t now)
+{
+	return l->since_cp > 0 &&
+	    (l->since_cp >= l->o.checkpoint_lines ||
+	    now - l->cp_mono >= (uint64_t)l->o.checkpoint_ms * 1000000u);
+}
+
+/* Format and write the entries in [t, h).  Returns an errno or a
+ * CB_E* (signing), 0 on success; *n counts the entries. */
+static int
+drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n)
+{
+	int e;
+
+	*n = 0;
+	while (t < h) {
+		size_t off = (size_t)(t % l->cap);
+		const struct slot *s = (const struct slot *)(l->ring + off);
+
+		if (l->cap - off < sizeof(uint32_t) || s->size == 0) {
+			t += l->cap - off;	/* wrap marker */
+			continue;
+		}
+		if (s->kind == K_CHECKPOINT) {
+			if (l->since_cp > 0 && (e = fmt_checkpoint(l)) != 0)
+				return e;
+		} else {
+			fmt_record(l, s);
+			if (l->since_cp >= l->o.checkpoint_lines && (e = fmt_checkpoint(l)) != 0)
+				return e;
+		}
+		t += s->size;
+		(*n)++;
+		if (l->out_len >= OUTBUF_FLUSH) {
+			if ((e = out_write(l)) != 0)
+				return e;
+			/* what is formatted no longer needs the ring: hand the
+			 * room back now, so producers never wait for a whole batch */
+			pthread_mutex_lock(&l->mu);
+			l->tail = t;
+			pthread_cond_broadcast(&l->space);
+			pthread_mutex_unlock(&l->mu);
+		}
+	}
+	if (checkpoint_due(l, cb_mono_ns()) && (e = fmt_checkpoint(l)) != 0)
+		return e;
+	return out_write(l);
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct aud_log *l = arg;
+	uint64_t batch_deadline = 0;
+
+	pthread_mutex_lock(&l->mu);
+	for (;;) {
+		uint64_t t, h, want, n, now = cb_mono_ns();
+		bool have = l->head != l->tail, sync, stop;
+		int e;
+
+		if (atomic_load(&l->failed))
+			break;
+		if (!(l->stopping || l->flush_want > l->durable || checkpoint_due(l, now) ||
+		    (have && (l->o.fsync == AUD_FSYNC_ALWAYS ||
+		    (size_t)(l->head - l->tail) > l->cap / 2 ||
+		    (batch_deadline != 0 && now >= batch_deadline))))) {
+			struct timespec dl;
+			uint64_t wake = UINT64_MAX;
+
+			if (have) {
+				if (batch_deadline == 0)
+					batch_deadline = now + (uint64_t)l->o.batch_ms * 1000000u;
+				wake = batch_deadline;
+			}
+			if (l->since_cp > 0) {
+				uint64_t cpd = l->cp_mono + (uint64_t)l->o.checkpoint_ms * 1000000u;
+
+				if (cpd < wake)
+					wake = cpd;
+			}
+			l->writer_idle = !have;
+			if (wake == UINT64_MAX) {
+				pthread_cond_wait(&l->work, &l->mu);
+			} else {
+				dl = mono_to_ts(wake);
+				pthread_cond_timedwait(&l->work, &l->mu, &dl);
+			}
+			l->writer_idle = false;
+			continue;
+		}
+		batch_deadline = 0;
+		t = l->tail;
+		h = l->head;
+		want = l->flush_want;
+		stop = l->stopping;
+		pthread_mutex_unlock(&l->mu);
+
+		/* durable, processed: only this thread writes them */
+		e = drain(l, t, h, &n);
+		sync = l->o.fsync != AUD_FSYNC_NEVER || want > l->durable || l->cp_pending || stop;
+		if (e == 0 && sync && (l->processed + n > l->durable || l->cp_pending) &&
+		    fdatasync(l->fd) != 0)
+			e = errno;
+		if (e == 0 && l->cp_pending) {
+			l->cp_pending = false;
+			if (l->o.on_checkpoint != NULL)
+				l->o.on_checkpoint(l->o.on_checkpoint_arg, l->log_id, l->cp_seq,
+				    l->cp_hash);
+		}
+
+		pthread_mutex_lock(&l->mu);
+		if (e != 0) {
+			/* errno values are positive, CB_E* negative */
+			set_failed(l, e > 0 ? e : EIO);
+			break;
+		}
+		l->tail = h;
+		l->processed += n;
+		l->pub_seq = l->seq;
+		l->pub_checkpoints = l->checkpoints;
+		if (sync)
+			l->durable = l->processed;
+		pthread_cond_broadcast(&l->space);
+		pthread_cond_broadcast(&l->done);
+		if (l->stopping && l->head == l->tail)
+			break;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* ---- opening and recovery ------------------------------------------ */
+
+/* Read the first line into buf (NUL not added); its length or -1. */
+static ssize_t
+read_first_line(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size, 0);
+	char *nl;
+
+	if (n <= 0)
+		return -1;
+	nl = memchr(buf, '\n', (size_t)n);
+	return nl == NULL ? -1 : nl - buf;
+}
+
+/* Find the last complete line of a non-empty file of size sz.  Sets
+ * *good (bytes up to and including its '\n'), and copies the line. */
+static int
+read_last_line(int fd, off_t sz, char *buf, size_t size, off_t *good, size_t *len)
+{
+	off_t start = sz > (off_t)size ? sz - (off_t)size : 0;
+	ssize_t n = pread(fd, buf, (size_t)(sz - start), start);
+	char *nl, *prev;
+
+	if (n != sz - start)
+		return CB_EIO;
+	nl = memrchr(buf, '\n', (size_t)n);
+	if (nl == NULL)
+		return CB_ENOENT;
+	*good = start + (nl - buf) + 1;
+	prev = memrchr(buf, '\n', (size_t)(nl - buf));
+	if (prev == NULL && start > 0)
+		return CB_EAUDIT;	/* line longer than we allow */
+	prev = prev == NULL ? buf : prev + 1;
+	*len = (size_t)(nl - prev);
+	memmove(buf, prev, *len);
+	return 0;
+}
+
+/* Write the genesis line and the first checkpoint, synchronously. */
+static int
+create_log(struct aud_log *l)
+{
+	char hex[2 * AUD_LOG_ID_LEN + 1];
+	int rc, e;
+
+	randombytes_buf(l->log_id, AUD_LOG_ID_LEN);
+	memset(l->chain, 0, AUD_HASH_LEN);
+	l->seq = 0;
+	line_begin(l, wall_ns(), "genesis");
+	cap_hex(l->log_id, AUD_LOG_ID_LEN, hex);
+	lputs(l, ",\"log\":\"");
+	lputs(l, hex);
+	lputs(l, "\",\"version\":1");
+	line_end(l);
+	if ((rc = fmt_checkpoint(l)) != 0)
+		return rc;
+	if ((e = out_write(l)) != 0 || fdatasync(l->fd) != 0) {
+		errno = e ? e : errno;
+		return CB_EIO;
+	}
+	l->cp_pending = false;
+	if (l->o.on_checkpoint != NULL)
+		l->o.on_checkpoint(l->o.on_checkpoint_arg, l->log_id, l->cp_seq, l->cp_hash);
+	return 0;
+}
+
+/* Continue an existing log: the log id from the genesis, the chain head
+ * from the last complete line; cut a torn tail. */
+static int
+recover_log(struct aud_log *l, off_t sz, uint64_t *torn)
+{
+	struct aud_prefix p;
+	off_t good = 0;
+	size_t len = 0;
+	ssize_t fl;
+	int rc;
+
+	*torn = 0;
+	fl = read_first_line(l->fd, l->line, AUD_LINE_MAX);
+	if (fl < 0 && l->o.expect != NULL)
+		return CB_EAUDIT;	/* the remembered log had more than this */
+	if (fl < 0) {
+		/* no complete line at all: a crash while creating; start over */
+		if (ftruncate(l->fd, 0) != 0)
+			return CB_EIO;
+		*torn = (uint64_t)sz;
+		return create_log(l);
+	}
+	if (aud_parse_prefix(l->line, (size_t)fl, &p) != 0 || p.seq != 0 ||
+	    !aud_ev_is(&p, "genesis") || aud_parse_genesis(&p, l->log_id) != 0)
+		return CB_EAUDIT;
+	if ((rc = read_last_line(l->fd, sz, l->line, 2 * AUD_LINE_MAX, &good, &len)) != 0)
+		return rc == CB_ENOENT ? CB_EAUDIT : rc;
+	if (aud_parse_prefix(l->line, len, &p) != 0)
+		return CB_EAUDIT;
+	/* Is this the log the state remembers, and does it still reach the
+	 * last checkpoint?  (The full check is aud_verify's.) */
+	if (l->o.expect != NULL &&
+	    (memcmp(l->o.expect->log_id, l->log_id, AUD_LOG_ID_LEN) != 0 || p.seq < l->o.expect->seq))
+		return CB_EAUDIT;
+	if (good < sz) {
+		/* A crash mid-write leaves part of a line: cut it so the next
+		 * line starts clean; the "recover" record says what was lost. */
+		if (ftruncate(l->fd, good) != 0 || fdatasync(l->fd) != 0)
+			return CB_EIO;
+		*torn = (uint64_t)(sz - good);
+	}
+	crypto_generichash(l->chain, AUD_HASH_LEN, (const uint8_t *)l->line, len, NULL, 0);
+	l->seq = p.seq + 1;
+	l->since_cp = aud_ev_is(&p, "checkpoint") ? 0 : 1;
+	if (p.seq == 0) {
+		/* a crash between the genesis and its seal: seal it now, as
+		 * create_log would have, before anything else is written */
+		int e;
+
+		if ((rc = fmt_checkpoint(l)) != 0)
+			return rc;
+		if ((e = out_write(l)) != 0 || fdatasync(l->fd) != 0) {
+			errno = e ? e : errno;
+			return CB_EIO;
+		}
+		l->cp_pending = false;
+		if (l->o.on_checkpoint != NULL)
+			l->o.on_checkpoint(l->o.on_checkpoint_arg, l->log_id, l->cp_seq, l->cp_hash);
+	}
+	return 0;
+}
+
+int
+aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *opts,
+    struct aud_log **out)
+{
+	struct aud_log *l = NULL;
+	pthread_condattr_t ca;
+	struct stat st;
+	uint64_t torn = 0;
+	bool existed;
+	char detail[128];
+	int rc = CB_ENOMEM;
+
+	*out = NULL;
+	if (path == NULL || (kr == NULL && (opts == NULL || opts->sign == NULL)))
+		return CB_EINVAL;
+	if (sodium_init() < 0)
+		return CB_EINTERNAL;
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return CB_ENOMEM;
+	l->fd = -1;
+	l->kr = kr;
+	fill_opts(&l->o, opts);
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->work, &ca);
+	pthread_cond_init(&l->space, &ca);
+	pthread_cond_init(&l->done, &ca);
+	pthread_condattr_destroy(&ca);
+	l->cap = l->o.ring_bytes;
+	l->out_cap = OUTBUF_FLUSH + 2 * LINE_CAP;
+	if ((l->ring = malloc(l->cap)) == NULL || (l->out = malloc(l->out_cap)) == NULL ||
+	    (l->line = malloc(LINE_CAP > 2 * AUD_LINE_MAX ? LINE_CAP : 2 * AUD_LINE_MAX)) == NULL)
+		goto out;
+	/* with a remembered head the log must already exist: never quietly
+	 * start a new one in place of a deleted log */
+	l->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
+	    (l->o.expect != NULL ? 0 : O_CREAT), 0600);
+	if (l->fd < 0 && l->o.expect != NULL && errno == ENOENT) {
+		rc = CB_EAUDIT;
+		goto out;
+	}
+	if (l->fd < 0) {
+		rc = CB_EIO;
+		goto out;
+	}
+	/* one writer per log: two brokers appending would fork the chain */
+	if (flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+		goto out;
+	}
+	if (fstat(l->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		rc = CB_EIO;
+		goto out;
+	}
+	existed = st.st_size > 0;
+	if (!existed && l->o.expect != NULL) {
+		rc = CB_EAUDIT;
+		goto out;
+	}
+	l->cp_mono = cb_mono_ns();
+	if (!existed)
+		rc = create_log(l);
+	else
+		rc = recover_log(l, st.st_size, &torn);
+	if (rc != 0)
+		goto out;
+	l->pub_seq = l->seq;
+	l->pub_checkpoints = l->checkpoints;
+	if (pthread_create(&l->thread, NULL, writer_main, l) != 0) {
+		rc = CB_EINTERNAL;
+		goto out;
+	}
+	l->thread_started = true;
+	if (torn > 0) {
+		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker", .detail = detail };
+
+		snprintf(detail, sizeof(detail),
+		    "cut %llu bytes of a torn last line (crash during a write)",
+		    (unsigned long long)torn);
+		if ((rc = push(l, K_RECOVER, &r)) != 0)
+			goto out;
+	}
+	if (existed) {
+		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker" };
+
+		if ((rc = push(l, K_OPEN, &r)) != 0)
+			goto out;
+	}
+	*out = l;
+	l = NULL;
+	rc = 0;
+out:
+	if (l != NULL)
+		(void)aud_close(l);
+	return rc;
+}
+
+int
+aud_close(struct aud_log *l)
+{
+	int rc = 0;
+
+	if (l == NULL)
+		return 0;
+	if (l->thread_started) {
+		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker" };
+
+		if (!atomic_load(&l->failed)) {
+			(void)push(l, K_CLOSE, &r);
+			(void)push(l, K_CHECKPOINT, NULL);
+		}
+		pthread_mutex_lock(&l->mu);
+		l->stopping = true;
+		pthread_cond_signal(&l->work);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->thread, NULL);
+	}
+	if (atomic_load(&l->failed))
+		rc = CB_EAUDIT;
+	if (l->fd >= 0)
+		close(l->fd);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->work);
+	pthread_cond_destroy(&l->space);
+	pthread_cond_destroy(&l->done);
+	free(l->ring);
+	free(l->out);
+	free(l->line);
+	free(l);
+	return rc;
+}

@@ -1,0 +1,795 @@
+/*
+ * admin.c - the admin socket (STATE/admin.sock): what capctl and
+ * `capbroker run --connect` speak.
+ *
+ * Trust domain: broker.  Whatever the file modes, every connection's peer
+ * is checked with SO_PEERCRED: the broker's own uid, or a uid or gid the
+ * policy names as an administrator.  Anyone else is audited and dropped
+ * before a byte is read.  Messages are msgpack maps (wire/), one per
+ * SOCK_SEQPACKET packet, with the same size limits as agent requests, and
+ * the command table below is the single list of what an administrator may
+ * ask.  An acknowledgement that changes state (revoke, approve, deny,
+ * rotate) is sent only after the change is on disk.
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define BRK_ADMIN_PAGE 200
+
+struct brk_admin {
+	struct brk_admin *next;
+	struct brk *b;
+	int fd;
+	struct event *ev;
+	uid_t uid;
+	gid_t gid;
+	char actor[32];
+	bool watch;
+	struct brk_sbx *run;		/* the sandbox this `run --connect` owns */
+	uint64_t id;			/* id of the message being answered */
+};
+
+static void brk_admin_drop(struct brk_admin *a);
+
+/* An optional field: absent is fine, present with the wrong type is not. */
+#define ADM_OPT(a, call) do { \
+		int _r = (call); \
+		if (_r != 0 && _r != CB_ENOENT) { \
+			brk_admin_err((a), CB_EPROTO, "a field has the wrong type"); \
+			return; \
+		} \
+	} while (0)
+
+static void brk_admin_err(struct brk_admin *a, int err, const char *reason);
+
+static int
+brk_admin_send(struct brk_admin *a, struct wire_enc *e, const int *fds, size_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t len;
+
+	if (wire_enc_finish(e, &len) != 0)
+		return CB_ETOOBIG;
+	iov.iov_base = e->buf;
+	iov.iov_len = len;
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	/* Administrators read their replies; one that does not is dropped
+	 * rather than waited for. */
+	if (sendmsg(a->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		return CB_EIO;
+	return 0;
+}
+
+static void
+brk_admin_begin(struct brk_admin *a, struct wire_enc *e, int err, const char *reason)
+{
+	wire_enc_init(e, a->b->sbuf, WIRE_REPLY_MAX);
+	wire_map_begin(e, NULL);
+	wire_put_u64(e, "id", a->id);
+	wire_put_bool(e, "ok", err == 0);
+	if (err) {
+		wire_put_i64(e, "err", err);
+		wire_put_str(e, "name", cb_errname(err));
+		wire_put_str(e, "reason", reason ? reason : cb_strerror(err));
+	}
+}
+
+static void
+brk_admin_finish(struct brk_admin *a, struct wire_enc *e)
+{
+	wire_map_end(e);
+	if (brk_admin_send(a, e, NULL, 0) != 0)
+		brk_admin_drop(a);
+}
+
+static void
+brk_admin_err(struct brk_admin *a, int err, const char *reason)
+{
+	struct wire_enc e;
+
+	brk_admin_begin(a, &e, err, reason);
+	brk_admin_finish(a, &e);
+}
+
+static void
+brk_admin_ok(struct brk_admin *a)
+{
+	brk_admin_err(a, 0, NULL);
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+static void
+adm_status(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct brk *b = a->b;
+	struct wire_enc e;
+	struct aud_stats as;
+
+	(void)m;
+	aud_stats(b->aud, &as);
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_put_str(&e, "state", b->state_dir);
+	wire_put_u64(&e, "pid", (uint64_t)getpid());
+	wire_put_u64(&e, "sandboxes", b->nsbx);
+	wire_put_bool(&e, "audit_healthy", aud_healthy(b->aud));
+	wire_put_u64(&e, "audit_lines", as.lines);
+	wire_put_str(&e, "policy", b->opts.policy_path ? b->opts.policy_path : "(built-in)");
+	brk_admin_finish(a, &e);
+}
+
+static void
+adm_issue(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct brk *b = a->b;
+	const char *sid, *capv[CAP_MAX_CAPS];
+	struct cap *caps[CAP_MAX_CAPS];
+	size_t ncaps = 0, n = 0;
+	uint64_t ttl = 0, uses = 0, now = cb_now();
+	bool has_uses;
+	struct brk_sbx *s;
+	char *text = NULL, tid[2 * CAP_ID_LEN + 1], why[CAP_STR_MAX + 100];
+	uint8_t id[CAP_ID_LEN];
+	struct wire_enc e;
+	int r;
+
+	if (wire_get_str(m, "sandbox", &sid) != 0 ||
+	    wire_get_strv(m, "caps", capv, CAP_MAX_CAPS, &n) != 0 || n == 0) {
+		brk_admin_err(a, CB_EINVAL, "issue needs --sandbox and at least one --cap");
+		return;
+	}
+	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
+	{
+		int ur = wire_get_u64(m, "uses", &uses);
+
+		ADM_OPT(a, ur);
+		has_uses = ur == 0;
+	}
+	if (has_uses && (uses == 0 || uses > UINT32_MAX)) {
+		brk_admin_err(a, CB_EINVAL, "--uses must be 1 or more");
+		return;
+	}
+	if (!(s = brk_sbx_find(b, sid)) || s->dead) {
+		snprintf(why, sizeof(why), "no running sandbox '%s'", sid);
+		brk_admin_err(a, CB_ENOENT, why);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if ((r = cap_parse(capv[i], &caps[ncaps])) != 0) {
+			snprintf(why, sizeof(why), "bad capability '%s': %s", capv[i], cb_strerror(r));
+			brk_admin_err(a, r, why);
+			goto out;
+		}
+		ncaps++;
+		/* Not even an administrator issues beyond the ceiling. */
+		if (!pol_inst_within_ceiling(s->inst, caps[i])) {
+			snprintf(why, sizeof(why), "'%s' exceeds the ceiling of tier '%s' (exceeds policy)",
+			    caps[i]->text, s->tier_name);
+			brk_admin_err(a, CB_EPOLICY, why);
+			goto out;
+		}
+	}
+	if (!ttl)
+		ttl = pol_default_ttl(b->pol);
+	if ((r = brk_tok_mint(b, s->id, caps, ncaps, now, now + ttl, has_uses, (uint32_t)uses, NULL,
+		 false, a->actor, &text, id)) != 0) {
+		brk_admin_err(a, r, NULL);
+		goto out;
+	}
+	{
+		uint32_t th;
+
+		/* The sandbox holds it at once; capcall finds it without --token. */
+		cb_ignore(brk_held_add(s, text, strlen(text), true, &th));
+	}
+	cap_hex(id, CAP_ID_LEN, tid);
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_put_str(&e, "token", text);
+	wire_put_str(&e, "tid", tid);
+	wire_put_u64(&e, "exp", now + ttl);
+	brk_admin_finish(a, &e);
+out:
+	free(text);
+	for (size_t i = 0; i < ncaps; i++)
+		cap_free(caps[i]);
+}
+
+static void
+adm_revoke(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct brk *b = a->b;
+	const char *hex;
+	uint8_t id[CAP_ID_LEN];
+	size_t count = 0;
+	struct wire_enc e;
+	char detail[64];
+	int r;
+
+	if (wire_get_str(m, "tid", &hex) != 0 || cap_unhex(hex, id, CAP_ID_LEN) != 0) {
+		brk_admin_err(a, CB_EINVAL, "revoke needs a token id (32 hex digits)");
+		return;
+	}
+	/* st_revoke marks it in memory first (the next operation of every
+	 * sandbox sees it), then commits to disk; we acknowledge after both
+	 * it and its audit line are durable. */
+	if ((r = st_revoke(b->st, id, cb_now(), &count)) != 0) {
+		brk_admin_err(a, r, r == CB_ENOENT ? "unknown token id" : NULL);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "%zu token(s) revoked with descendants", count);
+	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", hex, id, a->actor, detail);
+	if ((r = aud_flush(b->aud)) != 0) {
+		brk_admin_err(a, r, "revoked, but the audit log could not be flushed");
+		return;
+	}
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_put_u64(&e, "count", count);
+	brk_admin_finish(a, &e);
+}
+
+struct adm_list {
+	struct wire_enc *e;
+	uint64_t skip, n;
+	bool more;
+};
+
+static int
+adm_list_one(void *arg, const struct st_token *t)
+{
+	struct adm_list *l = arg;
+	char hex[2 * CAP_ID_LEN + 1];
+
+	if (l->skip) {
+		l->skip--;
+		return 0;
+	}
+	if (l->n == BRK_ADMIN_PAGE) {
+		l->more = true;
+		return 1;
+	}
+	wire_map_begin(l->e, NULL);
+	cap_hex(t->id, CAP_ID_LEN, hex);
+	wire_put_str(l->e, "id", hex);
+	if (t->has_parent) {
+		cap_hex(t->parent, CAP_ID_LEN, hex);
+		wire_put_str(l->e, "parent", hex);
+	}
+	wire_put_str(l->e, "sandbox", t->sandbox);
+	wire_put_str(l->e, "caps", t->caps ? t->caps : "");
+	wire_put_u64(l->e, "nbf", t->nbf);
+	wire_put_u64(l->e, "exp", t->exp);
+	if (t->uses_left != ST_UNLIMITED)
+		wire_put_u64(l->e, "uses", t->uses_left);
+	wire_put_bool(l->e, "revoked", t->revoked_at != 0);
+	wire_put_bool(l->e, "elevated", t->elevated);
+	wire_put_str(l->e, "by", t->issued_by);
+	wire_map_end(l->e);
+	l->n++;
+	return 0;
+}
+
+static void
+adm_list(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct wire_enc e;
+	struct adm_list l = { .e = &e };
+	const char *sid = NULL;
+	int r;
+
+	ADM_OPT(a, wire_get_u64(m, "offset", &l.skip));
+	ADM_OPT(a, wire_get_str(m, "sandbox", &sid));
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_arr_begin(&e, "tokens");
+	r = st_token_list(a->b->st, sid, adm_list_one, &l);
+	wire_arr_end(&e);
+	if (r < 0) {
+		brk_admin_err(a, r, NULL);
+		return;
+	}
+	wire_put_bool(&e, "more", l.more);
+	brk_admin_finish(a, &e);
+}
+
+static void
+adm_sandboxes(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct wire_enc e;
+
+	(void)m;
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_arr_begin(&e, "sandboxes");
+	for (struct brk_sbx *s = a->b->sbx; s; s = s->next) {
+		if (s->dead)
+			continue;
+		wire_map_begin(&e, NULL);
+		wire_put_str(&e, "id", s->id);
+		wire_put_str(&e, "tier", s->tier_name);
+		wire_put_str(&e, "command", s->command ? s->command : "");
+		wire_put_str(&e, "workspace", s->workspace);
+		wire_put_u64(&e, "started", s->started_at);
+		wire_put_u64(&e, "pid", (uint64_t)(s->spawned ? s->proc.pid : 0));
+		wire_put_u64(&e, "tokens", s->nheld);
+		wire_put_u64(&e, "requests", s->nreq);
+		wire_put_u64(&e, "owner", s->owner);
+		wire_map_end(&e);
+	}
+	wire_arr_end(&e);
+	brk_admin_finish(a, &e);
+}
+
+static void
+adm_kill(struct brk_admin *a, const struct wire_msg *m)
+{
+	const char *sid;
+	struct brk_sbx *s;
+
+	if (wire_get_str(m, "sandbox", &sid) != 0) {
+		brk_admin_err(a, CB_EINVAL, "kill needs a sandbox id");
+		return;
+	}
+	if (!(s = brk_sbx_find(a->b, sid)) || s->dead || s->exited) {
+		brk_admin_err(a, CB_ENOENT, "no such running sandbox");
+		return;
+	}
+	brk_sbx_kill(s, a->actor);
+	brk_admin_ok(a);
+}
+
+static void
+adm_put_request(struct wire_enc *e, const struct st_request *r)
+{
+	wire_put_u64(e, "rid", r->id);
+	wire_put_str(e, "sandbox", r->sandbox);
+	wire_put_str(e, "command", r->command);
+	wire_put_str(e, "cap", r->capability);
+	wire_put_str(e, "reason", r->reason);
+	wire_put_u64(e, "ttl", r->ttl);
+	wire_put_u64(e, "asked", r->asked_at);
+	wire_put_u64(e, "expires", r->expires_at);
+	wire_put_str(e, "state", st_req_state_name(r->state));
+}
+
+static int
+adm_pending_one(void *arg, const struct st_request *r)
+{
+	struct wire_enc *e = arg;
+
+	wire_map_begin(e, NULL);
+	adm_put_request(e, r);
+	wire_map_end(e);
+	return 0;
+}
+
+static void
+adm_pending(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct wire_enc e;
+
+	(void)m;
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_arr_begin(&e, "requests");
+	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &e));
+	wire_arr_end(&e);
+	brk_admin_finish(a, &e);
+}
+
+static void
+adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
+{
+	uint64_t rid, ttl = 0;
+	bool session = false;
+	const char *reason = NULL;
+	int r;
+
+	if (wire_get_u64(m, "rid", &rid) != 0) {
+		brk_admin_err(a, CB_EINVAL, "need a request id");
+		return;
+	}
+	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
+	ADM_OPT(a, wire_get_bool(m, "session", &session));
+	ADM_OPT(a, wire_get_str(m, "reason", &reason));
+	r = brk_pending_decide(a->b, rid, approve, ttl, session, a->actor, reason);
+	if (r == CB_ENOENT)
+		brk_admin_err(a, r, "no such pending request");
+	else if (r == CB_EEXIST)
+		brk_admin_err(a, r, "that request was already decided");
+	else if (r)
+		brk_admin_err(a, r, NULL);
+	else
+		brk_admin_ok(a);
+}
+
+static void adm_approve(struct brk_admin *a, const struct wire_msg *m) { adm_decide(a, m, true); }
+static void adm_deny(struct brk_admin *a, const struct wire_msg *m) { adm_decide(a, m, false); }
+
+static void
+adm_watch(struct brk_admin *a, const struct wire_msg *m)
+{
+	(void)m;
+	a->watch = true;
+	brk_admin_ok(a);
+}
+
+static void
+adm_rotate(struct brk_admin *a, const struct wire_msg *m)
+{
+	uint8_t kid[CAP_KID_LEN];
+	char hex[2 * CAP_KID_LEN + 1];
+	struct wire_enc e;
+	int r;
+
+	(void)m;
+	if ((r = st_rotate_key(a->b->st, kid)) != 0) {
+		brk_admin_err(a, r, NULL);
+		return;
+	}
+	cap_hex(kid, CAP_KID_LEN, hex);
+	brk_audit(a->b, AUD_ADMIN, AUD_NONE, 0, NULL, "rotate-key", hex, NULL, a->actor, NULL);
+	if ((r = aud_flush(a->b->aud)) != 0) {
+		brk_admin_err(a, r, NULL);
+		return;
+	}
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_put_str(&e, "kid", hex);
+	brk_admin_finish(a, &e);
+}
+
+static void
+adm_retire(struct brk_admin *a, const struct wire_msg *m)
+{
+	const char *hex;
+	uint8_t kid[CAP_KID_LEN];
+	int r;
+
+	if (wire_get_str(m, "kid", &hex) != 0 || cap_unhex(hex, kid, CAP_KID_LEN) != 0) {
+		brk_admin_err(a, CB_EINVAL, "need a key id (16 hex digits)");
+		return;
+	}
+	if ((r = st_retire_key(a->b->st, kid)) != 0) {
+		brk_admin_err(a, r, r == CB_EBUSY ? "the signing key cannot be retired" : NULL);
+		return;
+	}
+	brk_audit(a->b, AUD_ADMIN, AUD_NONE, 0, NULL, "retire-key", hex, NULL, a->actor, NULL);
+	brk_admin_ok(a);
+}
+
+static void
+adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct brk *b = a->b;
+	struct cap_keyring *kr = NULL;
+	struct aud_head head, *hp = NULL;
+	struct aud_report rep;
+	struct wire_enc e;
+	char path[4200];
+	int r;
+
+	(void)m;
+	/* Seal what is written so far, so the check covers it all. */
+	cb_ignore(aud_checkpoint(b->aud));
+	if (st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
+		hp = &head;
+	if ((r = st_audit_keyring(b->st, &kr)) != 0) {
+		brk_admin_err(a, r, NULL);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+	memset(&rep, 0, sizeof(rep));
+	r = aud_verify(path, kr, hp, &rep);
+	cap_keyring_free(kr);
+	brk_admin_begin(a, &e, r == CB_EAUDIT ? 0 : r, NULL);
+	wire_put_bool(&e, "intact", r == 0);
+	wire_put_str(&e, "problem", aud_problem_name(rep.problem));
+	wire_put_u64(&e, "line", rep.line);
+	wire_put_u64(&e, "lines", rep.lines);
+	wire_put_u64(&e, "checkpoints", rep.checkpoints);
+	wire_put_u64(&e, "unsealed", rep.unsealed);
+	wire_put_str(&e, "what", rep.what);
+	wire_put_str(&e, "path", path);
+	brk_admin_finish(a, &e);
+}
+
+/* `capbroker run --connect`: the daemon starts the sandbox and hands the
+ * client the agent's stdio; the client relays them and learns the exit
+ * status when the sandbox ends.  Closing the connection kills it. */
+static void
+adm_run_exit(struct brk_sbx *s, void *arg)
+{
+	struct brk_admin *a = arg;
+	struct wire_enc e;
+
+	wire_enc_init(&e, a->b->sbuf, WIRE_REPLY_MAX);
+	wire_map_begin(&e, NULL);
+	wire_put_str(&e, "event", "exit");
+	wire_put_i64(&e, "status", s->exit_code);
+	wire_map_end(&e);
+	(void)brk_admin_send(a, &e, NULL, 0);
+	a->run = NULL;
+}
+
+static void
+adm_run(struct brk_admin *a, const struct wire_msg *m)
+{
+	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor };
+	const char *argv[WIRE_ARGV_MAX + 1], *grants[CAP_MAX_CAPS], *binds[32];
+	size_t argc = 0;
+	char why[1024];
+	struct brk_sbx *s;
+	struct wire_enc e;
+	int fds[3], r;
+
+	if (a->run) {
+		brk_admin_err(a, CB_EBUSY, "this connection already runs a sandbox");
+		return;
+	}
+	if (wire_get_strv(m, "argv", argv, WIRE_ARGV_MAX, &argc) != 0 || argc == 0) {
+		brk_admin_err(a, CB_EINVAL, "run needs a command");
+		return;
+	}
+	argv[argc] = NULL;
+	spec.argv = (char *const *)argv;
+	ADM_OPT(a, wire_get_str(m, "id", &spec.id));
+	ADM_OPT(a, wire_get_str(m, "tier", &spec.tier));
+	ADM_OPT(a, wire_get_str(m, "workspace", &spec.workspace));
+	ADM_OPT(a, wire_get_u64(m, "ttl", &spec.ttl));
+	ADM_OPT(a, wire_get_u64(m, "timeout", &spec.timeout));
+	if (wire_get_strv(m, "grants", grants, CAP_MAX_CAPS, &spec.ngrants) == CB_ETOOBIG ||
+	    wire_get_strv(m, "ro_binds", binds, 32, &spec.nro_binds) == CB_ETOOBIG) {
+		brk_admin_err(a, CB_ETOOBIG, "too many grants or binds");
+		return;
+	}
+	spec.grants = grants;
+	spec.ro_binds = binds;
+	if ((r = brk_sbx_create(a->b, &spec, &s, why, sizeof(why))) != 0) {
+		brk_admin_err(a, r, why);
+		return;
+	}
+	s->on_exit = adm_run_exit;
+	s->on_exit_arg = a;
+	a->run = s;
+	fds[0] = s->proc.stdin_fd;
+	fds[1] = s->proc.stdout_fd;
+	fds[2] = s->proc.stderr_fd;
+	brk_admin_begin(a, &e, 0, NULL);
+	wire_put_str(&e, "sandbox", s->id);
+	wire_map_end(&e);
+	if (brk_admin_send(a, &e, fds, 3) != 0) {
+		brk_sbx_kill(s, "broker");
+		brk_admin_drop(a);
+		return;
+	}
+	/* The client relays them now; the broker keeps no copy. */
+	close(s->proc.stdin_fd);
+	close(s->proc.stdout_fd);
+	if (s->proc.stderr_fd >= 0)
+		close(s->proc.stderr_fd);
+	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
+}
+
+/* The single list of what an administrator may ask. */
+static const struct {
+	const char *cmd;
+	void (*fn)(struct brk_admin *, const struct wire_msg *);
+} adm_table[] = {
+	{ "status", adm_status },
+	{ "issue", adm_issue },
+	{ "revoke", adm_revoke },
+	{ "list", adm_list },
+	{ "sandboxes", adm_sandboxes },
+	{ "kill", adm_kill },
+	{ "pending", adm_pending },
+	{ "approve", adm_approve },
+	{ "deny", adm_deny },
+	{ "watch", adm_watch },
+	{ "rotate-key", adm_rotate },
+	{ "retire-key", adm_retire },
+	{ "audit-verify", adm_audit_verify },
+	{ "run", adm_run },
+};
+
+/* ---- connections ------------------------------------------------------ */
+
+static void
+brk_admin_drop(struct brk_admin *a)
+{
+	struct brk *b = a->b;
+
+	for (struct brk_admin **p = &b->admins; *p; p = &(*p)->next) {
+		if (*p == a) {
+			*p = a->next;
+			break;
+		}
+	}
+	if (a->run) {	/* the task's owner left: its sandbox goes too */
+		a->run->on_exit = NULL;
+		brk_sbx_kill(a->run, a->actor);
+	}
+	event_free(a->ev);
+	close(a->fd);
+	free(a);
+}
+
+static void
+brk_admin_readable(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_admin *a = arg;
+	struct brk *b = a->b;
+	struct wire_msg m;
+	const char *cmd;
+	ssize_t n;
+
+	(void)ev;
+	n = recv(fd, b->rbuf, WIRE_REQ_MAX + 1, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0 || n > WIRE_REQ_MAX) {
+		brk_admin_drop(a);
+		return;
+	}
+	a->id = 0;
+	if (wire_decode(b->dec, b->rbuf, (size_t)n, &m) != 0 || wire_get_u64(&m, "id", &a->id) != 0 ||
+	    wire_get_str(&m, "cmd", &cmd) != 0) {
+		brk_admin_err(a, CB_EPROTO, NULL);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(adm_table) / sizeof(adm_table[0]); i++) {
+		if (strcmp(adm_table[i].cmd, cmd) == 0) {
+			adm_table[i].fn(a, &m);
+			return;
+		}
+	}
+	brk_admin_err(a, CB_EUNKNOWNOP, "unknown admin command");
+}
+
+static void
+brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
+{
+	struct brk *b = arg;
+	struct brk_admin *a;
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+	char who[32];
+	int fd, sz = 1 << 20;
+
+	(void)ev;
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0) {
+		close(fd);
+		return;
+	}
+	snprintf(who, sizeof(who), "uid:%u", (unsigned)cr.uid);
+	if (cr.uid != geteuid() && !pol_admin_uid(b->pol, cr.uid) && !pol_admin_gid(b->pol, cr.gid)) {
+		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EPERM, NULL, "admin.refused", NULL, NULL, who,
+		    "peer is not an administrator");
+		close(fd);
+		return;
+	}
+	if (!(a = calloc(1, sizeof(*a)))) {
+		close(fd);
+		return;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	a->b = b;
+	a->fd = fd;
+	a->uid = cr.uid;
+	a->gid = cr.gid;
+	snprintf(a->actor, sizeof(a->actor), "%s", who);
+	if (!(a->ev = event_new(b->base, fd, EV_READ | EV_PERSIST, brk_admin_readable, a))) {
+		close(fd);
+		free(a);
+		return;
+	}
+	event_add(a->ev, NULL);
+	a->next = b->admins;
+	b->admins = a;
+}
+
+int
+brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(why, whylen, "admin socket path too long: %s", path);
+		return CB_ETOOBIG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(why, whylen, "socket: %s", strerror(errno));
+		return CB_EIO;
+	}
+	/* A stale socket from a crashed broker is ours to replace; anything
+	 * else at that path is not. */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+			unlink(path);
+	}
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 64) != 0) {
+		umask(old);
+		snprintf(why, whylen, "admin socket %s: %s", path, strerror(errno));
+		close(fd);
+		return CB_EIO;
+	}
+	umask(old);
+	chmod(path, 0600);
+	b->admin_fd = fd;
+	b->ev_admin = event_new(b->base, fd, EV_READ | EV_PERSIST, brk_admin_accept, b);
+	if (!b->ev_admin) {
+		close(fd);
+		b->admin_fd = -1;
+		return CB_ENOMEM;
+	}
+	event_add(b->ev_admin, NULL);
+	return 0;
+}
+
+void
+brk_admin_close(struct brk *b)
+{
+	while (b->admins)
+		brk_admin_drop(b->admins);
+	if (b->ev_admin)
+		event_free(b->ev_admin);
+	b->ev_admin = NULL;
+	if (b->admin_fd >= 0)
+		close(b->admin_fd);
+	b->admin_fd = -1;
+}
+
+void
+brk_admin_notify(struct brk *b, const char *event, uint64_t rid)
+{
+	struct st_request r;
+
+	if (st_request_get(b->st, rid, &r) != 0)
+		return;
+	for (struct brk_admin *a = b->admins, *next; a; a = next) {
+		struct wire_enc e;
+
+		next = a->next;
+		if (!a->watch)
+			continue;
+		wire_enc_init(&e, b->sbuf, WIRE_REPLY_MAX);
+		wire_map_begin(&e, NULL);
+		wire_put_str(&e, "event", event);
+		adm_put_request(&e, &r);
+		wire_map_end(&e);
+		if (brk_admin_send(a, &e, NULL, 0) != 0)
+			brk_admin_drop(a);
+	}
+}

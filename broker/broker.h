@@ -1,0 +1,261 @@
+/*
+ * broker.h - the broker: one event loop that owns every sandbox's
+ * socketpair and performs each granted operation after checking a token.
+ *
+ * Trust domain: the broker (trusted, possibly root).  Everything a sandbox
+ * sends is hostile.  The loop never blocks on an agent: DNS runs in worker
+ * threads, connects and child processes are events, replies that cannot be
+ * sent at once are queued (bounded) rather than waited for.
+ *
+ * Files: loop.c (channels, framing, dispatch table, limits), tokens.c (the
+ * per-sandbox token table and the check pipeline), ops_fs.c, ops_net.c,
+ * ops_proc.c, ops_tok.c (request/derive/tokens), admin.c (admin socket),
+ * run.c (capbroker run / serve), main.c (command line).
+ */
+#ifndef CB_BROKER_H
+#define CB_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "audit/audit.h"
+#include "caps/caps.h"
+#include "common/common.h"
+#include "policy/policy.h"
+#include "sandbox-stub/sandbox.h"
+#include "state/state.h"
+#include "wire/wire.h"
+
+#define BRK_HELD_MAX	64	/* tokens one sandbox may hold */
+#define BRK_INFLIGHT_MAX 32	/* async requests in flight per sandbox */
+#define BRK_OUTQ_MAX	64	/* replies queued while the agent does not read */
+#define BRK_HANDLES_MAX	64	/* mediated fds per sandbox */
+#define BRK_RATE	20000	/* requests per second per sandbox (sustained) */
+#define BRK_BURST	2000	/* ... and burst */
+#define BRK_BATCH	32	/* packets read per wakeup, for fairness */
+#define BRK_ROOTS_MAX	16	/* cached capability roots per sandbox */
+#define BRK_SANDBOXES_MAX 4096
+
+struct event_base;
+struct event;
+struct brk;
+struct brk_sbx;
+
+enum brk_approve {
+	BRK_APPROVE_ADMIN,	/* wait for capctl approve/deny */
+	BRK_APPROVE_TTY,	/* ask at the launching terminal */
+	BRK_APPROVE_DENY,	/* refuse every request that needs a human */
+};
+
+/* A token a sandbox holds: decoded once, its signature verified once. */
+struct brk_held {
+	struct cap_token *tok;
+	char *text;
+	size_t text_len;
+	bool sig_ok;
+	uint64_t sig_epoch;	/* st_epoch() when verified */
+	uint32_t in_ceiling;	/* bit i: caps[i] inside the ceiling (or requestable) */
+	bool granted;		/* minted for this sandbox (not presented by it) */
+};
+
+/* A directory fd pinned on a capability's fixed prefix. */
+struct brk_root {
+	char *path;
+	int fd;			/* O_PATH | O_DIRECTORY */
+};
+
+/* A file the broker keeps open for mediated io. */
+struct brk_handle {
+	int fd;
+	bool used;
+	bool write;
+	uint8_t tid[CAP_ID_LEN];	/* token re-checked on every io op */
+	uint32_t th;
+};
+
+struct brk_out;			/* a queued reply */
+
+struct brk_sbx {
+	struct brk *b;
+	struct brk_sbx *next;
+	char id[CAP_AUD_MAX + 1];
+	char *command;			/* argv joined, for people */
+	char tier_name[64];
+	enum sbx_tier stier;
+	struct pol_inst *inst;
+	char workspace[4096];
+	uint64_t started_at;
+	uid_t owner;			/* who started it (admin peer or us) */
+
+	int fd;				/* broker end of the socketpair */
+	struct event *ev_read;
+	struct event *ev_write;
+	struct event *ev_rate;		/* re-enables reading after a rate stall */
+	struct brk_out *outq, *outq_tail;
+	size_t noutq;
+
+	double bucket;			/* rate limiter */
+	uint64_t bucket_ns;
+	unsigned inflight;
+	uint64_t nreq, nbad;
+
+	struct brk_held held[BRK_HELD_MAX];
+	size_t nheld;
+	struct brk_root roots[BRK_ROOTS_MAX];
+	size_t nroots;
+	struct brk_handle handles[BRK_HANDLES_MAX];
+	struct cap *session_caps[16];	/* approvals "for this session" */
+	uint64_t session_ttl[16];
+	size_t nsession;
+
+	struct sbx_proc proc;		/* the agent's sandbox, if we spawned it */
+	bool spawned;
+	struct event *ev_status, *ev_exit;
+	bool exited;
+	int exit_code;
+	void (*on_exit)(struct brk_sbx *, void *);
+	void *on_exit_arg;
+	int refs;			/* async operations holding this struct */
+	bool dead;			/* channel closed; freed when refs drop to 0 */
+};
+
+struct brk_opts {
+	const char *state_dir;
+	const char *policy_path;	/* NULL: built-in default */
+	const char *admin_path;		/* NULL: STATE/admin.sock */
+	enum brk_approve approve;
+	bool quiet;
+};
+
+struct brk {
+	struct event_base *base;
+	struct pol *pol;
+	struct st *st;
+	struct aud_log *aud;
+	struct wire_dec *dec;
+	uint8_t *rbuf;			/* one receive buffer, WIRE_REQ_MAX + 1 */
+	uint8_t *sbuf;			/* one send buffer, WIRE_REPLY_MAX */
+	struct brk_sbx *sbx;		/* live sandboxes */
+	size_t nsbx;
+	struct brk_opts opts;
+	char state_dir[4096];
+	char capcall_path[4096];
+	char pylib_dir[4096];
+	int admin_fd;
+	struct event *ev_admin;
+	struct event *ev_tick;
+	int wake_pipe[2];		/* worker threads -> loop */
+	struct event *ev_wake;
+	struct brk_admin *admins;	/* admin connections */
+	struct brk_pending *pending;	/* elevation requests awaiting a human */
+	int tty_fd;			/* --approve tty */
+	struct event *ev_tty;
+	struct brk_pending *tty_current;
+	bool stopping;
+	int exit_code;
+};
+
+/* Set up the broker: policy, state, audit log, admin socket.  On error a
+ * one-line reason is in why. */
+int brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen) CB_WARN_UNUSED;
+void brk_free(struct brk *b);
+int brk_loop(struct brk *b);
+void brk_stop(struct brk *b, int code);
+
+/* ---- sandboxes (loop.c) ---- */
+
+struct brk_sbx_spec {
+	const char *id;			/* NULL: generated */
+	const char *tier;		/* NULL: policy default */
+	const char *workspace;		/* NULL: current directory */
+	char *const *argv;
+	const char *const *grants;
+	size_t ngrants;
+	uint64_t ttl;			/* grant lifetime; 0: policy default */
+	uint64_t timeout;		/* wall clock; 0: tier's */
+	const char *const *ro_binds;	/* SRC[:DST] */
+	size_t nro_binds;
+	uid_t owner;
+	const char *actor;		/* audit actor: "uid:N" */
+};
+
+/* Create a sandbox: validate, mint grant tokens (each inside the ceiling),
+ * spawn it.  The stdio fds of the agent are in (*out)->proc.  On error a
+ * one-line reason in why and CB_EPOLICY (a grant beyond the ceiling),
+ * CB_EINVAL or a spawn error. */
+int brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen) CB_WARN_UNUSED;
+struct brk_sbx *brk_sbx_find(struct brk *b, const char *id);
+void brk_sbx_kill(struct brk_sbx *s, const char *actor);
+void brk_sbx_hold(struct brk_sbx *s);
+void brk_sbx_release(struct brk_sbx *s);
+
+/* Send a reply (with an optional fd, which is consumed). */
+void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
+/* Reply with an error and audit the denial. */
+void brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resource,
+    const uint8_t *tid, const char *detail);
+
+/* ---- tokens (tokens.c) ---- */
+
+/* Add a token to the sandbox's table (decode; dedupe by text).  *th gets its
+ * handle.  Full verification except coverage happens in brk_tok_check. */
+int brk_held_add(struct brk_sbx *s, const char *text, size_t len, bool granted, uint32_t *th) CB_WARN_UNUSED;
+void brk_held_clear(struct brk_sbx *s);
+
+/* The check pipeline, cheapest first: time, audience, revocation and uses,
+ * coverage, ceiling, signature.  r may be NULL (no coverage check).  On
+ * success *capi is the index of the covering capability. */
+int brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi) CB_WARN_UNUSED;
+
+/* Pick the token for request q needing r: the one presented (tok / th) or
+ * the first held token that passes.  On failure the most telling reason. */
+int brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req *r,
+    struct brk_held **out, size_t *capi) CB_WARN_UNUSED;
+
+/* Spend a use if the token is limited (durable). */
+int brk_tok_spend(struct brk_sbx *s, struct brk_held *h) CB_WARN_UNUSED;
+
+/* Sign a token and fill its state record (rec->caps malloc'd) without
+ * recording it. */
+int brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
+    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
+    const char *by, char **text, struct st_token *rec) CB_WARN_UNUSED;
+
+/* Mint and record a token for sandbox aud; text malloc'd. */
+int brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
+    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
+    const char *by, char **text, uint8_t id[CAP_ID_LEN]) CB_WARN_UNUSED;
+
+/* ---- audit helper ---- */
+void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,
+    const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
+    const char *actor, const char *detail);
+
+/* ---- operations: each int fn(s, q) replies itself ---- */
+void brk_op_fs(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_io(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_net(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_proc(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_tokens(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_token_add(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_derive(struct brk_sbx *s, const struct wire_req *q);
+void brk_op_request(struct brk_sbx *s, const struct wire_req *q);
+
+/* ---- worker threads (loop.c): fn runs off the loop, done on it ---- */
+int brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg) CB_WARN_UNUSED;
+
+/* ---- elevation (ops_tok.c) and admin (admin.c) ---- */
+struct brk_pending;
+int brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen) CB_WARN_UNUSED;
+void brk_admin_close(struct brk *b);
+void brk_pending_tick(struct brk *b);
+int brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool session,
+    const char *by, const char *reason) CB_WARN_UNUSED;
+void brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s);
+void brk_admin_notify(struct brk *b, const char *event, uint64_t rid);
+void brk_tty_prompt_next(struct brk *b);
+
+#endif

@@ -1,0 +1,661 @@
+/*
+ * main.c - the capbroker program: run, serve, check-policy, show-policy.
+ *
+ * Trust domain: broker.  `run` starts a broker of its own (or asks a
+ * running daemon with --connect), starts one agent in a sandbox and relays
+ * the agent's stdin/stdout/stderr, which are pipes: the agent never gets
+ * the host terminal.  Exit status: the agent's; 124 on --timeout; 125 when
+ * the sandbox or broker could not be set up (one line on stderr).
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define EXIT_SETUP 125
+#define EXIT_USAGE 64
+#define RUN_MAX_GRANTS 64
+#define RUN_MAX_BINDS 32
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: capbroker run [--connect SOCKET] [--state DIR] [--policy FILE]\n"
+	    "                     [--tier low|medium|high|NAME] [--workspace DIR] [--grant CAP]...\n"
+	    "                     [--ttl SECONDS] [--timeout SECONDS] [--ro-bind SRC[:DST]]...\n"
+	    "                     [--id NAME] [--approve tty|admin|deny] -- CMD [ARGS...]\n"
+	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH]\n"
+	    "       capbroker check-policy FILE\n"
+	    "       capbroker show-policy [FILE]\n");
+}
+
+/* ---- relaying the agent's stdio ------------------------------------- */
+
+struct relay {
+	struct event_base *base;
+	int in_src, in_dst;		/* our stdin -> agent stdin */
+	int out_src, err_src;		/* agent stdout/stderr -> ours */
+	struct event *ev_in, *ev_in_w, *ev_out, *ev_err;
+	char inbuf[65536];
+	size_t inlen, inoff;
+	bool out_eof, err_eof, exited;
+	int code;
+	struct brk *b;			/* one-shot: stop this broker */
+};
+
+static void
+write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;	/* our reader went away: drop the rest */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+static void
+relay_maybe_done(struct relay *r)
+{
+	if (r->exited && r->out_eof && r->err_eof) {
+		if (r->b)
+			brk_stop(r->b, r->code);
+		else
+			event_base_loopbreak(r->base);
+	}
+}
+
+static void
+relay_pump(evutil_socket_t fd, short ev, void *arg, int to, bool *eof, struct event *e)
+{
+	struct relay *r = arg;
+	char buf[65536];
+	ssize_t n;
+
+	(void)ev;
+	n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		*eof = true;
+		event_del(e);
+		relay_maybe_done(r);
+		return;
+	}
+	write_all(to, buf, (size_t)n);
+}
+
+static void
+relay_out(evutil_socket_t fd, short ev, void *arg)
+{
+	struct relay *r = arg;
+
+	relay_pump(fd, ev, arg, STDOUT_FILENO, &r->out_eof, r->ev_out);
+}
+
+static void
+relay_err(evutil_socket_t fd, short ev, void *arg)
+{
+	struct relay *r = arg;
+
+	relay_pump(fd, ev, arg, STDERR_FILENO, &r->err_eof, r->ev_err);
+}
+
+static void
+relay_in_close(struct relay *r)
+{
+	if (r->ev_in)
+		event_del(r->ev_in);
+	if (r->ev_in_w)
+		event_del(r->ev_in_w);
+	if (r->in_dst >= 0)
+		close(r->in_dst);
+	r->in_dst = -1;
+}
+
+/* Flush what we hold to the agent's stdin pipe without ever blocking. */
+static void
+relay_in_flush(struct relay *r)
+{
+	while (r->inoff < r->inlen) {
+		ssize_t w = write(r->in_dst, r->inbuf + r->inoff, r->inlen - r->inoff);
+
+		if (w < 0 && errno == EAGAIN) {
+			event_del(r->ev_in);
+			event_add(r->ev_in_w, NULL);
+			return;
+		}
+		if (w <= 0) {
+			relay_in_close(r);	/* the agent closed its stdin */
+			return;
+		}
+		r->inoff += (size_t)w;
+	}
+	r->inlen = r->inoff = 0;
+	event_del(r->ev_in_w);
+	event_add(r->ev_in, NULL);
+}
+
+static void
+relay_in(evutil_socket_t fd, short ev, void *arg)
+{
+	struct relay *r = arg;
+	ssize_t n;
+
+	(void)ev;
+	n = read(fd, r->inbuf, sizeof(r->inbuf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		relay_in_close(r);
+		return;
+	}
+	r->inlen = (size_t)n;
+	r->inoff = 0;
+	relay_in_flush(r);
+}
+
+static void
+relay_in_w(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	relay_in_flush(arg);
+}
+
+static int
+relay_start(struct relay *r, struct event_base *base, int in_dst, int out_src, int err_src)
+{
+	r->base = base;
+	r->in_dst = in_dst;
+	r->out_src = out_src;
+	r->err_src = err_src;
+	fcntl(out_src, F_SETFL, O_NONBLOCK);
+	r->ev_out = event_new(base, out_src, EV_READ | EV_PERSIST, relay_out, r);
+	if (err_src >= 0) {
+		fcntl(err_src, F_SETFL, O_NONBLOCK);
+		r->ev_err = event_new(base, err_src, EV_READ | EV_PERSIST, relay_err, r);
+	} else {
+		r->err_eof = true;
+	}
+	if (!r->ev_out || (err_src >= 0 && !r->ev_err))
+		return CB_ENOMEM;
+	event_add(r->ev_out, NULL);
+	if (r->ev_err)
+		event_add(r->ev_err, NULL);
+	if (in_dst >= 0) {
+		struct stat st;
+
+		fcntl(in_dst, F_SETFL, O_NONBLOCK);
+		/* Regular files and /dev/null cannot be polled; read them
+		 * through a pipe-like path only if pollable. */
+		if (fstat(STDIN_FILENO, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) &&
+		    !isatty(STDIN_FILENO)) {
+			char buf[65536];
+			ssize_t n;
+
+			fcntl(in_dst, F_SETFL, 0);
+			while ((n = read(STDIN_FILENO, buf, sizeof(buf))) > 0)
+				write_all(in_dst, buf, (size_t)n);
+			close(in_dst);
+			r->in_dst = -1;
+			return 0;
+		}
+		r->ev_in = event_new(base, STDIN_FILENO, EV_READ | EV_PERSIST, relay_in, r);
+		r->ev_in_w = event_new(base, in_dst, EV_WRITE | EV_PERSIST, relay_in_w, r);
+		if (!r->ev_in || !r->ev_in_w)
+			return CB_ENOMEM;
+		event_add(r->ev_in, NULL);
+	}
+	return 0;
+}
+
+static void
+relay_free(struct relay *r)
+{
+	if (r->ev_in)
+		event_free(r->ev_in);
+	if (r->ev_in_w)
+		event_free(r->ev_in_w);
+	if (r->ev_out)
+		event_free(r->ev_out);
+	if (r->ev_err)
+		event_free(r->ev_err);
+	if (r->in_dst >= 0)
+		close(r->in_dst);
+}
+
+/* ---- run ------------------------------------------------------------- */
+
+struct run_opts {
+	const char *connect, *state, *policy, *tier, *workspace, *id, *approve;
+	const char *grants[RUN_MAX_GRANTS];
+	size_t ngrants;
+	const char *binds[RUN_MAX_BINDS];
+	size_t nbinds;
+	uint64_t ttl, timeout;
+	char **argv;
+};
+
+static int
+parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return s[0] && s[0] != '-' && !*end && !errno && *v > 0 ? 0 : -1;
+}
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void
+run_exited(struct brk_sbx *s, void *arg)
+{
+	struct relay *r = arg;
+
+	r->exited = true;
+	r->code = s->exit_code;
+	relay_maybe_done(r);
+}
+
+static void
+on_signal(evutil_socket_t sig, short ev, void *arg)
+{
+	struct brk *b = arg;
+
+	(void)ev;
+	/* Kill the sandboxes; the relay reports their status. */
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		brk_sbx_kill(s, sig == SIGINT ? "signal:INT" : "signal:TERM");
+}
+
+static int
+run_local(struct run_opts *o)
+{
+	struct brk_opts bo = { .policy_path = o->policy };
+	struct brk_sbx_spec spec = { 0 };
+	struct brk *b = NULL;
+	struct brk_sbx *s;
+	struct relay r = { .in_dst = -1 };
+	struct event *sigint = NULL, *sigterm = NULL;
+	char tmp[] = "/tmp/capbroker-XXXXXX", why[1024], actor[32];
+	int code = EXIT_SETUP, e;
+
+	if (o->state) {
+		bo.state_dir = o->state;
+	} else {
+		if (!mkdtemp(tmp)) {
+			fprintf(stderr, "capbroker: cannot create a state directory: %s\n", strerror(errno));
+			return EXIT_SETUP;
+		}
+		bo.state_dir = tmp;
+	}
+	if (!o->approve)
+		bo.approve = isatty(STDIN_FILENO) ? BRK_APPROVE_TTY : BRK_APPROVE_ADMIN;
+	else if (strcmp(o->approve, "tty") == 0)
+		bo.approve = BRK_APPROVE_TTY;
+	else if (strcmp(o->approve, "admin") == 0)
+		bo.approve = BRK_APPROVE_ADMIN;
+	else
+		bo.approve = BRK_APPROVE_DENY;
+	if ((e = brk_new(&bo, &b, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		goto out;
+	}
+	snprintf(actor, sizeof(actor), "uid:%u", (unsigned)getuid());
+	spec.id = o->id;
+	spec.tier = o->tier;
+	spec.workspace = o->workspace;
+	spec.argv = o->argv;
+	spec.grants = o->grants;
+	spec.ngrants = o->ngrants;
+	spec.ttl = o->ttl;
+	spec.timeout = o->timeout;
+	spec.ro_binds = o->binds;
+	spec.nro_binds = o->nbinds;
+	spec.owner = getuid();
+	spec.actor = actor;
+	if ((e = brk_sbx_create(b, &spec, &s, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		goto out;
+	}
+	r.b = b;
+	s->on_exit = run_exited;
+	s->on_exit_arg = &r;
+	if (relay_start(&r, b->base, s->proc.stdin_fd, s->proc.stdout_fd, s->proc.stderr_fd) != 0) {
+		fprintf(stderr, "capbroker: cannot relay the agent's stdio\n");
+		goto out;
+	}
+	s->proc.stdin_fd = -1;	/* the relay owns and closes it */
+	sigint = evsignal_new(b->base, SIGINT, on_signal, b);
+	sigterm = evsignal_new(b->base, SIGTERM, on_signal, b);
+	if (sigint)
+		event_add(sigint, NULL);
+	if (sigterm)
+		event_add(sigterm, NULL);
+	if (brk_loop(b) != 0) {
+		fprintf(stderr, "capbroker: event loop failed\n");
+		goto out;
+	}
+	code = b->exit_code;
+out:
+	if (sigint)
+		event_free(sigint);
+	if (sigterm)
+		event_free(sigterm);
+	relay_free(&r);
+	brk_free(b);
+	if (!o->state)
+		nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return code;
+}
+
+/* The client side of `run --connect`: ask the daemon, relay, report. */
+static int
+run_connect(struct run_opts *o)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint8_t *buf = NULL;
+	struct wire_enc e;
+	struct wire_dec *d = NULL;
+	struct wire_msg m;
+	struct relay r = { .in_dst = -1 };
+	struct event_base *base = NULL;
+	struct event *ev_sock = NULL;
+	char cwd[4096];
+	int fd = -1, fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
+	size_t len;
+	ssize_t n;
+	bool ok;
+
+	if (strlen(o->connect) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "capbroker: socket path too long\n");
+		return EXIT_SETUP;
+	}
+	memcpy(sa.sun_path, o->connect, strlen(o->connect) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "capbroker: cannot reach the broker at %s: %s\n", o->connect,
+		    strerror(errno));
+		goto out;
+	}
+	if (!(buf = malloc(WIRE_REPLY_MAX)) || wire_dec_new(WIRE_REPLY_MAX, &d) != 0)
+		goto out;
+	wire_enc_init(&e, buf, WIRE_REPLY_MAX);
+	wire_map_begin(&e, NULL);
+	wire_put_u64(&e, "id", 1);
+	wire_put_str(&e, "cmd", "run");
+	wire_arr_begin(&e, "argv");
+	for (size_t i = 0; o->argv[i]; i++)
+		wire_put_str(&e, NULL, o->argv[i]);
+	wire_arr_end(&e);
+	if (o->id)
+		wire_put_str(&e, "id", o->id);
+	if (o->tier)
+		wire_put_str(&e, "tier", o->tier);
+	if (o->workspace)
+		wire_put_str(&e, "workspace", o->workspace);
+	else if (getcwd(cwd, sizeof(cwd)))
+		wire_put_str(&e, "workspace", cwd);
+	if (o->ttl)
+		wire_put_u64(&e, "ttl", o->ttl);
+	if (o->timeout)
+		wire_put_u64(&e, "timeout", o->timeout);
+	wire_arr_begin(&e, "grants");
+	for (size_t i = 0; i < o->ngrants; i++)
+		wire_put_str(&e, NULL, o->grants[i]);
+	wire_arr_end(&e);
+	wire_arr_begin(&e, "ro_binds");
+	for (size_t i = 0; i < o->nbinds; i++)
+		wire_put_str(&e, NULL, o->binds[i]);
+	wire_arr_end(&e);
+	wire_map_end(&e);
+	if (wire_enc_finish(&e, &len) != 0 || send(fd, buf, len, MSG_NOSIGNAL) < 0) {
+		fprintf(stderr, "capbroker: cannot send the request\n");
+		goto out;
+	}
+	{
+		union {
+			char c[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { .iov_base = buf, .iov_len = WIRE_REPLY_MAX };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.c,
+			.msg_controllen = sizeof(u.c) };
+
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+			    c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
+				memcpy(fds, CMSG_DATA(c), sizeof(fds));
+	}
+	if (n <= 0 || wire_decode(d, buf, (size_t)n, &m) != 0 || wire_get_bool(&m, "ok", &ok) != 0) {
+		fprintf(stderr, "capbroker: the broker refused the connection (not an administrator?)\n");
+		goto out;
+	}
+	if (!ok) {
+		const char *why = "refused";
+
+		cb_ignore(wire_get_str(&m, "reason", &why));
+		fprintf(stderr, "capbroker: %s\n", why);
+		goto out;
+	}
+	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
+		fprintf(stderr, "capbroker: the broker sent no stdio\n");
+		goto out;
+	}
+	if (!(base = event_base_new()) || relay_start(&r, base, fds[0], fds[1], fds[2]) != 0)
+		goto out;
+	fds[0] = -1;
+	/* Wait for the exit event while relaying. */
+	for (;;) {
+		event_base_loop(base, EVLOOP_ONCE);
+		if (r.out_eof && r.err_eof)
+			break;
+	}
+	(void)ev_sock;
+	n = recv(fd, buf, WIRE_REPLY_MAX, 0);
+	if (n > 0 && wire_decode(d, buf, (size_t)n, &m) == 0) {
+		int64_t st;
+
+		if (wire_get_i64(&m, "status", &st) == 0)
+			code = (int)st;
+	} else {
+		fprintf(stderr, "capbroker: lost the broker before the sandbox ended\n");
+	}
+out:
+	relay_free(&r);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0 && i)
+			close(fds[i]);
+	if (base)
+		event_base_free(base);
+	wire_dec_free(d);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return code;
+}
+
+static int
+cmd_run(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "connect", required_argument, NULL, 'c' },
+		{ "state", required_argument, NULL, 's' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "tier", required_argument, NULL, 't' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "grant", required_argument, NULL, 'g' },
+		{ "ttl", required_argument, NULL, 'T' },
+		{ "timeout", required_argument, NULL, 'o' },
+		{ "ro-bind", required_argument, NULL, 'b' },
+		{ "id", required_argument, NULL, 'i' },
+		{ "approve", required_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct run_opts o = { 0 };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o.connect = optarg; break;
+		case 's': o.state = optarg; break;
+		case 'p': o.policy = optarg; break;
+		case 't': o.tier = optarg; break;
+		case 'w': o.workspace = optarg; break;
+		case 'i': o.id = optarg; break;
+		case 'a':
+			if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
+				fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
+				return EXIT_USAGE;
+			}
+			o.approve = optarg;
+			break;
+		case 'g':
+			if (o.ngrants == RUN_MAX_GRANTS) {
+				fprintf(stderr, "capbroker: at most %d --grant\n", RUN_MAX_GRANTS);
+				return EXIT_USAGE;
+			}
+			o.grants[o.ngrants++] = optarg;
+			break;
+		case 'b':
+			if (o.nbinds == RUN_MAX_BINDS) {
+				fprintf(stderr, "capbroker: at most %d --ro-bind\n", RUN_MAX_BINDS);
+				return EXIT_USAGE;
+			}
+			o.binds[o.nbinds++] = optarg;
+			break;
+		case 'T':
+		case 'o':
+			if (parse_u64(optarg, c == 'T' ? &o.ttl : &o.timeout) != 0) {
+				fprintf(stderr, "capbroker: --%s needs a positive number of seconds\n",
+				    c == 'T' ? "ttl" : "timeout");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "capbroker: run needs a command after --\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	o.argv = argv + optind;
+	return o.connect ? run_connect(&o) : run_local(&o);
+}
+
+/* ---- serve ------------------------------------------------------------- */
+
+static void
+on_stop(evutil_socket_t sig, short ev, void *arg)
+{
+	(void)sig;
+	(void)ev;
+	brk_stop(arg, 0);
+}
+
+static int
+cmd_serve(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "state", required_argument, NULL, 's' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct brk_opts bo = { .approve = BRK_APPROVE_ADMIN };
+	struct brk *b = NULL;
+	struct event *e1 = NULL, *e2 = NULL;
+	char why[1024];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': bo.state_dir = optarg; break;
+		case 'p': bo.policy_path = optarg; break;
+		case 'S': bo.admin_path = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (!bo.state_dir || optind != argc) {
+		fprintf(stderr, "capbroker: serve needs --state DIR\n");
+		return EXIT_USAGE;
+	}
+	if (brk_new(&bo, &b, why, sizeof(why)) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		return EXIT_SETUP;
+	}
+	e1 = evsignal_new(b->base, SIGTERM, on_stop, b);
+	e2 = evsignal_new(b->base, SIGINT, on_stop, b);
+	if (e1)
+		event_add(e1, NULL);
+	if (e2)
+		event_add(e2, NULL);
+	fprintf(stderr, "capbroker: serving; admin socket %s%s\n",
+	    bo.admin_path ? bo.admin_path : bo.state_dir, bo.admin_path ? "" : "/admin.sock");
+	c = brk_loop(b) == 0 ? b->exit_code : 1;
+	if (e1)
+		event_free(e1);
+	if (e2)
+		event_free(e2);
+	brk_free(b);
+	return c;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check-policy") == 0)
+		return pol_cmd_check(argc - 1, argv + 1);
+	if (strcmp(argv[1], "show-policy") == 0)
+		return pol_cmd_show(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "capbroker: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

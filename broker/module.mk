@@ -1,0 +1,7 @@
+MODULES += broker
+broker_SRCS := broker/loop.c broker/tokens.c broker/ops_fs.c broker/ops_net.c \
+	broker/ops_proc.c broker/ops_tok.c broker/admin.c
+broker_LIBS := broker sandbox policy audit state caps wire common
+PROGS += capbroker
+capbroker_SRCS := broker/main.c
+capbroker_LIBS := broker sandbox policy audit state caps wire common

@@ -1,0 +1,597 @@
+/*
+ * ops_fs.c - fs.read, fs.write, fs.list, fs.stat, fs.mkdir, fs.delete,
+ * fs.rename and the mediated io.* operations.
+ *
+ * Trust domain: broker, acting on host files for a hostile agent.  Why the
+ * handlers are safe:
+ *  - The request path is first checked as a string (absolute, no "." or
+ *    "..", no empty component) and matched against the token's glob.  It is
+ *    then never opened as a string: it is resolved beneath a directory fd
+ *    pinned on the capability's fixed prefix with openat2(RESOLVE_BENEATH |
+ *    RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), so a symlink anywhere on
+ *    the way, a /proc magic link, or a rename racing the request makes the
+ *    kernel refuse instead of walking out of the root.
+ *  - The root itself is opened with the same flags from "/", so the agent
+ *    cannot swap a component of the root for a symlink either.
+ *  - Files are opened O_NONBLOCK | O_NOCTTY (a FIFO cannot stall the loop,
+ *    a terminal cannot become ours) and must then be regular files: device
+ *    nodes, FIFOs and sockets are refused; directories are listed by the
+ *    broker, never handed over (openat(dirfd, "..") would escape).
+ *  - Created files get mode & 0777 (no set-id bits).
+ */
+#include "broker/broker.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BRK_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+#define BRK_LIST_MAX 4096		/* entries in one fs.list reply */
+#define BRK_LIST_BYTES (150 * 1024)	/* name bytes in one fs.list reply */
+
+static int
+brk_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode)
+{
+	/* openat2 refuses a mode without O_CREAT (unlike openat). */
+	struct open_how how = { .flags = flags | O_CLOEXEC,
+		.mode = (flags & O_CREAT) ? mode : 0, .resolve = BRK_RESOLVE };
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+static int
+brk_errno(int e)
+{
+	switch (e) {
+	case ELOOP:
+	case EXDEV:
+		return CB_EESCAPE;	/* a symlink, magic link or escape on the way */
+	case ENOENT:
+	case ENOTDIR:
+		return CB_ENOENT;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return CB_EPERM;
+	case EEXIST:
+	case ENOTEMPTY:
+		return CB_EEXIST;
+	case EISDIR:
+	case ENXIO:
+		return CB_EFTYPE;
+	case ENAMETOOLONG:
+		return CB_ETOOBIG;
+	default:
+		return CB_EIO;
+	}
+}
+
+/* The pinned directory fd of a capability root. */
+static int
+brk_root(struct brk_sbx *s, const char *root, int *fd)
+{
+	int f;
+
+	for (size_t i = 0; i < s->nroots; i++) {
+		if (strcmp(s->roots[i].path, root) == 0) {
+			*fd = s->roots[i].fd;
+			return 0;
+		}
+	}
+	f = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (f >= 0 && root[1]) {
+		int slash = f;
+
+		f = brk_openat2(slash, root + 1, O_PATH | O_DIRECTORY, 0);
+		close(slash);
+	}
+	if (f < 0)
+		return brk_errno(errno);
+	if (s->nroots == BRK_ROOTS_MAX) {	/* evict the oldest */
+		close(s->roots[0].fd);
+		free(s->roots[0].path);
+		memmove(&s->roots[0], &s->roots[1], sizeof(s->roots[0]) * (BRK_ROOTS_MAX - 1));
+		s->nroots--;
+	}
+	if (!(s->roots[s->nroots].path = strdup(root))) {
+		close(f);
+		return CB_ENOMEM;
+	}
+	s->roots[s->nroots++].fd = f;
+	*fd = f;
+	return 0;
+}
+
+/* path relative to root ("." for the root itself).  The glob matched, so
+ * root's components lead path; check anyway rather than trust it. */
+static int
+brk_rel(const char *root, const char *path, const char **rel)
+{
+	size_t rl = strlen(root);
+
+	if (strcmp(root, "/") == 0) {
+		*rel = path[1] ? path + 1 : ".";
+		return 0;
+	}
+	if (strncmp(path, root, rl) != 0 || (path[rl] != '/' && path[rl] != '\0'))
+		return CB_EESCAPE;
+	*rel = path[rl] ? path + rl + 1 : ".";
+	return 0;
+}
+
+/* Everything a handler needs after the token check. */
+struct brk_fsctx {
+	struct brk_held *h;
+	size_t capi;
+	int rootfd;
+	const char *rel;
+};
+
+/* Check the path, pick the token for (op, path), find its root. */
+static int
+brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, const char *path,
+    struct brk_fsctx *c)
+{
+	struct cap_req r = { .op = op, .path = path };
+	char root[CAP_STR_MAX + 1];
+	int e;
+
+	memset(c, 0, sizeof(*c));
+	if (!path)
+		return CB_EINVAL;
+	if ((e = cap_path_check(path)) != 0)
+		return e;
+	if ((e = brk_tok_select(s, q, &r, &c->h, &c->capi)) != 0)
+		return e;
+	if ((e = cap_path_root(c->h->tok->c.caps[c->capi]->res, root, sizeof(root))) != 0)
+		return e;
+	/* A request for the root itself (the directory a trailing ** covers) resolves from
+	 * the root's parent and touches only that one entry: mkdir of the
+	 * root, or delete of it, then work like any other name. */
+	if (strcmp(root, path) == 0 && strcmp(root, "/") != 0) {
+		char *slash = strrchr(root, '/');
+
+		if (slash == root)
+			root[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	if ((e = brk_rel(root, path, &c->rel)) != 0)
+		return e;
+	return brk_root(s, root, &c->rootfd);
+}
+
+/* The last checks before acting: the audit log can record it and a use
+ * can be spent. */
+static int
+brk_commit(struct brk_sbx *s, struct brk_held *h)
+{
+	if (!aud_healthy(s->b->aud))
+		return CB_EAUDIT;
+	return brk_tok_spend(s, h);
+}
+
+static void
+brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const struct brk_held *h)
+{
+	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, wire_op_name(q->op), res,
+	    h ? h->tok->c.id : NULL, "agent", NULL);
+}
+
+static void
+brk_deny_fs(struct brk_sbx *s, const struct wire_req *q, int e, const struct brk_fsctx *c)
+{
+	brk_deny(s, q, e, q->path, c->h ? c->h->tok->c.id : NULL, NULL);
+}
+
+/* Split rel into its parent (beneath the root) and last component. */
+static int
+brk_parent(const char *rel, char *parent, size_t psize, const char **base)
+{
+	const char *slash;
+
+	if (strcmp(rel, ".") == 0)
+		return CB_EPERM;	/* the capability root itself */
+	slash = strrchr(rel, '/');
+	if (!slash) {
+		snprintf(parent, psize, ".");
+		*base = rel;
+		return 0;
+	}
+	if ((size_t)(slash - rel) >= psize)
+		return CB_ETOOBIG;
+	memcpy(parent, rel, (size_t)(slash - rel));
+	parent[slash - rel] = '\0';
+	*base = slash + 1;
+	return 0;
+}
+
+static int
+brk_parent_fd(const struct brk_fsctx *c, const char **base, int *pfd)
+{
+	char parent[CAP_STR_MAX + 1];
+	int e;
+
+	if ((e = brk_parent(c->rel, parent, sizeof(parent), base)) != 0)
+		return e;
+	*pfd = brk_openat2(c->rootfd, parent, O_PATH | O_DIRECTORY, 0);
+	return *pfd < 0 ? brk_errno(errno) : 0;
+}
+
+static int
+brk_handle_new(struct brk_sbx *s, int fd, bool write, uint32_t th, const uint8_t *tid, uint32_t *h)
+{
+	for (uint32_t i = 0; i < BRK_HANDLES_MAX; i++) {
+		if (!s->handles[i].used) {
+			s->handles[i] = (struct brk_handle){ .fd = fd, .used = true, .write = write, .th = th };
+			memcpy(s->handles[i].tid, tid, CAP_ID_LEN);
+			*h = i;
+			return 0;
+		}
+	}
+	return CB_EBUSY;
+}
+
+static void
+brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
+{
+	struct brk_fsctx c;
+	struct wire_reply rp = { .id = q->id };
+	uint64_t flags = O_NONBLOCK | O_NOCTTY | (wr ? O_WRONLY : O_RDONLY);
+	struct stat st;
+	int e, fd = -1;
+
+	if ((e = brk_fs_prepare(s, q, wr ? CAP_FS_WRITE : CAP_FS_READ, q->path, &c)) != 0)
+		goto deny;
+	if (wr) {
+		flags |= (q->flags & WIRE_F_CREATE ? O_CREAT : 0) |
+		    (q->flags & WIRE_F_TRUNC ? O_TRUNC : 0) |
+		    (q->flags & WIRE_F_APPEND ? O_APPEND : 0) |
+		    (q->flags & WIRE_F_EXCL ? O_EXCL | O_CREAT : 0);
+	} else if (q->flags & ~WIRE_F_MEDIATED) {
+		e = CB_EINVAL;
+		goto deny;
+	}
+	if ((e = brk_commit(s, c.h)) != 0)
+		goto deny;
+	fd = brk_openat2(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777);
+	if (fd < 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		e = CB_EFTYPE;
+		goto deny;
+	}
+	/* The agent gets an ordinary blocking file. */
+	if (fcntl(fd, F_SETFL, wr && (q->flags & WIRE_F_APPEND) ? O_APPEND : 0) != 0) {
+		e = CB_EIO;
+		goto deny;
+	}
+	if (wr && q->has_data) {
+		size_t off = 0;
+
+		while (off < q->data_len) {
+			ssize_t n = write(fd, q->data + off, q->data_len - off);
+
+			if (n < 0) {
+				e = errno == EFBIG || errno == ENOSPC ? CB_ETOOBIG : CB_EIO;
+				goto deny;
+			}
+			off += (size_t)n;
+		}
+		close(fd);
+		fd = -1;
+		rp.has_n = true;
+		rp.n = off;
+		brk_allow(s, q, q->path, c.h);
+		brk_reply(s, &rp, -1);
+		return;
+	}
+	if (q->flags & WIRE_F_MEDIATED) {
+		/* The broker keeps the fd, so revoking the token cuts the
+		 * stream at the next io.* call. */
+		if ((e = brk_handle_new(s, fd, wr, (uint32_t)(c.h - s->held), c.h->tok->c.id,
+			 &rp.h)) != 0)
+			goto deny;
+		rp.has_h = true;
+		brk_allow(s, q, q->path, c.h);
+		brk_reply(s, &rp, -1);
+		return;
+	}
+	rp.fd = true;
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, fd);
+	return;
+deny:
+	if (fd >= 0)
+		close(fd);
+	brk_deny_fs(s, q, e, &c);
+}
+
+static char
+brk_dtype(int dirfd, const struct dirent *d)
+{
+	struct stat st;
+
+	switch (d->d_type) {
+	case DT_REG: return 'f';
+	case DT_DIR: return 'd';
+	case DT_LNK: return 'l';
+	case DT_UNKNOWN:
+		if (fstatat(dirfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			return 'o';
+		return S_ISREG(st.st_mode) ? 'f' : S_ISDIR(st.st_mode) ? 'd' :
+		    S_ISLNK(st.st_mode) ? 'l' : 'o';
+	default: return 'o';
+	}
+}
+
+static void
+brk_fs_list(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk_fsctx c;
+	struct wire_reply rp = { .id = q->id };
+	struct wire_entry *ents = NULL;
+	char *names = NULL;
+	size_t n = 0, used = 0;
+	struct dirent *d;
+	DIR *dir = NULL;
+	int e, fd;
+
+	if ((e = brk_fs_prepare(s, q, CAP_FS_LIST, q->path, &c)) != 0 ||
+	    (e = brk_commit(s, c.h)) != 0)
+		goto deny;
+	fd = brk_openat2(c.rootfd, c.rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
+	if (fd < 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	if (!(dir = fdopendir(fd))) {
+		close(fd);
+		e = CB_EIO;
+		goto deny;
+	}
+	ents = calloc(BRK_LIST_MAX, sizeof(*ents));
+	names = malloc(BRK_LIST_BYTES);
+	if (!ents || !names) {
+		e = CB_ENOMEM;
+		goto deny;
+	}
+	while ((d = readdir(dir)) != NULL) {
+		size_t l = strlen(d->d_name) + 1;
+
+		if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (n == BRK_LIST_MAX || used + l > BRK_LIST_BYTES) {
+			rp.trunc = true;
+			break;
+		}
+		memcpy(names + used, d->d_name, l);
+		ents[n].name = names + used;
+		ents[n].type = brk_dtype(dirfd(dir), d);
+		used += l;
+		n++;
+	}
+	rp.entries = ents;
+	rp.nentries = n;
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, -1);
+	goto done;
+deny:
+	brk_deny_fs(s, q, e, &c);
+done:
+	if (dir)
+		closedir(dir);
+	free(ents);
+	free(names);
+}
+
+/* stat is covered by fs.read, fs.list or fs.write on the path. */
+static void
+brk_fs_stat(struct brk_sbx *s, const struct wire_req *q)
+{
+	static const enum cap_op ops[] = { CAP_FS_READ, CAP_FS_LIST, CAP_FS_WRITE };
+	struct brk_fsctx c;
+	struct wire_reply rp = { .id = q->id };
+	struct stat st;
+	int e = CB_ENOTCOVERED, fd;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		e = brk_fs_prepare(s, q, ops[i], q->path, &c);
+		if (e != CB_ENOTCOVERED && e != CB_ENOTOKEN)
+			break;
+	}
+	if (e != 0 || (e = brk_commit(s, c.h)) != 0)
+		goto deny;
+	fd = brk_openat2(c.rootfd, c.rel, O_PATH, 0);
+	if (fd < 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	e = fstat(fd, &st) == 0 ? 0 : CB_EIO;
+	close(fd);
+	if (e)
+		goto deny;
+	rp.has_stat = true;
+	rp.stat_size = (uint64_t)st.st_size;
+	rp.stat_mtime = (uint64_t)st.st_mtim.tv_sec;
+	rp.stat_mode = st.st_mode & 07777;
+	rp.stat_type = S_ISREG(st.st_mode) ? 'f' : S_ISDIR(st.st_mode) ? 'd' : 'o';
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, -1);
+	return;
+deny:
+	brk_deny_fs(s, q, e, &c);
+}
+
+static void
+brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk_fsctx c;
+	struct wire_reply rp = { .id = q->id };
+	const char *base;
+	int e, pfd = -1;
+
+	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0 ||
+	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_commit(s, c.h)) != 0)
+		goto deny;
+	if (mkdirat(pfd, base, (q->mode ? q->mode : 0755) & 0777) != 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	close(pfd);
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, -1);
+	return;
+deny:
+	if (pfd >= 0)
+		close(pfd);
+	brk_deny_fs(s, q, e, &c);
+}
+
+static void
+brk_fs_delete(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk_fsctx c;
+	struct wire_reply rp = { .id = q->id };
+	const char *base;
+	struct stat st;
+	int e, pfd = -1;
+
+	if ((e = brk_fs_prepare(s, q, CAP_FS_DELETE, q->path, &c)) != 0 ||
+	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_commit(s, c.h)) != 0)
+		goto deny;
+	/* unlinkat never follows a final symlink: deleting a link removes the
+	 * link, not what it points to. */
+	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    unlinkat(pfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	close(pfd);
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, -1);
+	return;
+deny:
+	if (pfd >= 0)
+		close(pfd);
+	brk_deny_fs(s, q, e, &c);
+}
+
+/* rename needs fs.write on both names. */
+static void
+brk_fs_rename(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk_fsctx a, c;
+	struct wire_reply rp = { .id = q->id };
+	const char *base1, *base2;
+	int e, p1 = -1, p2 = -1;
+
+	memset(&a, 0, sizeof(a));
+	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0)
+		goto deny;
+	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path2, &a)) != 0) {
+		c = a;
+		goto deny;
+	}
+	if ((e = brk_parent_fd(&c, &base1, &p1)) != 0 || (e = brk_parent_fd(&a, &base2, &p2)) != 0 ||
+	    (e = brk_commit(s, c.h)) != 0 || (a.h != c.h && (e = brk_commit(s, a.h)) != 0))
+		goto deny;
+	if (renameat(p1, base1, p2, base2) != 0) {
+		e = brk_errno(errno);
+		goto deny;
+	}
+	close(p1);
+	close(p2);
+	brk_allow(s, q, q->path, c.h);
+	brk_reply(s, &rp, -1);
+	return;
+deny:
+	if (p1 >= 0)
+		close(p1);
+	if (p2 >= 0)
+		close(p2);
+	brk_deny_fs(s, q, e, &c);
+}
+
+void
+brk_op_fs(struct brk_sbx *s, const struct wire_req *q)
+{
+	switch (q->op) {
+	case WIRE_OP_FS_READ: brk_fs_open(s, q, false); break;
+	case WIRE_OP_FS_WRITE: brk_fs_open(s, q, true); break;
+	case WIRE_OP_FS_LIST: brk_fs_list(s, q); break;
+	case WIRE_OP_FS_STAT: brk_fs_stat(s, q); break;
+	case WIRE_OP_FS_MKDIR: brk_fs_mkdir(s, q); break;
+	case WIRE_OP_FS_DELETE: brk_fs_delete(s, q); break;
+	case WIRE_OP_FS_RENAME: brk_fs_rename(s, q); break;
+	default: brk_deny(s, q, CB_EUNKNOWNOP, NULL, NULL, NULL); break;
+	}
+}
+
+/*
+ * io.read / io.write / io.close on a handle the broker kept (MEDIATED).
+ * Safe because the fd was opened by brk_fs_open under all its checks, and
+ * the token is re-checked (clock, revocation, signature epoch) on every
+ * call: a revoked grant stops the stream at once and the handle is closed.
+ */
+void
+brk_op_io(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct wire_reply rp = { .id = q->id };
+	struct brk_handle *hd;
+	uint8_t buf[WIRE_DATA_MAX];
+	int e = 0;
+
+	if (q->h >= BRK_HANDLES_MAX || !s->handles[q->h].used) {
+		brk_deny(s, q, CB_EINVAL, NULL, NULL, "no such handle");
+		return;
+	}
+	hd = &s->handles[q->h];
+	if (q->op == WIRE_OP_IO_CLOSE) {
+		close(hd->fd);
+		hd->used = false;
+		brk_reply(s, &rp, -1);
+		return;
+	}
+	if (hd->th >= s->nheld || (e = brk_tok_check(s, &s->held[hd->th], NULL, NULL)) != 0 ||
+	    (e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
+		if (e == 0)
+			e = CB_EREVOKED;
+		close(hd->fd);
+		hd->used = false;
+		brk_deny(s, q, e, NULL, hd->tid, "mediated stream cut");
+		return;
+	}
+	if (q->op == WIRE_OP_IO_READ) {
+		size_t want = q->len && q->len < sizeof(buf) ? q->len : sizeof(buf);
+		ssize_t n;
+
+		if (hd->write || (n = read(hd->fd, buf, want)) < 0) {
+			brk_deny(s, q, hd->write ? CB_EINVAL : CB_EIO, NULL, hd->tid, NULL);
+			return;
+		}
+		rp.has_data = true;
+		rp.data = buf;
+		rp.data_len = (size_t)n;
+	} else {
+		ssize_t n;
+
+		if (!hd->write || !q->has_data || (n = write(hd->fd, q->data, q->data_len)) < 0) {
+			brk_deny(s, q, !hd->write || !q->has_data ? CB_EINVAL : CB_EIO, NULL, hd->tid, NULL);
+			return;
+		}
+		rp.has_n = true;
+		rp.n = (uint64_t)n;
+	}
+	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, wire_op_name(q->op), NULL, hd->tid, "agent", NULL);
+	brk_reply(s, &rp, -1);
+}

@@ -1,0 +1,306 @@
+/*
+ * ops_net.c - net.connect.
+ *
+ * Trust domain: broker, opening connections for a hostile agent.  Why it is
+ * safe:
+ *  - The name is resolved once, in a worker thread (the loop never blocks
+ *    on DNS), and every address is judged: a token capability must cover
+ *    it (a name capability covers the name asked for, an address capability
+ *    the address itself) and the policy's never-reachable ranges (loopback,
+ *    private, link-local and the metadata address, multicast, and their
+ *    IPv4-mapped and NAT64 forms) refuse it unless the covering capability
+ *    names that range explicitly.
+ *  - The broker connects to exactly the address it judged: there is no
+ *    second lookup, so DNS rebinding cannot swap the target.
+ *  - TCP only; the connect is non-blocking with a timeout; the agent gets
+ *    the connected socket and nothing else.
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define BRK_NET_ADDRS 16
+#define BRK_NET_TIMEOUT_MS 10000
+
+struct brk_net {
+	struct brk_sbx *s;
+	struct wire_req q;		/* scalars only; strings copied below */
+	char host[256];
+	char res[300];
+	int port;
+	bool presented;
+	uint32_t th;
+	int gai;
+	size_t naddr;
+	struct cap_addr addr[BRK_NET_ADDRS];
+	int fd;
+	struct event *ev;
+	struct brk_held *h;
+	struct cap_addr chosen;
+};
+
+static void
+brk_net_free(struct brk_net *n)
+{
+	if (n->ev)
+		event_free(n->ev);
+	if (n->fd >= 0)
+		close(n->fd);
+	n->s->inflight--;
+	brk_sbx_release(n->s);
+	free(n);
+}
+
+static void
+brk_net_resolve(void *arg)
+{
+	struct brk_net *n = arg;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+		.ai_protocol = IPPROTO_TCP }, *res = NULL;
+
+	n->gai = getaddrinfo(n->host, NULL, &hints, &res);
+	for (struct addrinfo *a = res; a && n->naddr < BRK_NET_ADDRS; a = a->ai_next) {
+		struct cap_addr *c = &n->addr[n->naddr];
+		char txt[64];
+
+		if (a->ai_family == AF_INET)
+			inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, txt, sizeof(txt));
+		else if (a->ai_family == AF_INET6)
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, txt, sizeof(txt));
+		else
+			continue;
+		/* through cap_addr_parse so IPv4-mapped forms are normalised */
+		if (cap_addr_parse(txt, c) == 0)
+			n->naddr++;
+	}
+	if (res)
+		freeaddrinfo(res);
+}
+
+static void
+brk_net_fail(struct brk_net *n, int e, const char *detail)
+{
+	if (!n->s->dead)
+		brk_deny(n->s, &n->q, e, n->res, n->h ? n->h->tok->c.id : NULL, detail);
+	brk_net_free(n);
+}
+
+static void
+brk_net_connected(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_net *n = arg;
+	struct wire_reply rp = { .id = n->q.id, .fd = true };
+	int err = 0;
+	socklen_t l = sizeof(err);
+
+	if (ev & EV_TIMEOUT) {
+		brk_net_fail(n, CB_ETIMEDOUT, "connect timed out");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
+		err = errno;
+	if (err) {
+		brk_net_fail(n, err == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO, strerror(err));
+		return;
+	}
+	/* The agent gets an ordinary blocking socket. */
+	fcntl(n->fd, F_SETFL, 0);
+	if (!n->s->dead) {
+		brk_reply(n->s, &rp, n->fd);
+		n->fd = -1;
+	}
+	brk_net_free(n);
+}
+
+/* Judge one resolved address: a covering, valid token, then the policy. */
+static int
+brk_net_judge(struct brk_net *n, const struct cap_addr *a, struct brk_held **out)
+{
+	struct brk_sbx *s = n->s;
+	struct cap_req r = { .op = CAP_NET_CONNECT, .host = n->host, .port = n->port, .addr = a };
+	struct wire_req q = { .has_th = n->presented, .th = n->th };
+	struct brk_held *h;
+	size_t capi;
+	int e;
+
+	if ((e = brk_tok_select(s, &q, &r, &h, &capi)) != 0) {
+		*out = h;
+		return e;
+	}
+	*out = h;
+	if (pol_net_blocked(s->b->pol, a, h->tok->c.caps[capi]))
+		return CB_ENETBLOCKED;
+	return 0;
+}
+
+static void
+brk_net_resolved(void *arg)
+{
+	struct brk_net *n = arg;
+	struct brk_sbx *s = n->s;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa;
+	socklen_t salen;
+	int e = CB_ERESOLVE;
+	char detail[128] = "";
+
+	if (s->dead) {
+		brk_net_free(n);
+		return;
+	}
+	if (n->gai != 0 || n->naddr == 0) {
+		snprintf(detail, sizeof(detail), "%s", n->gai ? gai_strerror(n->gai) : "no address");
+		brk_net_fail(n, CB_ERESOLVE, detail);
+		return;
+	}
+	/* First address that passes wins; otherwise the first refusal. */
+	for (size_t i = 0; i < n->naddr; i++) {
+		struct brk_held *h = NULL;
+		int r = brk_net_judge(n, &n->addr[i], &h);
+		char at[64];
+
+		if (r == 0) {
+			n->h = h;
+			n->chosen = n->addr[i];
+			e = 0;
+			break;
+		}
+		if (i == 0 || e == CB_ERESOLVE) {
+			e = r;
+			n->h = h;
+			cap_addr_format(&n->addr[i], at, sizeof(at));
+			snprintf(detail, sizeof(detail), "address %s", at);
+		}
+	}
+	if (e != 0) {
+		brk_net_fail(n, e, detail);
+		return;
+	}
+	if (!aud_healthy(s->b->aud)) {
+		brk_net_fail(n, CB_EAUDIT, NULL);
+		return;
+	}
+	if ((e = brk_tok_spend(s, n->h)) != 0) {
+		brk_net_fail(n, e, NULL);
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	if (n->chosen.family == AF_INET) {
+		sa.v4.sin_family = AF_INET;
+		sa.v4.sin_port = htons((uint16_t)n->port);
+		memcpy(&sa.v4.sin_addr, n->chosen.b, 4);
+		salen = sizeof(sa.v4);
+	} else {
+		sa.v6.sin6_family = AF_INET6;
+		sa.v6.sin6_port = htons((uint16_t)n->port);
+		memcpy(&sa.v6.sin6_addr, n->chosen.b, 16);
+		salen = sizeof(sa.v6);
+	}
+	{
+		char at[64];
+
+		cap_addr_format(&n->chosen, at, sizeof(at));
+		snprintf(detail, sizeof(detail), "connecting to %s", at);
+	}
+	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, "net.connect", n->res, n->h->tok->c.id,
+	    "agent", detail);
+	n->fd = socket(n->chosen.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+	if (n->fd < 0) {
+		brk_net_fail(n, CB_EIO, strerror(errno));
+		return;
+	}
+	if (connect(n->fd, (struct sockaddr *)&sa, salen) != 0 && errno != EINPROGRESS) {
+		brk_net_fail(n, errno == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO, strerror(errno));
+		return;
+	}
+	{
+		unsigned ms = n->q.timeout_ms ? n->q.timeout_ms : BRK_NET_TIMEOUT_MS;
+		struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+		n->ev = event_new(s->b->base, n->fd, EV_WRITE, brk_net_connected, n);
+		if (!n->ev || event_add(n->ev, &tv) != 0) {
+			brk_net_fail(n, CB_ENOMEM, NULL);
+			return;
+		}
+	}
+}
+
+void
+brk_op_net(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk_net *n;
+	struct cap_addr lit;
+	struct brk_held *h = NULL;
+	char res[300];
+	int e;
+
+	snprintf(res, sizeof(res), "%s:%u", q->host ? q->host : "", q->port);
+	if (!q->host || !q->host[0] || strlen(q->host) > 253 || q->port < 1 || q->port > 65535) {
+		brk_deny(s, q, CB_EINVAL, res, NULL, "need host and a port 1-65535");
+		return;
+	}
+	if (s->inflight >= BRK_INFLIGHT_MAX) {
+		brk_deny(s, q, CB_EBUSY, res, NULL, NULL);
+		return;
+	}
+	/* A presented token must at least be valid before anything is looked
+	 * up; coverage is judged per address once they are known. */
+	if (q->tok || q->has_th) {
+		uint32_t th = q->th;
+
+		if (q->tok) {
+			if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0) {
+				brk_deny(s, q, e, res, NULL, NULL);
+				return;
+			}
+		} else if (th >= s->nheld) {
+			brk_deny(s, q, CB_ENOTOKEN, res, NULL, NULL);
+			return;
+		}
+		h = &s->held[th];
+		if ((e = brk_tok_check(s, h, NULL, NULL)) != 0) {
+			brk_deny(s, q, e, res, h->tok->c.id, NULL);
+			return;
+		}
+	}
+	if (cap_addr_parse(q->host, &lit) != 0 && !pol_net_domain_allowed(s->b->pol, q->host)) {
+		brk_deny(s, q, CB_EPOLICY, res, NULL, "host not in the policy's domain allow list");
+		return;
+	}
+	if (!(n = calloc(1, sizeof(*n)))) {
+		brk_deny(s, q, CB_ENOMEM, res, NULL, NULL);
+		return;
+	}
+	n->s = s;
+	n->q = *q;
+	n->q.tok = NULL;
+	n->fd = -1;
+	n->port = (int)q->port;
+	n->presented = h != NULL;
+	n->th = h ? (uint32_t)(h - s->held) : 0;
+	snprintf(n->host, sizeof(n->host), "%s", q->host);
+	snprintf(n->res, sizeof(n->res), "%s", res);
+	brk_sbx_hold(s);
+	s->inflight++;
+	if (cap_addr_parse(q->host, &lit) == 0) {
+		/* A literal needs no lookup. */
+		n->addr[0] = lit;
+		n->naddr = 1;
+		brk_net_resolved(n);
+		return;
+	}
+	if (brk_work(s->b, brk_net_resolve, brk_net_resolved, n) != 0)
+		brk_net_fail(n, CB_EBUSY, "no worker thread");
+}

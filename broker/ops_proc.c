@@ -1,0 +1,339 @@
+/*
+ * ops_proc.c - proc.exec: run a program in a fresh sandbox of its own.
+ *
+ * Trust domain: broker, starting programs for a hostile agent.  Why it is
+ * safe:
+ *  - The program path is an absolute, checked path covered by a proc.exec
+ *    capability inside the tier's ceiling.
+ *  - It runs in a new low-tier sandbox (its own namespaces, seccomp,
+ *    Landlock, limits), never in the agent's, and is started through the
+ *    capbroker-stub exec: it inherits none of the broker's fds, memory or
+ *    environment.  It sees the system runtime plus read-only binds of the
+ *    program's directory (outside /usr) and of the fs.read roots the
+ *    presenting token names; it has no broker channel.
+ *  - Output is bounded (WIRE_OUT_MAX per stream, the rest discarded and
+ *    flagged), and a wall-clock timeout kills it.  All waiting happens in
+ *    events: the loop never blocks on the child.
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BRK_PROC_TIMEOUT_S 60
+#define BRK_PROC_BINDS 8
+
+struct brk_proc {
+	struct brk_sbx *s;
+	uint32_t id;
+	char res[CAP_STR_MAX + 1];
+	uint8_t tid[CAP_ID_LEN];
+	struct sbx_proc p;
+	struct event *ev_status, *ev_exit, *ev_out, *ev_err;
+	uint8_t *out, *err;
+	size_t nout, nerr;
+	bool trunc, exited, out_eof, err_eof, failed;
+	int status;
+};
+
+static void
+brk_proc_free(struct brk_proc *x)
+{
+	if (x->ev_status)
+		event_free(x->ev_status);
+	if (x->ev_exit)
+		event_free(x->ev_exit);
+	if (x->ev_out)
+		event_free(x->ev_out);
+	if (x->ev_err)
+		event_free(x->ev_err);
+	sbx_proc_close(&x->p);
+	free(x->out);
+	free(x->err);
+	x->s->inflight--;
+	brk_sbx_release(x->s);
+	free(x);
+}
+
+static void
+brk_proc_maybe_done(struct brk_proc *x)
+{
+	struct wire_reply rp = { .id = x->id };
+
+	if (!x->exited || !x->out_eof || !x->err_eof)
+		return;
+	if (!x->s->dead) {
+		rp.has_status = true;
+		rp.status = x->status;
+		rp.out = x->out;
+		rp.out_len = x->nout;
+		rp.errout = x->err;
+		rp.errout_len = x->nerr;
+		rp.trunc = x->trunc;
+		brk_reply(x->s, &rp, -1);
+	}
+	brk_proc_free(x);
+}
+
+static void
+brk_proc_read(struct brk_proc *x, int fd, uint8_t *buf, size_t *n, bool *eof, struct event *ev)
+{
+	uint8_t tmp[16384];
+	ssize_t r;
+
+	for (;;) {
+		r = read(fd, tmp, sizeof(tmp));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return;
+		if (r <= 0) {
+			*eof = true;
+			event_del(ev);
+			return;
+		}
+		{
+			size_t room = WIRE_OUT_MAX - *n, take = (size_t)r < room ? (size_t)r : room;
+
+			memcpy(buf + *n, tmp, take);
+			*n += take;
+			if (take < (size_t)r)
+				x->trunc = true;	/* keep draining so it never blocks */
+		}
+	}
+}
+
+static void
+brk_proc_out(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+
+	(void)ev;
+	brk_proc_read(x, fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+	brk_proc_maybe_done(x);
+}
+
+static void
+brk_proc_err(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+
+	(void)ev;
+	brk_proc_read(x, fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+	brk_proc_maybe_done(x);
+}
+
+static void
+brk_proc_exit(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+	int ws;
+
+	(void)fd;
+	(void)ev;
+	if (waitpid(x->p.pid, &ws, WNOHANG) <= 0)
+		return;
+	event_del(x->ev_exit);
+	event_del(x->ev_status);
+	x->exited = true;
+	x->status = sbx_wait_status(ws);
+	/* Whatever is still in the pipes arrives before EOF. */
+	if (!x->out_eof)
+		brk_proc_read(x, x->p.stdout_fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+	if (!x->err_eof)
+		brk_proc_read(x, x->p.stderr_fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+	brk_proc_maybe_done(x);
+}
+
+static void
+brk_proc_status(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+	char why[512] = "";
+	int r;
+
+	(void)fd;
+	(void)ev;
+	r = sbx_spawn_finish(&x->p, why, sizeof(why));
+	if (r == CB_EBUSY)
+		return;
+	event_del(x->ev_status);
+	if (r != 0)
+		brk_audit(x->s->b, AUD_ADMIN, AUD_NONE, r, x->s->id, "proc.exec.failed", x->res,
+		    x->tid, "broker", why);
+}
+
+/* Add a read-only bind of a directory or file outside what every sandbox
+ * sees, if not yet listed. */
+static void
+brk_proc_bind(struct sbx_bind *b, size_t *nb, char *store, size_t storelen, const char *dir)
+{
+	static const char *const seen[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
+	struct stat st;
+
+	if (*nb >= BRK_PROC_BINDS || strcmp(dir, "/") == 0 || strlen(dir) >= storelen)
+		return;
+	for (size_t i = 0; seen[i]; i++) {
+		size_t l = strlen(seen[i]);
+
+		if (strncmp(dir, seen[i], l) == 0 && (dir[l] == '/' || dir[l] == '\0'))
+			return;
+	}
+	for (size_t i = 0; i < *nb; i++)
+		if (strcmp(b[i].src, dir) == 0)
+			return;
+	if (stat(dir, &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+		return;
+	memcpy(store, dir, strlen(dir) + 1);
+	b[*nb] = (struct sbx_bind){ store, store, false };
+	(*nb)++;
+}
+
+void
+brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct cap_req r = { .op = CAP_PROC_EXEC };
+	struct brk_held *h = NULL;
+	struct brk_proc *x = NULL;
+	struct sbx_config cfg;
+	struct sbx_bind binds[BRK_PROC_BINDS];
+	char store[BRK_PROC_BINDS][CAP_STR_MAX + 1];
+	char *argv[WIRE_ARGV_MAX + 1];
+	char id[CAP_AUD_MAX + 1];
+	const struct pol_tier *low;
+	const struct pol_limits *lim;
+	static unsigned seq;
+	size_t capi, nb = 0;
+	uint64_t timeout;
+	int e;
+
+	if (q->argc == 0) {
+		brk_deny(s, q, CB_EINVAL, NULL, NULL, "argv is empty");
+		return;
+	}
+	r.path = q->argv[0];
+	if ((e = cap_path_check(q->argv[0])) != 0) {
+		brk_deny(s, q, e, q->argv[0], NULL, "the program must be an absolute path");
+		return;
+	}
+	if (s->inflight >= BRK_INFLIGHT_MAX) {
+		brk_deny(s, q, CB_EBUSY, q->argv[0], NULL, NULL);
+		return;
+	}
+	if ((e = brk_tok_select(s, q, &r, &h, &capi)) != 0) {
+		brk_deny(s, q, e, q->argv[0], h ? h->tok->c.id : NULL, NULL);
+		return;
+	}
+	if (!aud_healthy(s->b->aud))
+		e = CB_EAUDIT;
+	else
+		e = brk_tok_spend(s, h);
+	if (e != 0) {
+		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
+		return;
+	}
+	/* Visible: the program's directory, and what the sandbox may read
+	 * through the broker anyway: for each valid held fs.read capability
+	 * inside the ceiling, the exact path when it has no wildcard, or R when
+	 * it is exactly R/ followed by a ** component.  A narrower glob such as
+	 * *.txt files under /data is never bound, since binding /data would show
+	 * the program files the agent may not read. */
+	{
+		char dir[CAP_STR_MAX + 1], *slash;
+
+		snprintf(dir, sizeof(dir), "%s", q->argv[0]);
+		if ((slash = strrchr(dir, '/')) && slash != dir) {
+			*slash = '\0';
+			brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), dir);
+		}
+		for (size_t k = 0; k < s->nheld; k++) {
+			struct brk_held *hk = &s->held[k];
+
+			if (brk_tok_check(s, hk, NULL, NULL) != 0)
+				continue;
+			for (size_t i = 0; i < hk->tok->c.ncaps; i++) {
+				const struct cap *c = hk->tok->c.caps[i];
+				size_t l = strlen(c->res);
+
+				if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
+					continue;
+				if (!strchr(c->res, '*'))
+					brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), c->res);
+				else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
+				    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
+					memcpy(dir, c->res, l - 3);
+					dir[l - 3] = '\0';
+					brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), dir);
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < q->argc; i++)
+		argv[i] = (char *)q->argv[i];
+	argv[q->argc] = NULL;
+	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
+	low = pol_tier_get(s->b->pol, POL_TIER_LOW);
+	lim = pol_tier_limits(low);
+	timeout = q->timeout_ms ? (q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
+	if (timeout > lim->wall)
+		timeout = lim->wall;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tier = SBX_TIER_LOW;
+	cfg.id = id;
+	cfg.argv = argv;
+	cfg.binds = binds;
+	cfg.nbinds = nb;
+	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes, lim->open_files,
+		lim->file_size, lim->cpu, timeout, lim->tmp_size };
+	cfg.broker_fd = -1;
+	if (!(x = calloc(1, sizeof(*x))) || !(x->out = malloc(WIRE_OUT_MAX)) ||
+	    !(x->err = malloc(WIRE_OUT_MAX))) {
+		e = CB_ENOMEM;
+		goto fail;
+	}
+	x->s = s;
+	x->id = q->id;
+	snprintf(x->res, sizeof(x->res), "%s", q->argv[0]);
+	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
+	x->p.pid = -1;
+	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = -1;
+	if ((e = sbx_spawn_start(&cfg, &x->p)) != 0)
+		goto fail;
+	close(x->p.stdin_fd);	/* the program reads EOF */
+	x->p.stdin_fd = -1;
+	brk_sbx_hold(s);
+	s->inflight++;
+	x->ev_status = event_new(s->b->base, x->p.status_fd, EV_READ | EV_PERSIST, brk_proc_status, x);
+	x->ev_exit = event_new(s->b->base, x->p.pidfd, EV_READ | EV_PERSIST, brk_proc_exit, x);
+	x->ev_out = event_new(s->b->base, x->p.stdout_fd, EV_READ | EV_PERSIST, brk_proc_out, x);
+	x->ev_err = event_new(s->b->base, x->p.stderr_fd, EV_READ | EV_PERSIST, brk_proc_err, x);
+	if (!x->ev_status || !x->ev_exit || !x->ev_out || !x->ev_err) {
+		/* cannot watch it: kill it and reap synchronously (rare) */
+		int ws;
+
+		sbx_kill(&x->p);
+		waitpid(x->p.pid, &ws, 0);
+		brk_deny(s, q, CB_ENOMEM, q->argv[0], x->tid, NULL);
+		brk_proc_free(x);
+		return;
+	}
+	event_add(x->ev_status, NULL);
+	event_add(x->ev_exit, NULL);
+	event_add(x->ev_out, NULL);
+	event_add(x->ev_err, NULL);
+	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, "proc.exec", q->argv[0], x->tid, "agent", NULL);
+	return;
+fail:
+	brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
+	if (x) {
+		free(x->out);
+		free(x->err);
+		free(x);
+	}
+}

@@ -1,0 +1,497 @@
+/*
+ * ops_tok.c - tokens, token.add, derive and request (time-limited
+ * elevation with human approval), plus the pending-request machinery the
+ * admin socket and the tty prompt decide.
+ *
+ * Trust domain: broker.  Why these are safe:
+ *  - tokens lists only this sandbox's own table.
+ *  - token.add decodes and fully verifies a presented token (audience
+ *    included), so a token stolen from another sandbox is refused here too.
+ *  - derive mints only what cap_derive_check proves is inside a parent the
+ *    sandbox validly holds, records the parent so revocation cascades, and
+ *    cannot raise elevation.
+ *  - request consults the policy first: a capability no rule lists is
+ *    denied at once without bothering a human; only an AUTO rule inside the
+ *    ceiling mints without a person; the elevation clock starts at
+ *    approval; an undecided request expires and expiry means deny.
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct brk_pending {
+	struct brk_pending *next;
+	uint64_t rid;
+	struct brk_sbx *s;
+	uint32_t qid;
+	struct cap *cap;
+	uint64_t ttl, max_ttl, expires_at;
+	char reason[ST_TEXT_MAX + 1];
+};
+
+static void
+brk_tokinfo(struct brk_sbx *s, size_t i, struct wire_tokinfo *ti, char *idhex, char *caps,
+    size_t capslen)
+{
+	const struct cap_claims *c = &s->held[i].tok->c;
+	struct st_token rec;
+	size_t l = 0;
+
+	cap_hex(c->id, CAP_ID_LEN, idhex);
+	caps[0] = '\0';
+	for (size_t k = 0; k < c->ncaps && l + 2 < capslen; k++)
+		l += (size_t)snprintf(caps + l, capslen - l, "%s%s", k ? " " : "", c->caps[k]->text);
+	*ti = (struct wire_tokinfo){ .th = (uint32_t)i, .id = idhex, .caps = caps, .exp = c->exp,
+		.elevated = c->elevated };
+	if (c->has_uses && st_token_get(s->b->st, c->id, &rec) == 0) {
+		ti->has_uses = true;
+		ti->uses = rec.uses_left;
+		st_token_clear(&rec);
+	}
+}
+
+/* Safe: lists only the sandbox's own table. */
+void
+brk_op_tokens(struct brk_sbx *s, const struct wire_req *q)
+{
+	static struct wire_tokinfo ti[BRK_HELD_MAX];
+	static char ids[BRK_HELD_MAX][2 * CAP_ID_LEN + 1];
+	static char caps[BRK_HELD_MAX][2048];
+	struct wire_reply rp = { .id = q->id, .tokens = ti };
+
+	for (size_t i = 0; i < s->nheld; i++)
+		brk_tokinfo(s, i, &ti[i], ids[i], caps[i], sizeof(caps[i]));
+	rp.ntokens = s->nheld;
+	brk_reply(s, &rp, -1);
+}
+
+void
+brk_op_token_add(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct wire_reply rp = { .id = q->id };
+	uint32_t th;
+	int e;
+
+	if (!q->tok) {
+		brk_deny(s, q, CB_EINVAL, NULL, NULL, "no token given");
+		return;
+	}
+	if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0 ||
+	    (e = brk_tok_check(s, &s->held[th], NULL, NULL)) != 0) {
+		brk_deny(s, q, e, "token.add", NULL, NULL);
+		return;
+	}
+	rp.has_th = true;
+	rp.th = th;
+	brk_reply(s, &rp, -1);
+}
+
+void
+brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct wire_reply rp = { .id = q->id };
+	struct brk_held *p = NULL;
+	struct cap_claims child;
+	struct cap *caps[CAP_MAX_CAPS];
+	size_t ncaps = 0;
+	char *text = NULL, tid[2 * CAP_ID_LEN + 1];
+	uint8_t id[CAP_ID_LEN];
+	uint64_t now = cb_now();
+	const char *aud = q->aud ? q->aud : s->id;
+	int e;
+
+	memset(&child, 0, sizeof(child));
+	if (!q->tok && !q->has_th) {
+		brk_deny(s, q, CB_EINVAL, NULL, NULL, "derive needs the parent token (tok or th)");
+		return;
+	}
+	if ((e = brk_tok_select(s, q, NULL, &p, NULL)) != 0) {
+		brk_deny(s, q, e, "derive", p ? p->tok->c.id : NULL, NULL);
+		return;
+	}
+	if (!cap_aud_valid(aud, strlen(aud)) || q->ncaps == 0) {
+		brk_deny(s, q, CB_EINVAL, "derive", p->tok->c.id, "need capabilities and a valid audience");
+		return;
+	}
+	for (size_t i = 0; i < q->ncaps; i++) {
+		if ((e = cap_parse(q->caps[i], &caps[ncaps])) != 0) {
+			brk_deny(s, q, e, q->caps[i], p->tok->c.id, NULL);
+			goto out;
+		}
+		ncaps++;
+	}
+	/* The child as it would be signed, judged before signing. */
+	child.nbf = now > p->tok->c.nbf ? now : p->tok->c.nbf;
+	child.exp = q->ttl && now + q->ttl < p->tok->c.exp ? now + q->ttl : p->tok->c.exp;
+	child.has_uses = q->has_uses || p->tok->c.has_uses;
+	child.uses = q->has_uses ? q->uses : p->tok->c.uses;
+	child.has_parent = true;
+	memcpy(child.parent, p->tok->c.id, CAP_ID_LEN);
+	child.elevated = p->tok->c.elevated;
+	child.ncaps = ncaps;
+	memcpy(child.caps, caps, sizeof(caps[0]) * ncaps);
+	e = cap_derive_check(&p->tok->c, &child);
+	child.ncaps = 0;	/* caps[] still owns them */
+	if (e == 0)
+		e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT;
+	if (e == 0)
+		e = brk_tok_mint(s->b, aud, caps, ncaps, child.nbf, child.exp, child.has_uses,
+		    child.uses, p->tok->c.id, child.elevated, s->id, &text, id);
+	if (e != 0) {
+		brk_deny(s, q, e, "derive", p->tok->c.id, NULL);
+		goto out;
+	}
+	cap_hex(id, CAP_ID_LEN, tid);
+	rp.token = text;
+	rp.tid = tid;
+	if (strcmp(aud, s->id) == 0 && brk_held_add(s, text, strlen(text), true, &rp.th) == 0)
+		rp.has_th = true;
+	brk_reply(s, &rp, -1);
+out:
+	free(text);
+	for (size_t i = 0; i < ncaps; i++)
+		cap_free(caps[i]);
+}
+
+/* ---- elevation -------------------------------------------------------- */
+
+static void
+brk_pending_free(struct brk_pending *p)
+{
+	cap_free(p->cap);
+	free(p);
+}
+
+static void
+brk_pending_unlink(struct brk *b, struct brk_pending *p)
+{
+	for (struct brk_pending **pp = &b->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	if (b->tty_current == p)
+		b->tty_current = NULL;
+	p->s->inflight--;
+	brk_sbx_release(p->s);
+}
+
+/* Mint the elevated token (clock starting now) and answer the agent. */
+static int
+brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint64_t ttl,
+    uint64_t rid, const char *by, bool session)
+{
+	struct wire_reply rp = { .id = qid };
+	struct st_token rec;
+	char *text = NULL, tid[2 * CAP_ID_LEN + 1], detail[96];
+	uint64_t now = cb_now();
+	int e;
+
+	if ((e = brk_tok_sign(b, s->id, &cap, 1, now, now + ttl, false, 0, NULL, true, by, &text,
+		 &rec)) != 0)
+		return e;
+	if (rid)
+		e = st_request_approve(b->st, rid, by, now, ttl,
+		    session ? ST_SCOPE_SESSION : ST_SCOPE_ONCE, &rec);
+	else
+		e = st_token_add(b->st, &rec);
+	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
+	    session ? "session" : "once");
+	if (e == 0) {
+		brk_audit(b, AUD_ADMIN, AUD_ALLOW, 0, s->id, "approve", cap->text, rec.id, by, detail);
+		/* The approval is on disk (state and audit) before anyone
+		 * learns of it. */
+		e = aud_flush(b->aud);
+	}
+	if (e == 0) {
+		cap_hex(rec.id, CAP_ID_LEN, tid);
+		rp.token = text;
+		rp.tid = tid;
+		if (brk_held_add(s, text, strlen(text), true, &rp.th) == 0)
+			rp.has_th = true;
+		if (session && s->nsession < 16 && cap_dup(cap, &s->session_caps[s->nsession]) == 0)
+			s->session_ttl[s->nsession++] = ttl;
+		brk_reply(s, &rp, -1);
+	}
+	free(text);
+	free(rec.caps);
+	return e;
+}
+
+void
+brk_op_request(struct brk_sbx *s, const struct wire_req *q)
+{
+	struct brk *b = s->b;
+	struct brk_pending *p = NULL;
+	struct cap *cap = NULL;
+	enum pol_approval mode;
+	uint64_t max_ttl, ttl;
+	struct st_request rq;
+	int e;
+
+	if (!q->cap) {
+		brk_deny(s, q, CB_EINVAL, NULL, NULL, "request needs a capability");
+		return;
+	}
+	if ((e = cap_parse(q->cap, &cap)) != 0) {
+		brk_deny(s, q, e, q->cap, NULL, NULL);
+		return;
+	}
+	if ((e = pol_inst_requestable(s->inst, cap, &mode, &max_ttl)) != 0) {
+		brk_deny(s, q, CB_EPOLICY, cap->text, NULL, "the policy does not let this tier request it");
+		goto out;
+	}
+	ttl = q->ttl && q->ttl < max_ttl ? q->ttl : max_ttl;
+	if (ttl == 0) {
+		brk_deny(s, q, CB_EINVAL, cap->text, NULL, "ttl must be positive");
+		goto out;
+	}
+	if (s->inflight >= BRK_INFLIGHT_MAX) {
+		brk_deny(s, q, CB_EBUSY, cap->text, NULL, NULL);
+		goto out;
+	}
+	/* An approval "for this session" covers later requests inside it. */
+	for (size_t i = 0; i < s->nsession; i++) {
+		if (cap_contains(s->session_caps[i], cap)) {
+			if (ttl > s->session_ttl[i])
+				ttl = s->session_ttl[i];
+			if ((e = brk_grant(b, s, q->id, cap, ttl, 0, "session", false)) != 0)
+				brk_deny(s, q, e, cap->text, NULL, NULL);
+			goto out;
+		}
+	}
+	if (mode == POL_APPROVE_AUTO) {
+		if ((e = brk_grant(b, s, q->id, cap, ttl, 0, "policy", false)) != 0)
+			brk_deny(s, q, e, cap->text, NULL, NULL);
+		goto out;
+	}
+	if (b->opts.approve == BRK_APPROVE_DENY) {
+		brk_deny(s, q, CB_EDENIED, cap->text, NULL, "approval mode is deny");
+		goto out;
+	}
+	memset(&rq, 0, sizeof(rq));
+	snprintf(rq.sandbox, sizeof(rq.sandbox), "%s", s->id);
+	snprintf(rq.command, sizeof(rq.command), "%s", s->command ? s->command : "");
+	snprintf(rq.capability, sizeof(rq.capability), "%s", cap->text);
+	snprintf(rq.reason, sizeof(rq.reason), "%s", q->reason ? q->reason : "");
+	rq.ttl = ttl;
+	rq.asked_at = cb_now();
+	rq.expires_at = rq.asked_at + pol_request_expiry(b->pol);
+	if ((e = st_request_add(b->st, &rq)) != 0 || !(p = calloc(1, sizeof(*p)))) {
+		brk_deny(s, q, e ? e : CB_ENOMEM, cap->text, NULL, NULL);
+		goto out;
+	}
+	p->rid = rq.id;
+	p->s = s;
+	p->qid = q->id;
+	p->cap = cap;
+	cap = NULL;
+	p->ttl = ttl;
+	p->max_ttl = max_ttl;
+	p->expires_at = rq.expires_at;
+	snprintf(p->reason, sizeof(p->reason), "%s", rq.reason);
+	p->next = b->pending;
+	b->pending = p;
+	s->inflight++;
+	brk_sbx_hold(s);
+	{
+		char detail[ST_TEXT_MAX + 128];
+
+		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
+		    (unsigned long long)p->rid, (unsigned long long)ttl, p->reason);
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, s->id, "request", p->cap->text, NULL, "agent", detail);
+	}
+	brk_admin_notify(b, "request", p->rid);
+	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
+		brk_tty_prompt_next(b);
+out:
+	cap_free(cap);
+}
+
+int
+brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool session,
+    const char *by, const char *reason)
+{
+	struct brk_pending *p;
+	int e;
+
+	for (p = b->pending; p && p->rid != rid; p = p->next)
+		;
+	if (!p) {
+		struct st_request rq;
+
+		/* Known but no longer waiting (decided, expired, or its sandbox
+		 * is gone) versus never heard of. */
+		if (st_request_get(b->st, rid, &rq) != 0)
+			return CB_ENOENT;
+		if (rq.state == ST_REQ_PENDING) {
+			e = st_request_deny(b->st, rid, by, cb_now(), "sandbox is gone");
+			return e ? e : CB_ENOENT;
+		}
+		return rq.state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
+	}
+	if (approve) {
+		/* The approver may shorten, never lengthen beyond the policy. */
+		if (ttl == 0 || ttl > p->ttl)
+			ttl = p->ttl;
+		e = brk_grant(b, p->s, p->qid, p->cap, ttl, rid, by, session);
+	} else {
+		e = st_request_deny(b->st, rid, by, cb_now(), reason ? reason : "");
+		if (e == 0) {
+			struct wire_req q = { .id = p->qid, .op = WIRE_OP_REQUEST };
+			char why[300];
+
+			snprintf(why, sizeof(why), "denied by %s%s%s", by, reason && *reason ? ": " : "",
+			    reason ? reason : "");
+			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EDENIED, p->s->id, "deny", p->cap->text,
+			    NULL, by, reason);
+			e = aud_flush(b->aud);
+			if (e == 0) {
+				struct wire_reply rp = { .id = q.id, .err = CB_EDENIED, .reason = why };
+
+				brk_reply(p->s, &rp, -1);
+			}
+		}
+	}
+	if (e == CB_EEXPIREDREQ) {
+		struct wire_reply rp = { .id = p->qid, .err = CB_EEXPIREDREQ };
+
+		brk_reply(p->s, &rp, -1);
+	}
+	if (e == 0 || e == CB_EEXPIREDREQ || e == CB_EEXIST) {
+		brk_pending_unlink(b, p);
+		brk_pending_free(p);
+		if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
+			brk_tty_prompt_next(b);
+	}
+	return e;
+}
+
+void
+brk_pending_tick(struct brk *b)
+{
+	uint64_t now = cb_now();
+	struct brk_pending *p, *next;
+	size_t n;
+
+	if (!b->pending)
+		return;
+	cb_ignore(st_request_expire(b->st, now, &n));
+	for (p = b->pending; p; p = next) {
+		next = p->next;
+		if (p->expires_at > now)
+			continue;
+		{
+			struct wire_reply rp = { .id = p->qid, .err = CB_EEXPIREDREQ,
+				.reason = "no one decided in time; expiry means deny" };
+
+			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EEXPIREDREQ, p->s->id, "expire",
+			    p->cap->text, NULL, "broker", NULL);
+			brk_reply(p->s, &rp, -1);
+		}
+		if (b->tty_current == p && b->tty_fd >= 0) {
+			const char msg[] = "\n(request expired)\n";
+
+			(void)!write(b->tty_fd, msg, sizeof(msg) - 1);
+		}
+		brk_pending_unlink(b, p);
+		brk_pending_free(p);
+	}
+	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current && b->pending)
+		brk_tty_prompt_next(b);
+}
+
+void
+brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
+{
+	struct brk_pending *p, *next;
+
+	for (p = b->pending; p; p = next) {
+		next = p->next;
+		if (p->s != s)
+			continue;
+		cb_ignore(st_request_deny(b->st, p->rid, "broker", cb_now(), "sandbox is gone"));
+		for (struct brk_pending **pp = &b->pending; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		if (b->tty_current == p)
+			b->tty_current = NULL;
+		brk_pending_free(p);
+	}
+}
+
+/* ---- the terminal prompt (--approve tty) ------------------------------ */
+
+static void
+brk_tty_read(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk *b = arg;
+	struct brk_pending *p = b->tty_current;
+	char line[64] = "";
+	ssize_t n;
+	char *end;
+	unsigned long secs;
+
+	(void)ev;
+	n = read(fd, line, sizeof(line) - 1);
+	if (n <= 0) {
+		event_del(b->ev_tty);
+		return;
+	}
+	line[n] = '\0';
+	if (!p)
+		return;
+	line[strcspn(line, "\r\n")] = '\0';
+	secs = strtoul(line, &end, 10);
+	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0)
+		cb_ignore(brk_pending_decide(b, p->rid, true, 0, false, "tty", NULL));
+	else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0)
+		cb_ignore(brk_pending_decide(b, p->rid, true, 0, true, "tty", NULL));
+	else if (line[0] && *end == '\0' && secs > 0)
+		cb_ignore(brk_pending_decide(b, p->rid, true, secs, false, "tty", NULL));
+	else if (strcmp(line, "n") == 0 || strcmp(line, "no") == 0 || line[0] == '\0')
+		cb_ignore(brk_pending_decide(b, p->rid, false, 0, false, "tty", "refused at the terminal"));
+	else {
+		const char again[] = "answer y, n, s or a number of seconds: ";
+
+		(void)!write(b->tty_fd, again, sizeof(again) - 1);
+	}
+}
+
+void
+brk_tty_prompt_next(struct brk *b)
+{
+	struct brk_pending *p, *oldest = NULL;
+	char msg[1024];
+	int n;
+
+	if (b->tty_fd < 0) {
+		b->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (b->tty_fd < 0)
+			return;	/* no terminal: requests wait, then expire (deny) */
+		b->ev_tty = event_new(b->base, b->tty_fd, EV_READ | EV_PERSIST, brk_tty_read, b);
+		if (b->ev_tty)
+			event_add(b->ev_tty, NULL);
+	}
+	for (p = b->pending; p; p = p->next)
+		oldest = p;	/* the list is newest first */
+	b->tty_current = oldest;
+	if (!oldest)
+		return;
+	n = snprintf(msg, sizeof(msg),
+	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
+	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",
+	    oldest->s->id, oldest->s->command ? oldest->s->command : "", oldest->cap->text,
+	    (unsigned long long)oldest->ttl, oldest->reason[0] ? oldest->reason : "(none given)");
+	if (n > 0)
+		(void)!write(b->tty_fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}

@@ -1,0 +1,269 @@
+/*
+ * tokens.c - the tokens a sandbox holds and the check every operation
+ * passes, cheapest test first.
+ *
+ * Trust domain: broker.  Token text comes from agents.  A token is decoded
+ * once when it enters the sandbox's table; its signature is verified once
+ * and the result cached in the table entry (a verification costs ~90 us, a
+ * lookup nanoseconds).  What can change after that is re-checked on every
+ * use: the clock, revocation (st_token_state: O(1) per ancestor, in memory,
+ * so a revocation bites on the very next operation) and use counts.  Key
+ * retirement bumps st_epoch(), which invalidates every cached signature.
+ */
+#include "broker/broker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+brk_held_ceiling(struct brk_sbx *s, struct brk_held *h)
+{
+	const struct cap_claims *c = &h->tok->c;
+
+	h->in_ceiling = 0;
+	for (size_t i = 0; i < c->ncaps; i++) {
+		bool ok;
+
+		/* An approved elevation is judged against what the policy lets
+		 * this tier request, an ordinary token against the ceiling. */
+		if (c->elevated) {
+			enum pol_approval mode;
+			uint64_t max_ttl;
+
+			ok = pol_inst_requestable(s->inst, c->caps[i], &mode, &max_ttl) == 0;
+		} else {
+			ok = pol_inst_within_ceiling(s->inst, c->caps[i]);
+		}
+		if (ok)
+			h->in_ceiling |= 1u << i;
+	}
+}
+
+int
+brk_held_add(struct brk_sbx *s, const char *text, size_t len, bool granted, uint32_t *th)
+{
+	struct brk_held *h;
+	int r;
+
+	for (size_t i = 0; i < s->nheld; i++) {
+		if (s->held[i].text_len == len && memcmp(s->held[i].text, text, len) == 0) {
+			*th = (uint32_t)i;
+			return 0;
+		}
+	}
+	if (s->nheld == BRK_HELD_MAX)
+		return CB_EBUSY;
+	h = &s->held[s->nheld];
+	memset(h, 0, sizeof(*h));
+	if ((r = cap_token_decode(text, len, &h->tok)) != 0)
+		return r;
+	if (!(h->text = malloc(len + 1))) {
+		cap_token_free(h->tok);
+		h->tok = NULL;
+		return CB_ENOMEM;
+	}
+	memcpy(h->text, text, len);
+	h->text[len] = '\0';
+	h->text_len = len;
+	h->granted = granted;
+	brk_held_ceiling(s, h);
+	*th = (uint32_t)s->nheld++;
+	return 0;
+}
+
+void
+brk_held_clear(struct brk_sbx *s)
+{
+	for (size_t i = 0; i < s->nheld; i++) {
+		cap_token_free(s->held[i].tok);
+		free(s->held[i].text);
+	}
+	s->nheld = 0;
+}
+
+/* Which capability covers r inside the ceiling?  CB_ENOTCOVERED if none
+ * covers, CB_EPOLICY if only capabilities beyond the ceiling do. */
+static int
+brk_cover(const struct brk_held *h, const struct cap_req *r, size_t *capi)
+{
+	const struct cap_claims *c = &h->tok->c;
+	int best = CB_ENOTCOVERED;
+
+	for (size_t i = 0; i < c->ncaps; i++) {
+		if (!cap_match(c->caps[i], r))
+			continue;
+		if (h->in_ceiling & (1u << i)) {
+			*capi = i;
+			return 0;
+		}
+		best = CB_EPOLICY;
+	}
+	return best;
+}
+
+int
+brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi)
+{
+	const struct cap_token *t = h->tok;
+	struct st *st = s->b->st;
+	size_t ci = 0;
+	int e;
+
+	if ((e = cap_token_check_time(t, cb_now())) != 0)
+		return e;
+	if (strcmp(t->c.aud, s->id) != 0)
+		return CB_EAUDIENCE;
+	if ((e = st_token_state(st, t->c.id)) != 0)
+		return e == CB_ENOENT ? CB_EUNKNOWNTOK : e;
+	if (r && (e = brk_cover(h, r, &ci)) != 0)
+		return e;
+	if (!h->sig_ok || h->sig_epoch != st_epoch(st)) {
+		if ((e = cap_token_check_sig(st_keyring(st), t)) != 0) {
+			h->sig_ok = false;
+			return e;
+		}
+		h->sig_ok = true;
+		h->sig_epoch = st_epoch(st);
+	}
+	if (capi)
+		*capi = ci;
+	return 0;
+}
+
+int
+brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req *r,
+    struct brk_held **out, size_t *capi)
+{
+	int first = 0, e;
+	uint32_t th;
+
+	*out = NULL;
+	if (q->has_th) {
+		if (q->th >= s->nheld)
+			return CB_ENOTOKEN;
+		*out = &s->held[q->th];
+		return brk_tok_check(s, *out, r, capi);
+	}
+	if (q->tok) {
+		if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0)
+			return e;
+		*out = &s->held[th];
+		return brk_tok_check(s, *out, r, capi);
+	}
+	/* Nothing presented: the first held token that covers the request
+	 * and passes.  If some covered but failed, say why the first failed
+	 * (more useful than "not covered"). */
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct brk_held *h = &s->held[i];
+		size_t ci;
+
+		if (r && brk_cover(h, r, &ci) == CB_ENOTCOVERED)
+			continue;
+		e = brk_tok_check(s, h, r, capi);
+		if (e == 0) {
+			*out = h;
+			return 0;
+		}
+		if (!first) {
+			first = e;
+			*out = h;
+		}
+	}
+	if (first)
+		return first;
+	*out = NULL;
+	return s->nheld ? CB_ENOTCOVERED : CB_ENOTOKEN;
+}
+
+int
+brk_tok_spend(struct brk_sbx *s, struct brk_held *h)
+{
+	if (!h->tok->c.has_uses)
+		return 0;
+	return st_use(s->b->st, h->tok->c.id, NULL);
+}
+
+int
+brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
+    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
+    const char *by, char **text, struct st_token *rec)
+{
+	struct cap_claims c;
+	char *joined = NULL;
+	size_t jl = 0, jcap = 1;
+	int r;
+
+	*text = NULL;
+	memset(&c, 0, sizeof(c));
+	memset(rec, 0, sizeof(*rec));
+	if (ncaps == 0 || ncaps > CAP_MAX_CAPS || strlen(aud) > CAP_AUD_MAX)
+		return CB_EINVAL;
+	snprintf(c.aud, sizeof(c.aud), "%s", aud);
+	c.nbf = nbf;
+	c.exp = exp;
+	c.has_uses = has_uses;
+	c.uses = uses;
+	c.elevated = elevated;
+	if (parent) {
+		c.has_parent = true;
+		memcpy(c.parent, parent, CAP_ID_LEN);
+	}
+	for (size_t i = 0; i < ncaps; i++) {
+		if ((r = cap_dup(caps[i], &c.caps[c.ncaps])) != 0)
+			goto out;
+		c.ncaps++;
+		jcap += strlen(caps[i]->text) + 1;
+	}
+	if (!(joined = calloc(1, jcap))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < ncaps; i++)
+		jl += (size_t)sprintf(joined + jl, "%s%s", i ? "\n" : "", caps[i]->text);
+	if ((r = cap_token_issue(st_keyring(b->st), &c, text)) != 0)
+		goto out;
+	memcpy(rec->id, c.id, CAP_ID_LEN);
+	rec->has_parent = c.has_parent;
+	memcpy(rec->parent, c.parent, CAP_ID_LEN);
+	snprintf(rec->sandbox, sizeof(rec->sandbox), "%s", aud);
+	rec->caps = joined;
+	joined = NULL;
+	rec->nbf = nbf;
+	rec->exp = exp;
+	rec->uses_left = has_uses ? uses : ST_UNLIMITED;
+	rec->elevated = elevated;
+	rec->issued_at = cb_now();
+	snprintf(rec->issued_by, sizeof(rec->issued_by), "%s", by ? by : "broker");
+out:
+	free(joined);
+	cap_claims_clear(&c);
+	return r;
+}
+
+int
+brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
+    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
+    const char *by, char **text, uint8_t id[CAP_ID_LEN])
+{
+	struct st_token rec;
+	char *t = NULL;
+	int r;
+
+	*text = NULL;
+	if ((r = brk_tok_sign(b, aud, caps, ncaps, nbf, exp, has_uses, uses, parent, elevated, by,
+		 &t, &rec)) != 0)
+		return r;
+	/* On disk before anyone holds it: a token the state does not know is
+	 * refused at use (unknown-token). */
+	if ((r = st_token_add(b->st, &rec)) != 0) {
+		free(t);
+		free(rec.caps);
+		return r;
+	}
+	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, aud, "issue", rec.caps, rec.id, by,
+	    elevated ? "elevated" : NULL);
+	memcpy(id, rec.id, CAP_ID_LEN);
+	free(rec.caps);
+	*text = t;
+	return 0;
+}

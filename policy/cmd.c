@@ -1,0 +1,83 @@
+/*
+ * cmd.c - the policy commands of capbroker: check-policy and show-policy.
+ * Trust domain: the administrator's shell; they read a file and print.
+ */
+#include "policy/pol_int.h"
+
+#include <string.h>
+
+#define POL_EX_USAGE 64
+
+/* The one FILE operand of "CMD [--] FILE"; NULL if absent or misused.
+ * *help is set for -h / --help. */
+static const char *
+file_arg(int argc, char **argv, bool optional, bool *help)
+{
+	int i = 1;
+
+	*help = false;
+	if (i < argc && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
+		*help = true;
+		return NULL;
+	}
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	else if (i < argc && argv[i][0] == '-' && argv[i][1] != '\0')
+		return NULL;
+	if (i == argc)
+		return optional ? "" : NULL;
+	if (i + 1 != argc || argv[i][0] == '\0')
+		return NULL;
+	return argv[i];
+}
+
+int
+pol_cmd_check(int argc, char **argv)
+{
+	struct pol *p = NULL;
+	const char *path;
+	bool help;
+	int r;
+
+	if (!(path = file_arg(argc, argv, false, &help))) {
+		fprintf(help ? stdout : stderr, "usage: capbroker check-policy FILE\n");
+		return help ? 0 : POL_EX_USAGE;
+	}
+	if ((r = pol_load(path, &p, stderr)) != 0) {
+		if (r != CB_EINVAL)
+			fprintf(stderr, "%s: %s\n", path, cb_strerror(r));
+		return 1;
+	}
+	printf("%s: ok (tiers:", path);
+	for (size_t i = 0; i < pol_tier_count(p); i++)
+		printf(" %s", pol_tier_name(pol_tier_at(p, i)));
+	printf("; default tier %s)\n", pol_default_tier(p));
+	pol_free(p);
+	return 0;
+}
+
+int
+pol_cmd_show(int argc, char **argv)
+{
+	struct pol *p = NULL;
+	const char *path;
+	bool help;
+	int r, ret = 1;
+
+	if (!(path = file_arg(argc, argv, true, &help))) {
+		fprintf(help ? stdout : stderr, "usage: capbroker show-policy [FILE]\n");
+		return help ? 0 : POL_EX_USAGE;
+	}
+	r = *path ? pol_load(path, &p, stderr) : pol_default(&p);
+	if (r != 0) {
+		if (r != CB_EINVAL)
+			fprintf(stderr, "%s: %s\n", *path ? path : "built-in policy", cb_strerror(r));
+		return 1;
+	}
+	if (pol_print(p, stdout) != 0)
+		fprintf(stderr, "show-policy: write error\n");
+	else
+		ret = 0;
+	pol_free(p);
+	return ret;
+}

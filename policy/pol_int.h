@@ -1,0 +1,91 @@
+/*
+ * pol_int.h - the inside of a policy, shared by the files of policy/ only.
+ * Trust domain: the broker.
+ */
+#ifndef CB_POL_INT_H
+#define CB_POL_INT_H
+
+#include "policy/policy.h"
+
+/* One capability as the policy file writes it: "fs.*:" stands for the four
+ * fs operations and the resource may start with ${workspace}, so the text
+ * is kept and parsed again when a tier is bound to a workspace. */
+struct pol_spec {
+	char *text;
+	char *file;		/* where it was written, for messages */
+	unsigned line;
+};
+
+struct pol_specv {
+	size_t n;
+	struct pol_spec *v;
+};
+
+struct pol_strv {
+	size_t n;
+	char **v;
+};
+
+struct pol_rule {
+	struct pol_specv caps;
+	enum pol_approval mode;
+	uint64_t max_ttl;
+};
+
+struct pol_tier {
+	char *name;
+	char *extends;		/* named tiers: the tier it started from */
+	const char *base;	/* static: "low", "medium" or "high" */
+	char *workspace;
+	struct pol_specv ceiling;
+	struct pol_strv exec;
+	size_t nbinds;
+	struct pol_bind *binds;	/* src/dst malloc'd; read-only ones first */
+	struct pol_limits limits;
+	size_t nrules;
+	struct pol_rule *rules;
+};
+
+struct pol_domain {
+	char *text;		/* "example.com" or "*.example.com" */
+	struct cap *cap;	/* net.connect:TEXT:* */
+};
+
+struct pol {
+	char *default_tier;
+	uint64_t default_ttl;
+	uint64_t request_expiry;
+	enum pol_fsync fsync;
+	size_t nuids, ngids;
+	uint32_t *uids, *gids;
+	bool has_allow;		/* absent list: every domain allowed */
+	size_t nallow;
+	struct pol_domain *allow;
+	size_t ntiers;
+	struct pol_tier **tiers;
+};
+
+/* Parse one spec for workspace ws (NULL: a spec naming the workspace
+ * yields nothing).  Appends up to 4 caps to out[*n].  CB_ECAP_*, CB_ENOMEM,
+ * CB_EINVAL (misplaced ${workspace}). */
+int pol_spec_parse(const char *text, const char *ws, struct cap **out, size_t *n);
+bool pol_spec_has_ws(const char *text);
+/* A workspace acceptable for ${workspace}. */
+bool pol_workspace_ok(const char *ws);
+
+struct pol *pol_new(void);
+struct pol_tier *pol_tier_new(const char *name);
+void pol_tier_free(struct pol_tier *t);
+/* Deep copy of t's settings (not its name or extends) into dst. */
+int pol_tier_copy(struct pol_tier *dst, const struct pol_tier *src);
+struct pol_tier *pol_tier_find(struct pol *p, const char *name);
+
+void pol_specv_clear(struct pol_specv *sv);
+void pol_strv_clear(struct pol_strv *sv);
+void pol_binds_clear(struct pol_tier *t);
+void pol_rules_clear(struct pol_tier *t);
+
+/* The built-in default policy text (libconfig). */
+extern const char pol_default_text[];
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * policy.h - the broker's policy: tiers, capability ceilings, requestable
+ * capabilities and their approval, sandbox binds and limits, network rules,
+ * administrators and defaults, read from a libconfig file (docs/policy.md).
+ *
+ * Trust domain: the broker (trusted).  The policy file comes from the
+ * administrator and is trusted to mean what it says, but is parsed strictly:
+ * a policy with any error is refused as a whole, never half applied.
+ * Capabilities checked against the policy come from agents (hostile); they
+ * arrive already parsed by caps/ and are only compared, through caps.h.
+ *
+ * A struct pol is immutable after loading and may be shared by threads.
+ */
+#ifndef CB_POLICY_H
+#define CB_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "caps/caps.h"
+
+/* The placeholder a ceiling or requestable capability may start its
+ * resource with; replaced by the sandbox's workspace directory. */
+#define POL_WORKSPACE "${workspace}"
+
+/* Built-in tier names.  Their ceilings are bounded by the tier rules of
+ * docs/policy.md; tiers an administrator adds are not. */
+#define POL_TIER_LOW	"low"
+#define POL_TIER_MEDIUM	"medium"
+#define POL_TIER_HIGH	"high"
+
+struct pol;		/* a loaded policy, immutable after load */
+struct pol_tier;	/* one tier of a policy; lives as long as its pol */
+struct pol_inst;	/* a tier bound to one sandbox's workspace */
+
+enum pol_approval {
+	POL_APPROVE_HUMAN,	/* a human must approve (capctl / tty prompt) */
+	POL_APPROVE_AUTO,	/* approved at once; only ever within the ceiling */
+	POL_APPROVE_NEVER,	/* refused at once */
+};
+
+/* When the audit log is fsynced. */
+enum pol_fsync {
+	POL_FSYNC_ALWAYS,	/* after every line */
+	POL_FSYNC_BATCH,	/* after each burst of lines, before replying */
+	POL_FSYNC_NEVER,	/* left to the kernel */
+};
+
+/* Sandbox resource limits of a tier; every value is at least 1. */
+struct pol_limits {
+	uint64_t memory;	/* bytes of address space / memory */
+	uint64_t processes;	/* RLIMIT_NPROC / pids */
+	uint64_t open_files;	/* RLIMIT_NOFILE */
+	uint64_t file_size;	/* bytes, RLIMIT_FSIZE */
+	uint64_t cpu;		/* seconds of CPU time, RLIMIT_CPU */
+	uint64_t wall;		/* seconds of wall clock before the kill */
+	uint64_t tmp_size;	/* bytes of the private /tmp */
+};
+
+/* A bind mount the sandbox sees directly: src on the host, dst inside. */
+struct pol_bind {
+	const char *src;
+	const char *dst;
+	bool rw;
+};
+
+/* ---- loading --------------------------------------------------------- */
+
+/* Load the policy file at path over the built-in default (a tier block in
+ * the file replaces only the keys it names).  Every error is printed to errs
+ * (if not NULL) as "file:line: message (expected ...)"; then the whole load
+ * fails with CB_EINVAL.  CB_ENOMEM on allocation failure.  *out is set only
+ * on success; the caller frees it with pol_free. */
+int pol_load(const char *path, struct pol **out, FILE *errs) CB_WARN_UNUSED;
+
+/* The built-in default policy: the contract's three tiers with safe limits;
+ * any capability requestable with human approval for at most an hour. */
+int pol_default(struct pol **out) CB_WARN_UNUSED;
+
+void pol_free(struct pol *p);
+
+/* Print p in the file format, with comments; the output loads back into an
+ * equal policy (and prints identically).  CB_EIO on a write error. */
+int pol_print(const struct pol *p, FILE *out) CB_WARN_UNUSED;
+
+/* ---- global settings ------------------------------------------------- */
+
+const char *pol_default_tier(const struct pol *p);	/* never NULL */
+uint64_t pol_default_ttl(const struct pol *p);		/* seconds */
+uint64_t pol_request_expiry(const struct pol *p);	/* seconds a request waits */
+enum pol_fsync pol_audit_fsync(const struct pol *p);
+const char *pol_fsync_name(enum pol_fsync f);
+const char *pol_approval_name(enum pol_approval a);
+
+/* Does the policy name uid (or gid) as an administrator?  The broker's own
+ * uid is always one; that is the broker's check, not the policy's. */
+bool pol_admin_uid(const struct pol *p, uid_t uid);
+bool pol_admin_gid(const struct pol *p, gid_t gid);
+
+/* ---- tiers ----------------------------------------------------------- */
+
+/* The tier called name, or NULL. */
+const struct pol_tier *pol_tier_get(const struct pol *p, const char *name);
+size_t pol_tier_count(const struct pol *p);
+const struct pol_tier *pol_tier_at(const struct pol *p, size_t i);	/* NULL past the end */
+
+const char *pol_tier_name(const struct pol_tier *t);
+/* The built-in tier ("low", "medium" or "high") whose sandbox shape this
+ * tier has (fork, exec, what it sees): itself for those three, else the one
+ * its extends chain ends at ("low" when it extends nothing).  Never NULL. */
+const char *pol_tier_base(const struct pol_tier *t);
+/* The workspace the policy gives this tier, or NULL (then the broker uses
+ * --workspace or the current directory). */
+const char *pol_tier_workspace(const struct pol_tier *t);
+const struct pol_limits *pol_tier_limits(const struct pol_tier *t);
+/* Bind mounts, read-only first; *out points into t. */
+size_t pol_tier_binds(const struct pol_tier *t, const struct pol_bind **out);
+/* Absolute paths the sandbox may exec directly (medium, high); *out points
+ * into t.  capcall is always allowed and is not listed. */
+size_t pol_tier_exec(const struct pol_tier *t, const char *const **out);
+
+/* ---- ceilings and requests ------------------------------------------ */
+
+/* Bind tier t to a sandbox's workspace: "${workspace}" in its capabilities
+ * becomes workspace.  workspace must be an absolute, clean path other than
+ * "/" and without "*" (CB_EINVAL); with workspace NULL, capabilities that
+ * name the workspace grant nothing.  CB_ECAP_TOOLONG if a capability grows
+ * too long with it, CB_ENOMEM.  t must outlive *out (pol_inst_free).  The
+ * broker passes --workspace, else pol_tier_workspace(t), else the cwd. */
+int pol_tier_instantiate(const struct pol_tier *t, const char *workspace,
+    struct pol_inst **out) CB_WARN_UNUSED;
+void pol_inst_free(struct pol_inst *pi);
+const struct pol_tier *pol_inst_tier(const struct pol_inst *pi);
+/* The instantiated ceiling capabilities (for listing); NULL past the end. */
+const struct cap *pol_inst_ceiling(const struct pol_inst *pi, size_t i);
+
+/* Is c inside some ceiling capability (cap_contains)? */
+bool pol_inst_within_ceiling(const struct pol_inst *pi, const struct cap *c);
+
+/* May an agent of this tier request c?  The first requestable rule with a
+ * capability containing c decides.  On success *mode and *max_ttl say how
+ * it is approved and for how long at most; AUTO is only ever returned for c
+ * within the ceiling (beyond it an AUTO rule means HUMAN).  CB_EPOLICY (with
+ * *mode = POL_APPROVE_NEVER) when no rule lists c or the rule says never. */
+int pol_inst_requestable(const struct pol_inst *pi, const struct cap *c,
+    enum pol_approval *mode, uint64_t *max_ttl) CB_WARN_UNUSED;
+
+/* One-shot forms of the two above (they instantiate, check and free; the
+ * broker should keep a pol_inst per sandbox instead).  pol_within_ceiling
+ * is false on any error; pol_requestable returns CB_EPOLICY, CB_EINVAL
+ * (bad workspace) or CB_ENOMEM. */
+bool pol_within_ceiling(const struct pol_tier *t, const char *workspace, const struct cap *c);
+int pol_requestable(const struct pol_tier *t, const char *workspace, const struct cap *c,
+    enum pol_approval *mode, uint64_t *max_ttl) CB_WARN_UNUSED;
+
+/* ---- network --------------------------------------------------------- */
+
+/* Is address a in a never-reachable range (loopback, private, CGNAT,
+ * link-local incl. 169.254.169.254, multicast, unspecified, broadcast,
+ * reserved; IPv6 ::1, ::, fc00::/7, fe80::/10, fec0::/10, ff00::/8 and the
+ * IPv4-mapped, -compatible, -translated, NAT64 and 6to4 forms of the IPv4
+ * ranges) that `granting` does not name explicitly?  Explicitly means:
+ * granting is an IP or CIDR capability that contains a and whose whole range
+ * lies inside a never-reachable range containing a.  So
+ * net.connect:127.0.0.1:8080 unlocks 127.0.0.1; net.connect:*:* ,
+ * 0.0.0.0/0 or a host name resolving to 127.0.0.1 do not.  granting may be
+ * NULL (nothing unlocked). */
+bool pol_net_blocked(const struct pol *p, const struct cap_addr *a, const struct cap *granting);
+
+/* Is host (a DNS name as the agent asked for it) allowed by the policy's
+ * optional domain allow list?  Without a list every name is allowed; IP
+ * literals are never judged here (pol_net_blocked is). */
+bool pol_net_domain_allowed(const struct pol *p, const char *host);
+
+/* ---- commands -------------------------------------------------------- */
+
+/* `capbroker check-policy FILE`: argv[0] is the command name.  Exit status:
+ * 0 valid, 1 invalid (every error on stderr), 64 usage. */
+int pol_cmd_check(int argc, char **argv);
+
+/* `capbroker show-policy [FILE]`: prints the effective policy (the default
+ * without FILE) on stdout.  0, 1 if FILE is invalid, 64 usage. */
+int pol_cmd_show(int argc, char **argv);
+
+#endif

@@ -1,0 +1,607 @@
+/*
+ * launch.c - the launcher half of the sandbox: spawn capbroker-stub.
+ *
+ * Runs in the broker (trusted).  Nothing here blocks for long: it creates
+ * pipes (and cgroups when it may), spawns the stub with posix_spawn (a fresh
+ * exec: no broker memory reaches the sandbox) and returns.  The stub builds
+ * the sandbox and reports on status_fd.  The stub's command line is the
+ * configuration; see stub_main.c for how each option is checked again there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "sandbox-stub/sandbox.h"
+#include "sandbox-stub/stub_int.h"
+
+#ifndef CB_LIBEXECDIR
+#define CB_LIBEXECDIR "/usr/local/libexec/capbroker"
+#endif
+#define STUB_NAME "capbroker-stub"
+#define SBX_MAX_ARGS 512
+
+static const char *const tier_names[] = { "low", "medium", "high" };
+
+const char *
+sbx_tier_name(enum sbx_tier t)
+{
+	if ((unsigned)t >= sizeof(tier_names) / sizeof(tier_names[0]))
+		return NULL;
+	return tier_names[t];
+}
+
+int
+sbx_tier_parse(const char *s, enum sbx_tier *out)
+{
+	for (size_t i = 0; i < sizeof(tier_names) / sizeof(tier_names[0]); i++) {
+		if (strcmp(s, tier_names[i]) == 0) {
+			*out = (enum sbx_tier)i;
+			return 0;
+		}
+	}
+	return CB_EINVAL;
+}
+
+int
+sbx_wait_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return SBX_EXIT_SETUP;
+}
+
+/* $CAPBROKER_STUB, else next to our own executable (the build tree and
+ * bin/), else the install location. */
+static int
+find_stub(char *buf, size_t len)
+{
+	const char *env = secure_getenv("CAPBROKER_STUB");
+	char self[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (env != NULL && env[0] != '\0') {
+		if (env[0] != '/' || snprintf(buf, len, "%s", env) >= (int)len)
+			return CB_EINVAL;
+		return access(buf, X_OK) == 0 ? 0 : CB_ENOENT;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			if (snprintf(buf, len, "%s/%s", self, STUB_NAME) < (int)len &&
+			    access(buf, X_OK) == 0)
+				return 0;
+		}
+	}
+	if (snprintf(buf, len, "%s/%s", CB_LIBEXECDIR, STUB_NAME) >= (int)len)
+		return CB_EINVAL;
+	return access(buf, X_OK) == 0 ? 0 : CB_ENOENT;
+}
+
+/* ---------------------------------------------------------------- cgroups */
+
+static int
+write_str(const char *dir, const char *file, const char *val)
+{
+	char path[PATH_MAX];
+	int fd, rc = 0;
+	size_t n = strlen(val);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd == -1)
+		return CB_EIO;
+	if (write(fd, val, n) != (ssize_t)n)
+		rc = CB_EIO;
+	close(fd);
+	return rc;
+}
+
+/* Our own cgroup path for a v1 controller ("4:memory:/a/b"), or "" for v2
+ * ("0::/a/b" when ctrl is NULL). */
+static int
+own_cgroup(const char *ctrl, char *out, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int rc = CB_ENOENT;
+
+	if (f == NULL)
+		return CB_EIO;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *a = strchr(line, ':'), *b;
+
+		if (a == NULL || (b = strchr(a + 1, ':')) == NULL)
+			continue;
+		*b = '\0';
+		b[strcspn(b + 1, "\n") + 1] = '\0';
+		if ((ctrl == NULL && a[1] == '\0') ||
+		    (ctrl != NULL && strcmp(a + 1, ctrl) == 0)) {
+			snprintf(out, len, "%s", strcmp(b + 1, "/") == 0 ? "" : b + 1);
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Create a cgroup for the sandbox with memory and pids limits, and open its
+ * cgroup.procs for the stub to join.  Best effort: only where the broker may
+ * (root with v1 controllers, or a delegated v2 subtree); the stub says in its
+ * "ready" line whether it joined, and the broker audits it. */
+static int
+make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_CGROUPS])
+{
+	static unsigned seq;
+	const struct sbx_limits *l = &cfg->limits;
+	char own[200], val[32], name[48];
+	uint64_t mem = l->mem_bytes ? l->mem_bytes : SBX_DEFAULT_MEM_BYTES;
+	uint64_t nproc = l->nproc ? l->nproc : SBX_DEFAULT_NPROC;
+	int n = 0;
+
+	snprintf(name, sizeof(name), "capbroker.%d.%u", (int)getpid(), seq++);
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
+		/* Unified hierarchy: one directory with both controllers. */
+		if (own_cgroup(NULL, own, sizeof(own)) != 0)
+			return 0;
+		if (snprintf(p->cgroup[0], sizeof(p->cgroup[0]), "/sys/fs/cgroup%s/%s",
+		    own, name) >= (int)sizeof(p->cgroup[0]) || mkdir(p->cgroup[0], 0755) == -1) {
+			p->cgroup[0][0] = '\0';
+			return 0;
+		}
+		snprintf(val, sizeof(val), "%" PRIu64, mem);
+		if (write_str(p->cgroup[0], "memory.max", val) != 0 ||
+		    write_str(p->cgroup[0], "memory.swap.max", "0") != 0)
+			goto fail;
+		snprintf(val, sizeof(val), "%" PRIu64, nproc);
+		if (write_str(p->cgroup[0], "pids.max", val) != 0)
+			goto fail;
+		n = 1;
+	} else {
+		static const char *const ctrl[] = { "memory", "pids" };
+
+		for (int i = 0; i < 2; i++) {
+			if (own_cgroup(ctrl[i], own, sizeof(own)) != 0)
+				goto fail;
+			if (snprintf(p->cgroup[i], sizeof(p->cgroup[i]), "/sys/fs/cgroup/%s%s/%s",
+			    ctrl[i], own, name) >= (int)sizeof(p->cgroup[i]) ||
+			    mkdir(p->cgroup[i], 0755) == -1) {
+				p->cgroup[i][0] = '\0';
+				goto fail;
+			}
+		}
+		snprintf(val, sizeof(val), "%" PRIu64, mem);
+		if (write_str(p->cgroup[0], "memory.limit_in_bytes", val) != 0)
+			goto fail;
+		/* Where swap is accounted, cap memory+swap too (else ignore). */
+		(void)write_str(p->cgroup[0], "memory.memsw.limit_in_bytes", val);
+		snprintf(val, sizeof(val), "%" PRIu64, nproc);
+		if (write_str(p->cgroup[1], "pids.max", val) != 0)
+			goto fail;
+		n = 2;
+	}
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", p->cgroup[i]);
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (fds[i] == -1) {
+			for (int j = 0; j < i; j++)
+				close(fds[j]);
+			goto fail;
+		}
+	}
+	return n;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (p->cgroup[i][0] != '\0')
+			rmdir(p->cgroup[i]);
+		p->cgroup[i][0] = '\0';
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ spawn */
+
+struct argbuf {
+	char *argv[SBX_MAX_ARGS];
+	size_t n;
+	char nums[16][32];
+	size_t nnums;
+};
+
+static int
+arg(struct argbuf *a, const char *s)
+{
+	if (a->n + 1 >= SBX_MAX_ARGS)
+		return CB_ETOOBIG;
+	a->argv[a->n++] = (char *)s;
+	a->argv[a->n] = NULL;
+	return 0;
+}
+
+static int
+arg_num(struct argbuf *a, const char *opt, uint64_t v)
+{
+	if (v == 0)
+		return 0;
+	if (a->nnums == sizeof(a->nums) / sizeof(a->nums[0]))
+		return CB_ETOOBIG;
+	snprintf(a->nums[a->nnums], sizeof(a->nums[0]), "%" PRIu64, v);
+	if (arg(a, opt) != 0)
+		return CB_ETOOBIG;
+	return arg(a, a->nums[a->nnums++]);
+}
+
+static int
+check_config(const struct sbx_config *cfg)
+{
+	if (cfg == NULL || sbx_tier_name(cfg->tier) == NULL || cfg->id == NULL ||
+	    cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
+		return CB_EINVAL;
+	if (strlen(cfg->id) > SBX_ID_MAX || cfg->id[0] == '\0' ||
+	    strspn(cfg->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-") != strlen(cfg->id))
+		return CB_EINVAL;
+	if (cfg->nbinds > STUB_MAX_BINDS || cfg->nexec_allow > STUB_MAX_EXEC)
+		return CB_ETOOBIG;
+	if ((cfg->nbinds != 0 && cfg->binds == NULL) ||
+	    (cfg->nexec_allow != 0 && cfg->exec_allow == NULL))
+		return CB_EINVAL;
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		const struct sbx_bind *b = &cfg->binds[i];
+
+		if (b->src == NULL || b->dst == NULL || b->src[0] != '/' || b->dst[0] != '/')
+			return CB_EINVAL;
+		if (b->writable && cfg->tier != SBX_TIER_HIGH)
+			return CB_EPERM;
+	}
+	for (size_t i = 0; i < cfg->nexec_allow; i++) {
+		if (cfg->exec_allow[i] == NULL || cfg->exec_allow[i][0] != '/')
+			return CB_EINVAL;
+	}
+	if (cfg->limits.nofile > SBX_NOFILE_MAX)
+		return CB_EINVAL;
+	if (cfg->broker_fd < -1)
+		return CB_EINVAL;
+	return 0;
+}
+
+static int
+build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbuf *a)
+{
+	const struct sbx_limits *l = &cfg->limits;
+	size_t i;
+	int rc = 0;
+
+	a->n = a->nnums = 0;
+	rc |= arg(a, stub);
+	rc |= arg(a, "--tier");
+	rc |= arg(a, sbx_tier_name(cfg->tier));
+	rc |= arg(a, "--id");
+	rc |= arg(a, cfg->id);
+	rc |= arg_num(a, "--parent-pid", (uint64_t)getpid());
+	if (cfg->broker_fd >= 0)
+		rc |= arg(a, "--broker-fd");
+	rc |= arg_num(a, "--cgroups", (uint64_t)ncg);
+	for (i = 0; i < cfg->nbinds; i++) {
+		rc |= arg(a, cfg->binds[i].writable ? "--bind" : "--ro-bind");
+		rc |= arg(a, cfg->binds[i].src);
+		rc |= arg(a, cfg->binds[i].dst);
+	}
+	for (i = 0; i < cfg->nexec_allow; i++) {
+		rc |= arg(a, "--exec-allow");
+		rc |= arg(a, cfg->exec_allow[i]);
+	}
+	if (cfg->capcall_path != NULL) {
+		rc |= arg(a, "--capcall");
+		rc |= arg(a, cfg->capcall_path);
+	}
+	if (cfg->pylib_dir != NULL) {
+		rc |= arg(a, "--pylib");
+		rc |= arg(a, cfg->pylib_dir);
+	}
+	if (cfg->want_pty)
+		rc |= arg(a, "--pty");
+	rc |= arg_num(a, "--mem", l->mem_bytes);
+	rc |= arg_num(a, "--nproc", l->nproc);
+	rc |= arg_num(a, "--nofile", l->nofile);
+	rc |= arg_num(a, "--fsize", l->fsize_bytes);
+	rc |= arg_num(a, "--cpu", l->cpu_secs);
+	rc |= arg_num(a, "--timeout", l->wall_secs);
+	rc |= arg_num(a, "--tmp-size", l->tmp_bytes);
+	rc |= arg(a, "--");
+	for (i = 0; cfg->argv[i] != NULL; i++)
+		rc |= arg(a, cfg->argv[i]);
+	return rc != 0 ? CB_ETOOBIG : 0;
+}
+
+/* A copy of fd at 64 or above, so the dup2 actions of the spawn (onto 0..6)
+ * can never overwrite a source that has not been duplicated yet. */
+static int
+high_dup(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 64);
+}
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int
+open_pty(int *master, int *slave)
+{
+	char name[64];
+
+	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*master == -1)
+		return CB_EIO;
+	if (grantpt(*master) == -1 || unlockpt(*master) == -1 ||
+	    ptsname_r(*master, name, sizeof(name)) != 0)
+		return CB_EIO;
+	*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	return *slave == -1 ? CB_EIO : 0;
+}
+
+int
+sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
+{
+	static char *const empty_env[] = { NULL };
+	struct argbuf *a = NULL;
+	char stub[PATH_MAX];
+	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
+	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
+	int src[5 + STUB_MAX_CGROUPS];	/* child descriptors, by target number */
+	int ncg = 0, nsrc, rc, master = -1, slave = -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	bool fa_ok = false, attr_ok = false;
+	sigset_t mask;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = -1;
+	out->pidfd = out->stdin_fd = out->stdout_fd = out->stderr_fd = out->status_fd = -1;
+	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
+		src[i] = -1;
+	if ((rc = check_config(cfg)) != 0)
+		return rc;
+	if ((rc = find_stub(stub, sizeof(stub))) != 0)
+		return rc;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return CB_ENOMEM;
+
+	rc = CB_EIO;
+	if (pipe2(st, O_CLOEXEC) == -1)
+		goto out;
+	if (cfg->want_pty) {
+		if (open_pty(&master, &slave) != 0)
+			goto out;
+		src[0] = high_dup(slave);
+		src[1] = high_dup(slave);
+		src[2] = high_dup(slave);
+	} else {
+		if (pipe2(in, O_CLOEXEC) == -1 || pipe2(o, O_CLOEXEC) == -1 ||
+		    pipe2(e, O_CLOEXEC) == -1)
+			goto out;
+		src[0] = high_dup(in[0]);
+		src[1] = high_dup(o[1]);
+		src[2] = high_dup(e[1]);
+	}
+	src[3] = cfg->broker_fd >= 0 ? high_dup(cfg->broker_fd) : -1;
+	src[4] = high_dup(st[1]);
+	ncg = make_cgroups(cfg, out, cg);
+	for (int i = 0; i < ncg; i++)
+		src[5 + i] = high_dup(cg[i]);
+	nsrc = 5 + ncg;
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i] == -1 && !(i == 3 && cfg->broker_fd < 0))
+			goto out;
+	}
+	if ((rc = build_args(cfg, stub, ncg, a)) != 0)
+		goto out;
+
+	rc = CB_EIO;
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		goto out;
+	fa_ok = true;
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i] != -1 && posix_spawn_file_actions_adddup2(&fa, src[i], i) != 0)
+			goto out;
+	}
+	/* Whatever else the broker has open stays out of the sandbox. */
+	if (posix_spawn_file_actions_addclosefrom_np(&fa, nsrc) != 0)
+		goto out;
+	if (posix_spawnattr_init(&attr) != 0)
+		goto out;
+	attr_ok = true;
+	sigemptyset(&mask);
+	if (posix_spawnattr_setsigmask(&attr, &mask) != 0)
+		goto out;
+	sigfillset(&mask);
+	if (posix_spawnattr_setsigdefault(&attr, &mask) != 0 ||
+	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+	    POSIX_SPAWN_SETSID) != 0)
+		goto out;
+	/* An empty environment: the stub builds the agent's from scratch. */
+	if ((errno = posix_spawn(&out->pid, stub, &fa, &attr, a->argv, empty_env)) != 0) {
+		out->pid = -1;
+		goto out;
+	}
+	out->pidfd = pidfd_open(out->pid, 0);
+	if (out->pidfd == -1) {
+		/* Cannot supervise it: do not leave it running. */
+		kill(out->pid, SIGKILL);
+		waitpid(out->pid, NULL, 0);
+		out->pid = -1;
+		goto out;
+	}
+	if (fcntl(out->pidfd, F_SETFD, FD_CLOEXEC) == -1)
+		goto out;
+	if (cfg->want_pty) {
+		out->stdin_fd = master;
+		out->stdout_fd = fcntl(master, F_DUPFD_CLOEXEC, 0);
+		master = -1;
+		if (out->stdout_fd == -1)
+			goto out;
+	} else {
+		out->stdin_fd = in[1];
+		out->stdout_fd = o[0];
+		out->stderr_fd = e[0];
+		in[1] = o[0] = e[0] = -1;
+	}
+	out->status_fd = st[0];
+	st[0] = -1;
+	if (fcntl(out->stdin_fd, F_SETFL, O_NONBLOCK) == -1 ||
+	    fcntl(out->stdout_fd, F_SETFL, O_NONBLOCK) == -1 ||
+	    (out->stderr_fd != -1 && fcntl(out->stderr_fd, F_SETFL, O_NONBLOCK) == -1) ||
+	    fcntl(out->status_fd, F_SETFL, O_NONBLOCK) == -1)
+		goto out;
+	rc = 0;
+out:
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
+		close_fd(&src[i]);
+	for (int i = 0; i < STUB_MAX_CGROUPS; i++)
+		close_fd(&cg[i]);
+	close_fd(&in[0]); close_fd(&in[1]);
+	close_fd(&o[0]); close_fd(&o[1]);
+	close_fd(&e[0]); close_fd(&e[1]);
+	close_fd(&st[0]); close_fd(&st[1]);
+	close_fd(&master); close_fd(&slave);
+	free(a);
+	if (rc != 0) {
+		int saved = errno;
+
+		if (out->pid > 0) {
+			sbx_kill(out);
+			waitpid(out->pid, NULL, 0);
+		}
+		sbx_proc_close(out);
+		errno = saved;
+	}
+	return rc;
+}
+
+int
+sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
+{
+	char buf[640];
+	ssize_t n;
+	int abi, cg;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	do
+		n = read(p->status_fd, buf, sizeof(buf) - 1);
+	while (n == -1 && errno == EINTR);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return CB_EBUSY;
+	if (n <= 0) {
+		if (why != NULL)
+			snprintf(why, whylen, "sandbox stub exited without a report");
+		return CB_EINTERNAL;
+	}
+	/* The stub writes its report with one write() shorter than PIPE_BUF. */
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (sscanf(buf, "ready landlock=%d cgroup=%d", &abi, &cg) == 2) {
+		p->report.landlock_abi = abi;
+		p->report.cgroup = (cg == 1);
+		return 0;
+	}
+	if (why != NULL) {
+		const char *msg = strncmp(buf, "fail ", 5) == 0 ? buf + 5 : buf;
+
+		snprintf(why, whylen, "%s", msg);
+		/* The line came from the sandbox side: keep it printable. */
+		for (char *s = why; *s != '\0'; s++) {
+			if ((unsigned char)*s < 0x20 || *s == 0x7f)
+				*s = '?';
+		}
+	}
+	return CB_EINTERNAL;
+}
+
+int
+sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out, char *why, size_t whylen)
+{
+	struct pollfd pfd;
+	int rc;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	if ((rc = sbx_spawn_start(cfg, out)) != 0) {
+		if (why != NULL)
+			snprintf(why, whylen, "cannot start the sandbox: %s", cb_strerror(rc));
+		return rc;
+	}
+	for (;;) {
+		pfd = (struct pollfd){ .fd = out->status_fd, .events = POLLIN };
+		if (poll(&pfd, 1, -1) == -1 && errno != EINTR) {
+			rc = CB_EIO;
+			break;
+		}
+		if ((rc = sbx_spawn_finish(out, why, whylen)) != CB_EBUSY)
+			break;
+	}
+	if (rc != 0) {
+		sbx_kill(out);
+		waitpid(out->pid, NULL, 0);
+		sbx_proc_close(out);
+	}
+	return rc;
+}
+
+int
+sbx_kill(struct sbx_proc *p)
+{
+	if (p->pidfd < 0)
+		return CB_EINVAL;
+	if (pidfd_send_signal(p->pidfd, SIGKILL, NULL, 0) == -1 && errno != ESRCH)
+		return CB_EIO;
+	return 0;
+}
+
+void
+sbx_proc_close(struct sbx_proc *p)
+{
+	if (p == NULL)
+		return;
+	close_fd(&p->pidfd);
+	close_fd(&p->stdin_fd);
+	close_fd(&p->stdout_fd);
+	close_fd(&p->stderr_fd);
+	close_fd(&p->status_fd);
+	for (int i = 0; i < 2; i++) {
+		/* Fails (EBUSY) while a process is still inside; then the directory
+		 * stays and is reported by nobody: callers close after reaping. */
+		if (p->cgroup[i][0] != '\0')
+			(void)rmdir(p->cgroup[i]);
+		p->cgroup[i][0] = '\0';
+	}
+}

@@ -1,0 +1,152 @@
+/*
+ * sandbox.h - the launcher API: start one agent in a fresh sandbox.
+ *
+ * Runs in the broker (trusted domain).  The launcher never sets up the
+ * sandbox in the broker's own address space: it spawns the separate
+ * program capbroker-stub (a fresh exec, so no broker memory such as signing
+ * keys ever exists inside a sandbox) and hands it the configuration on its
+ * command line plus a few file descriptors.  The stub reports on status_fd
+ * either "ready" or a one-line reason for failing; the broker's event loop
+ * waits for that without blocking.
+ *
+ * Process tree:  broker -> stub (host pid namespace, already inside the
+ * sandbox's user/mount/net/ipc/uts/cgroup namespaces, unprivileged)
+ *   -> stub as pid 1 of the sandbox's pid namespace -> the agent (pid 2).
+ * Killing the first stub (sbx_kill) kills the whole sandbox: pid 1 has
+ * PR_SET_PDEATHSIG(SIGKILL) and the kernel kills every process of a pid
+ * namespace when its pid 1 dies.
+ *
+ * Threads: the stub dies with the *thread* that spawned it (PDEATHSIG
+ * semantics), so call sbx_spawn_start() from a thread that lives as long as
+ * the sandbox, normally the event loop thread.
+ */
+#ifndef CB_SANDBOX_H
+#define CB_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/common.h"
+
+enum sbx_tier {
+	SBX_TIER_LOW,		/* no fork, one exec (the agent's), no binds but system ones */
+	SBX_TIER_MEDIUM,	/* fork; exec only capcall and exec_allow; ro binds */
+	SBX_TIER_HIGH,		/* fork and exec what it sees; writable binds */
+};
+
+/* Built-in defaults, used for every sbx_limits field left 0. */
+#define SBX_DEFAULT_MEM_BYTES	(512ULL << 20)	/* cgroup memory, RLIMIT_DATA; RLIMIT_AS is 4x */
+#define SBX_DEFAULT_NPROC	64ULL		/* RLIMIT_NPROC and pids.max */
+#define SBX_DEFAULT_NOFILE	256ULL		/* RLIMIT_NOFILE (soft = hard) */
+#define SBX_DEFAULT_FSIZE_BYTES	(256ULL << 20)	/* RLIMIT_FSIZE */
+#define SBX_DEFAULT_CPU_SECS	600ULL		/* RLIMIT_CPU (SIGXCPU, SIGKILL 1 s later) */
+#define SBX_DEFAULT_WALL_SECS	3600ULL		/* wall clock: the sandbox exits 124 */
+#define SBX_DEFAULT_TMP_BYTES	(64ULL << 20)	/* size of the private /tmp */
+
+#define SBX_NOFILE_MAX		4096ULL		/* larger nofile values are refused */
+#define SBX_ID_MAX		64		/* sandbox id: [A-Za-z0-9._-]{1,64} */
+#define SBX_AGENT_FD		3		/* CAPBROKER_FD inside the sandbox */
+
+/* Exit statuses of the sandbox besides the agent's own. */
+#define SBX_EXIT_TIMEOUT	124	/* wall-clock timeout */
+#define SBX_EXIT_SETUP		125	/* the sandbox could not be set up */
+
+/* A host path made visible inside the sandbox.  src must be absolute and
+ * is resolved on the host (symlinks followed: the broker chose it); dst is
+ * absolute, without ".", ".." or empty components, and not /, /proc or /dev.
+ * writable is honoured only in the high tier (elsewhere refused). */
+struct sbx_bind {
+	const char *src;
+	const char *dst;
+	bool writable;
+};
+
+/* Resource limits; 0 means the SBX_DEFAULT_* value. */
+struct sbx_limits {
+	uint64_t mem_bytes;
+	uint64_t nproc;
+	uint64_t nofile;
+	uint64_t fsize_bytes;
+	uint64_t cpu_secs;
+	uint64_t wall_secs;
+	uint64_t tmp_bytes;
+};
+
+struct sbx_config {
+	enum sbx_tier tier;
+	const char *id;			/* sandbox id: hostname, CAPBROKER_SANDBOX */
+	char *const *argv;		/* the agent command, NULL-terminated; argv[0]
+					 * is a path inside the sandbox, or a name
+					 * looked up in the sandbox's PATH */
+	const struct sbx_bind *binds;	/* tier binds plus --ro-bind */
+	size_t nbinds;
+	const char *const *exec_allow;	/* medium: sandbox paths it may exec */
+	size_t nexec_allow;
+	struct sbx_limits limits;
+	int broker_fd;			/* agent's end of the SOCK_SEQPACKET pair,
+					 * fd SBX_AGENT_FD inside; -1 for none.
+					 * The caller keeps ownership. */
+	const char *capcall_path;	/* bound ro at /capbroker/bin/capcall, or NULL */
+	const char *pylib_dir;		/* bound ro at /capbroker/python, or NULL */
+	bool want_pty;			/* stdio is a pseudo-terminal, /dev/pts exists */
+};
+
+/* What the sandbox reported about its layers (valid after "ready"). */
+struct sbx_report {
+	int landlock_abi;		/* 0: the kernel has no Landlock (audit it) */
+	bool cgroup;			/* memory and pids cgroup applied */
+};
+
+struct sbx_proc {
+	pid_t pid;		/* the stub, a child of the caller */
+	int pidfd;		/* pidfd of the stub: poll for exit, waitid(P_PIDFD) */
+	int stdin_fd;		/* write end of the agent's stdin (or the pty master) */
+	int stdout_fd;		/* read end of the agent's stdout (or the pty master) */
+	int stderr_fd;		/* read end of the agent's stderr (-1 with a pty) */
+	int status_fd;		/* readable once the stub reports ready or failure */
+	struct sbx_report report;
+	char cgroup[2][320];	/* cgroup directories to remove when closed */
+};
+
+/* Validate cfg and spawn the stub.  Does not wait for the sandbox: poll
+ * out->status_fd and call sbx_spawn_finish().  All descriptors in *out are
+ * close-on-exec and non-blocking; the caller owns them (sbx_proc_close).
+ * Returns 0, CB_EINVAL for a bad configuration, CB_ENOENT if the stub is not
+ * found, CB_EIO (errno set) when a system call fails. */
+int sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out) CB_WARN_UNUSED;
+
+/* Read the stub's report from status_fd.  Returns 0 when the agent runs
+ * (out->report filled), CB_EBUSY if the report is not complete yet (poll
+ * again), or CB_EINTERNAL when the sandbox could not be set up: why then
+ * holds the stub's one-line reason and the stub exits with status 125. */
+int sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* sbx_spawn_start() and sbx_spawn_finish() with a blocking wait between them
+ * (for programs without an event loop).  On failure *out is closed. */
+int sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out,
+    char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* Kill the whole sandbox now.  The caller still reaps the stub (waitid on
+ * pidfd).  Returns 0 or CB_EIO. */
+int sbx_kill(struct sbx_proc *p);
+
+/* Map the stub's waitpid()/waitid() status to the sandbox's exit code: the
+ * agent's exit status, 128+N if the agent (or the stub) died of signal N,
+ * 124 on the wall-clock timeout, 125 if setup failed. */
+int sbx_wait_status(int wstatus);
+
+/* Close every descriptor of p and remove its cgroups (call it once the stub
+ * has been reaped, or the cgroup directories stay).  Accepts a p that
+ * sbx_spawn_start() failed on (every descriptor -1), a NULL p, or one that
+ * was closed already. */
+void sbx_proc_close(struct sbx_proc *p);
+
+/* A short name for a tier ("low", "medium", "high"); NULL if invalid. */
+const char *sbx_tier_name(enum sbx_tier t);
+
+/* Parse a tier name; 0 or CB_EINVAL. */
+int sbx_tier_parse(const char *s, enum sbx_tier *out) CB_WARN_UNUSED;
+
+#endif

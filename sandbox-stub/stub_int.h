@@ -1,0 +1,76 @@
+/*
+ * stub_int.h - internals of capbroker-stub shared by its source files.
+ *
+ * Runs inside the sandbox being built (the stub's trust domain: it starts
+ * with the broker's credentials, drops them before creating any namespace,
+ * and never runs agent code; the agent only starts after the last layer is
+ * in place).  Every setup failure ends the process with status 125 and a
+ * one-line reason on the status descriptor: never a weaker sandbox.
+ */
+#ifndef CB_STUB_INT_H
+#define CB_STUB_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox-stub/sandbox.h"
+
+#define STUB_MAX_BINDS		64
+#define STUB_MAX_EXEC		64
+#define STUB_MAX_CGROUPS	2
+
+/* Descriptor layout the launcher gives the stub. */
+#define STUB_FD_BROKER		SBX_AGENT_FD	/* 3: the agent's socket (optional) */
+#define STUB_FD_STATUS		4		/* report: "ready ..." or "fail ..." */
+#define STUB_FD_CGROUP0		5		/* cgroup.procs files to join, if any */
+
+/* The configuration, parsed from the command line (trusted: it comes from
+ * the broker, but every field is still checked before use). */
+struct stub_cfg {
+	enum sbx_tier tier;
+	const char *id;
+	char **argv;			/* agent command */
+	struct sbx_bind binds[STUB_MAX_BINDS];
+	size_t nbinds;
+	const char *exec_allow[STUB_MAX_EXEC];
+	size_t nexec_allow;
+	struct sbx_limits lim;		/* defaults applied */
+	bool have_broker_fd;
+	int ncgroup;			/* cgroup.procs fds at STUB_FD_CGROUP0.. */
+	const char *capcall;
+	const char *pylib;
+	bool pty;
+	pid_t parent_pid;		/* the launcher, for the death check */
+	uid_t uid;			/* agent uid and gid, same inside and out */
+	gid_t gid;
+	int exec_fd;			/* fd number used for the agent's execveat */
+};
+
+/* Report "fail: MSG" (with ": strerror(errno)" when errnum != 0) on the
+ * status descriptor and stderr, then _exit(125). */
+void stub_die(int errnum, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Build the new root and pivot into it.  Runs as pid 1 of the new pid
+ * namespace, with full capabilities in the new user namespace only. */
+void stub_mount_setup(const struct stub_cfg *c);
+
+/* Probe the kernel's Landlock ABI (0: none). */
+int stub_landlock_abi(void);
+
+/* Restrict the calling process (the agent-to-be) with Landlock at ABI abi
+ * (no-op for abi 0).  exec_fd is the agent binary. */
+void stub_landlock_apply(const struct stub_cfg *c, int abi);
+
+/* Install the tier's seccomp filter on the calling process.  Must be the
+ * last step before execveat(c->exec_fd, "", ..., AT_EMPTY_PATH).  Returns the
+ * listener descriptor that pid 1 uses to let exactly that exec through. */
+int stub_seccomp_apply(const struct stub_cfg *c);
+
+/* In pid 1: let the agent's one exec continue, then close listener.
+ * Returns 0, or -1 if the agent went away before its exec. */
+int stub_seccomp_allow_first_exec(int listener, pid_t agent);
+
+#endif

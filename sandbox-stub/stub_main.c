@@ -1,0 +1,884 @@
+/*
+ * stub_main.c - capbroker-stub: builds one sandbox and runs the agent in it.
+ *
+ * Trust domain: started by the broker (trusted input on the command line,
+ * still checked), it gives up the broker's credentials before it creates any
+ * namespace, then becomes the sandbox.  It never runs agent code itself.
+ *
+ * Three processes, top to bottom (see docs/sandbox.md):
+ *
+ *   outer stub  child of the broker, in the host pid namespace.  Joins the
+ *               cgroups, drops root (to nobody) if it has it, creates the user
+ *               namespace and all the others, maps its own uid, forks pid 1
+ *               and relays pid 1's exit status.  It holds no descriptor after
+ *               the fork.
+ *   pid 1       builds the new root and pivots into it, forks the agent,
+ *               reports "ready", then reaps, enforces the wall clock and
+ *               kills everything when the agent exits, the broker hangs up
+ *               or the outer stub dies.
+ *   agent       pid 2: limits, capabilities, no_new_privs, Landlock, seccomp
+ *               (last), then execveat() of the agent binary.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "sandbox-stub/stub_int.h"
+
+#define STUB_NOBODY		65534	/* the agent's uid and gid when started as root */
+
+static const char *stub_stage = "stub";
+static int stub_errpipe = -1;	/* agent: tells pid 1 that it failed */
+
+void
+stub_die(int errnum, const char *fmt, ...)
+{
+	char msg[512];
+	char line[600];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (errnum != 0)
+		n = snprintf(line, sizeof(line), "fail %s: %s: %s\n", stub_stage, msg,
+		    strerror(errnum));
+	else
+		n = snprintf(line, sizeof(line), "fail %s: %s\n", stub_stage, msg);
+	if (n < 0)
+		_exit(SBX_EXIT_SETUP);
+	if ((size_t)n >= sizeof(line)) {
+		n = (int)sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	/* One write: the broker reads the reason as one line (< PIPE_BUF). */
+	(void)!write(STUB_FD_STATUS, line, (size_t)n);
+	if (stub_errpipe != -1)
+		(void)!write(stub_errpipe, "F", 1);
+	_exit(SBX_EXIT_SETUP);
+}
+
+/* ---------------------------------------------------------------- options */
+
+static uint64_t
+parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s[0] < '0' || s[0] > '9')
+		stub_die(0, "%s: not a number: %.40s", opt, s);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		stub_die(0, "%s: out of range [%" PRIu64 ", %" PRIu64 "]: %.40s", opt,
+		    min, max, s);
+	return v;
+}
+
+static bool
+path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	return p[0] == '/' && n < PATH_MAX;
+}
+
+/* dst of a bind: absolute, canonical (no ".", "..", "//", trailing "/"),
+ * and not a place the sandbox itself owns. */
+static bool
+dst_ok(const char *d)
+{
+	const char *s;
+
+	if (!path_ok(d) || d[1] == '\0')
+		return false;
+	for (s = d; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		if (s[1] == '/' || s[1] == '\0')
+			return false;
+		if (s[1] == '.' && (s[2] == '/' || s[2] == '\0'))
+			return false;
+		if (s[1] == '.' && s[2] == '.' && (s[3] == '/' || s[3] == '\0'))
+			return false;
+	}
+	static const char *const reserved[] = { "/proc", "/dev", "/tmp", "/etc", "/capbroker" };
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		size_t n = strlen(reserved[i]);
+		if (strncmp(d, reserved[i], n) == 0 && (d[n] == '\0' || d[n] == '/'))
+			return false;
+	}
+	return true;
+}
+
+static bool
+id_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > SBX_ID_MAX)
+		return false;
+	for (; *s != '\0'; s++) {
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void
+usage_die(void)
+{
+	stub_die(0, "usage: capbroker-stub --tier T --id ID --parent-pid PID "
+	    "[options] -- CMD [ARGS...] (started by capbroker, not by hand)");
+}
+
+enum {
+	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
+	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
+	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP,
+};
+
+static void
+parse_args(int argc, char **argv, struct stub_cfg *c)
+{
+	static const struct option opts[] = {
+		{ "tier", required_argument, NULL, OPT_TIER },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "parent-pid", required_argument, NULL, OPT_PARENT },
+		{ "broker-fd", no_argument, NULL, OPT_BROKER_FD },
+		{ "cgroups", required_argument, NULL, OPT_CGROUPS },
+		{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
+		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
+		{ "capcall", required_argument, NULL, OPT_CAPCALL },
+		{ "pylib", required_argument, NULL, OPT_PYLIB },
+		{ "pty", no_argument, NULL, OPT_PTY },
+		{ "mem", required_argument, NULL, OPT_MEM },
+		{ "nproc", required_argument, NULL, OPT_NPROC },
+		{ "nofile", required_argument, NULL, OPT_NOFILE },
+		{ "fsize", required_argument, NULL, OPT_FSIZE },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "timeout", required_argument, NULL, OPT_WALL },
+		{ "tmp-size", required_argument, NULL, OPT_TMP },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool have_tier = false, have_parent = false;
+	int o;
+
+	memset(c, 0, sizeof(*c));
+	opterr = 0;
+	/* "+": stop at the first non-option, so "--ro-bind SRC DST" can take
+	 * its second argument from argv[optind]. */
+	while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_TIER:
+			if (sbx_tier_parse(optarg, &c->tier) != 0)
+				stub_die(0, "--tier: unknown tier: %.20s", optarg);
+			have_tier = true;
+			break;
+		case OPT_ID:
+			if (!id_ok(optarg))
+				stub_die(0, "--id: want [A-Za-z0-9._-]{1,%d}", SBX_ID_MAX);
+			c->id = optarg;
+			break;
+		case OPT_PARENT:
+			c->parent_pid = (pid_t)parse_u64("--parent-pid", optarg, 1, INT_MAX);
+			have_parent = true;
+			break;
+		case OPT_BROKER_FD:
+			c->have_broker_fd = true;
+			break;
+		case OPT_CGROUPS:
+			c->ncgroup = (int)parse_u64("--cgroups", optarg, 0, STUB_MAX_CGROUPS);
+			break;
+		case OPT_RO_BIND:
+		case OPT_BIND:
+			if (c->nbinds == STUB_MAX_BINDS)
+				stub_die(0, "too many binds (max %d)", STUB_MAX_BINDS);
+			if (optind >= argc)
+				stub_die(0, "--ro-bind/--bind need SRC and DST");
+			c->binds[c->nbinds].src = optarg;
+			c->binds[c->nbinds].dst = argv[optind++];
+			c->binds[c->nbinds].writable = (o == OPT_BIND);
+			if (!path_ok(c->binds[c->nbinds].src))
+				stub_die(0, "bind source must be absolute: %.200s", optarg);
+			if (!dst_ok(c->binds[c->nbinds].dst))
+				stub_die(0, "bind destination not allowed: %.200s",
+				    c->binds[c->nbinds].dst);
+			c->nbinds++;
+			break;
+		case OPT_EXEC_ALLOW:
+			if (c->nexec_allow == STUB_MAX_EXEC)
+				stub_die(0, "too many --exec-allow (max %d)", STUB_MAX_EXEC);
+			if (!path_ok(optarg))
+				stub_die(0, "--exec-allow must be absolute: %.200s", optarg);
+			c->exec_allow[c->nexec_allow++] = optarg;
+			break;
+		case OPT_CAPCALL:
+			if (!path_ok(optarg))
+				stub_die(0, "--capcall must be absolute");
+			c->capcall = optarg;
+			break;
+		case OPT_PYLIB:
+			if (!path_ok(optarg))
+				stub_die(0, "--pylib must be absolute");
+			c->pylib = optarg;
+			break;
+		case OPT_PTY:
+			c->pty = true;
+			break;
+		case OPT_MEM:
+			c->lim.mem_bytes = parse_u64("--mem", optarg, 16ULL << 20, 1ULL << 44);
+			break;
+		case OPT_NPROC:
+			c->lim.nproc = parse_u64("--nproc", optarg, 1, 1ULL << 20);
+			break;
+		case OPT_NOFILE:
+			c->lim.nofile = parse_u64("--nofile", optarg, 16, SBX_NOFILE_MAX);
+			break;
+		case OPT_FSIZE:
+			c->lim.fsize_bytes = parse_u64("--fsize", optarg, 4096, 1ULL << 50);
+			break;
+		case OPT_CPU:
+			c->lim.cpu_secs = parse_u64("--cpu", optarg, 1, 1ULL << 32);
+			break;
+		case OPT_WALL:
+			c->lim.wall_secs = parse_u64("--timeout", optarg, 1, 1ULL << 32);
+			break;
+		case OPT_TMP:
+			c->lim.tmp_bytes = parse_u64("--tmp-size", optarg, 64ULL << 10, 1ULL << 40);
+			break;
+		default:
+			usage_die();
+		}
+	}
+	if (!have_tier || !have_parent || c->id == NULL || optind >= argc)
+		usage_die();
+	if (argv[optind][0] == '\0')
+		stub_die(0, "empty command");
+	c->argv = &argv[optind];
+	for (size_t i = 0; i < c->nbinds; i++) {
+		if (c->binds[i].writable && c->tier != SBX_TIER_HIGH)
+			stub_die(0, "writable bind %.200s refused below the high tier",
+			    c->binds[i].dst);
+	}
+	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
+		stub_die(0, "--exec-allow applies to the medium tier only");
+
+#define DEF(f, v) do { if (c->lim.f == 0) c->lim.f = (v); } while (0)
+	DEF(mem_bytes, SBX_DEFAULT_MEM_BYTES);
+	DEF(nproc, SBX_DEFAULT_NPROC);
+	DEF(nofile, SBX_DEFAULT_NOFILE);
+	DEF(fsize_bytes, SBX_DEFAULT_FSIZE_BYTES);
+	DEF(cpu_secs, SBX_DEFAULT_CPU_SECS);
+	DEF(wall_secs, SBX_DEFAULT_WALL_SECS);
+	DEF(tmp_bytes, SBX_DEFAULT_TMP_BYTES);
+#undef DEF
+	/* The agent's exec descriptor sits at a number its RLIMIT_NOFILE can
+	 * never reach: see stub_seccomp.c for why that makes "one exec" sound. */
+	c->exec_fd = (int)c->lim.nofile;
+}
+
+/* ------------------------------------------------------------- outer stub */
+
+static void
+check_fds(const struct stub_cfg *c)
+{
+	if (fcntl(STUB_FD_STATUS, F_GETFD) == -1)
+		_exit(SBX_EXIT_SETUP);	/* nowhere to report to */
+	if (fcntl(STUB_FD_STATUS, F_SETFD, FD_CLOEXEC) == -1)
+		stub_die(errno, "status fd");
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) == -1)
+			stub_die(errno, "stdio fd %d", fd);
+	}
+	if (c->have_broker_fd) {
+		int type;
+		socklen_t len = sizeof(type);
+
+		if (getsockopt(STUB_FD_BROKER, SOL_SOCKET, SO_TYPE, &type, &len) == -1)
+			stub_die(errno, "broker fd");
+		if (type != SOCK_SEQPACKET)
+			stub_die(0, "broker fd is not a SOCK_SEQPACKET socket");
+	}
+	for (int i = 0; i < c->ncgroup; i++) {
+		if (fcntl(STUB_FD_CGROUP0 + i, F_SETFD, FD_CLOEXEC) == -1)
+			stub_die(errno, "cgroup fd %d", i);
+	}
+	/* Anything else the broker leaked must not reach the sandbox. */
+	if (close_range((unsigned)(STUB_FD_CGROUP0 + c->ncgroup), ~0U, 0) == -1)
+		stub_die(errno, "close_range");
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t n = strlen(text);
+
+	if (fd == -1)
+		stub_die(errno, "open %s", path);
+	if (write(fd, text, n) != (ssize_t)n)
+		stub_die(errno, "write %s", path);
+	close(fd);
+}
+
+/* Lose the broker's credentials for good.  As root, become nobody (the
+ * contract: the agent never runs as root on the host); otherwise stay the
+ * invoking user.  Done before any namespace exists, so nothing the sandbox
+ * later owns was ever created with host privileges. */
+static void
+drop_host_privileges(struct stub_cfg *c)
+{
+	uid_t ruid, euid, suid;
+	gid_t rgid, egid, sgid;
+
+	if (getresuid(&ruid, &euid, &suid) == -1 || getresgid(&rgid, &egid, &sgid) == -1)
+		stub_die(errno, "getresuid");
+	if (euid == 0) {
+		if (setgroups(0, NULL) == -1 ||
+		    setresgid(STUB_NOBODY, STUB_NOBODY, STUB_NOBODY) == -1 ||
+		    setresuid(STUB_NOBODY, STUB_NOBODY, STUB_NOBODY) == -1)
+			stub_die(errno, "dropping root");
+	} else if (ruid != euid || euid != suid || rgid != egid || egid != sgid) {
+		stub_die(0, "refusing to run set-uid or set-gid");
+	}
+	c->uid = getuid();
+	c->gid = getgid();
+	if (c->uid == 0 || geteuid() == 0)
+		stub_die(0, "still root after dropping privileges");
+}
+
+static void
+join_cgroups(const struct stub_cfg *c)
+{
+	for (int i = 0; i < c->ncgroup; i++) {
+		/* "0" is the writer itself; the descriptor was opened by the broker. */
+		if (write(STUB_FD_CGROUP0 + i, "0\n", 2) != 2)
+			stub_die(errno, "joining cgroup %d", i);
+		close(STUB_FD_CGROUP0 + i);
+	}
+}
+
+static void
+set_pdeathsig(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		stub_die(errno, "PR_SET_PDEATHSIG");
+	/* The launcher may have died before the line above. */
+	if (getppid() != parent)
+		stub_die(0, "launcher exited");
+}
+
+static void
+create_namespaces(const struct stub_cfg *c)
+{
+	char map[64];
+
+	/* One call: the user namespace is created first and owns the others. */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) == -1)
+		stub_die(errno, "unshare (user namespaces disabled?)");
+	/* Writing our own maps needs /proc/self to be ours: dumpable. */
+	if (prctl(PR_SET_DUMPABLE, 1) == -1)
+		stub_die(errno, "PR_SET_DUMPABLE");
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->uid, (unsigned)c->uid);
+	write_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->gid, (unsigned)c->gid);
+	write_file("/proc/self/gid_map", map);
+	/* From here on nobody of the same uid may ptrace us or open our /proc. */
+	if (prctl(PR_SET_DUMPABLE, 0) == -1)
+		stub_die(errno, "PR_SET_DUMPABLE");
+}
+
+static int
+exit_code(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return SBX_EXIT_SETUP;
+}
+
+static void pid1_main(struct stub_cfg *c, int outer_pidfd) __attribute__((noreturn));
+
+int
+main(int argc, char **argv)
+{
+	struct stub_cfg c;
+	pid_t child;
+	int outer_pidfd, st;
+
+	parse_args(argc, argv, &c);
+	check_fds(&c);
+	join_cgroups(&c);
+	drop_host_privileges(&c);
+	/* After the credential change: it clears the parent-death signal. */
+	set_pdeathsig(c.parent_pid);
+	create_namespaces(&c);
+
+	outer_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (outer_pidfd == -1)
+		stub_die(errno, "pidfd_open");
+	child = fork();
+	if (child == -1)
+		stub_die(errno, "fork");
+	if (child == 0)
+		pid1_main(&c, outer_pidfd);
+
+	/* Outer stub: hold nothing the sandbox could use, relay the status. */
+	if (close_range(0, ~0U, 0) == -1)
+		_exit(SBX_EXIT_SETUP);
+	while (waitpid(child, &st, 0) == -1) {
+		if (errno != EINTR)
+			_exit(SBX_EXIT_SETUP);
+	}
+	_exit(exit_code(st));
+}
+
+/* ------------------------------------------------------------------ pid 1 */
+
+/* Split "#!interp [arg]" the way the kernel does (binfmt_script): the
+ * interpreter up to the first blank, one optional argument to the end of the
+ * line with trailing blanks removed.  buf is NUL-terminated. */
+static bool
+parse_shebang(char *buf, char **interp, char **arg)
+{
+	char *p, *nl;
+
+	if (buf[0] != '#' || buf[1] != '!')
+		return false;
+	nl = strchr(buf, '\n');
+	if (nl == NULL)
+		stub_die(0, "script interpreter line too long");
+	*nl = '\0';
+	for (p = nl - 1; p > buf + 1 && (*p == ' ' || *p == '\t'); p--)
+		*p = '\0';
+	for (p = buf + 2; *p == ' ' || *p == '\t'; p++)
+		;
+	if (*p == '\0')
+		stub_die(0, "script has an empty interpreter line");
+	*interp = p;
+	for (; *p != '\0' && *p != ' ' && *p != '\t'; p++)
+		;
+	*arg = NULL;
+	if (*p != '\0') {
+		*p++ = '\0';
+		for (; *p == ' ' || *p == '\t'; p++)
+			;
+		if (*p != '\0')
+			*arg = p;
+	}
+	return true;
+}
+
+/* Resolve name in the sandbox's PATH like execvp() would. */
+static char *
+find_in_path(const char *name, char *buf, size_t len)
+{
+	static const char *const dirs[] = { "/capbroker/bin", "/usr/local/bin", "/usr/bin", "/bin" };
+
+	if (strchr(name, '/') != NULL) {
+		if (snprintf(buf, len, "%s", name) >= (int)len)
+			stub_die(0, "command path too long");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (snprintf(buf, len, "%s/%s", dirs[i], name) >= (int)len)
+			continue;
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
+	stub_die(0, "command not found in the sandbox: %.200s", name);
+}
+
+/* Open the agent binary at exactly c->exec_fd.  A script's interpreter is
+ * resolved here (execveat of an O_CLOEXEC script descriptor cannot work),
+ * and argv is rewritten to "interp [arg] script args...". */
+static char **
+open_agent(struct stub_cfg *c)
+{
+	static char path[PATH_MAX], ipath[PATH_MAX];
+	char head[257];
+	char *interp, *iarg, **nargv;
+	size_t argc, k = 0;
+	ssize_t n;
+	int fd, rfd;
+
+	struct rlimit rl;
+
+	/* Room to place the descriptor above the agent's future limit. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		stub_die(errno, "getrlimit");
+	if (rl.rlim_cur <= (rlim_t)c->exec_fd) {
+		if (rl.rlim_max <= (rlim_t)c->exec_fd)
+			stub_die(0, "hard RLIMIT_NOFILE %llu too low for nofile %d",
+			    (unsigned long long)rl.rlim_max, c->exec_fd);
+		rl.rlim_cur = (rlim_t)c->exec_fd + 1;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			stub_die(errno, "setrlimit NOFILE");
+	}
+	find_in_path(c->argv[0], path, sizeof(path));
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd == -1)
+		stub_die(errno, "agent %.200s", path);
+	for (argc = 0; c->argv[argc] != NULL; argc++)
+		;
+	nargv = calloc(argc + 3, sizeof(*nargv));
+	if (nargv == NULL)
+		stub_die(errno, "calloc");
+	rfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	n = rfd == -1 ? 0 : read(rfd, head, sizeof(head) - 1);
+	if (rfd != -1)
+		close(rfd);
+	head[n > 0 ? n : 0] = '\0';
+	if (parse_shebang(head, &interp, &iarg)) {
+		if (interp[0] != '/')
+			stub_die(0, "script interpreter must be absolute: %.200s", interp);
+		snprintf(ipath, sizeof(ipath), "%s", interp);
+		close(fd);
+		fd = open(ipath, O_PATH | O_CLOEXEC);
+		if (fd == -1)
+			stub_die(errno, "script interpreter %.200s", ipath);
+		nargv[k++] = ipath;
+		if (iarg != NULL)
+			nargv[k++] = iarg;
+		nargv[k++] = path;
+		for (size_t i = 1; i < argc; i++)
+			nargv[k++] = c->argv[i];
+	} else {
+		for (size_t i = 0; i < argc; i++)
+			nargv[k++] = c->argv[i];
+	}
+	if (fd != c->exec_fd) {
+		if (fcntl(fd, F_DUPFD_CLOEXEC, c->exec_fd) != c->exec_fd)
+			stub_die(errno, "placing the exec descriptor at %d", c->exec_fd);
+		close(fd);
+	}
+	return nargv;
+}
+
+static void
+set_rlimit(int res, const char *name, uint64_t soft, uint64_t hard)
+{
+	struct rlimit rl = { .rlim_cur = soft, .rlim_max = hard };
+
+	if (setrlimit(res, &rl) == -1)
+		stub_die(errno, "setrlimit %s", name);
+}
+
+static void
+apply_rlimits(const struct stub_cfg *c)
+{
+	const struct sbx_limits *l = &c->lim;
+
+#ifndef __SANITIZE_ADDRESS__
+	set_rlimit(RLIMIT_AS, "AS", l->mem_bytes * 4, l->mem_bytes * 4);
+	set_rlimit(RLIMIT_DATA, "DATA", l->mem_bytes, l->mem_bytes);
+#else
+	/* AddressSanitizer reserves terabytes of shadow address space: a
+	 * sanitizer build of the stub cannot live under these limits until
+	 * its exec.  Test builds only; the escape suite uses the normal one. */
+	(void)l;
+#endif
+	set_rlimit(RLIMIT_NOFILE, "NOFILE", l->nofile, l->nofile);
+	set_rlimit(RLIMIT_NPROC, "NPROC", l->nproc, l->nproc);
+	set_rlimit(RLIMIT_FSIZE, "FSIZE", l->fsize_bytes, l->fsize_bytes);
+	set_rlimit(RLIMIT_CORE, "CORE", 0, 0);
+	set_rlimit(RLIMIT_CPU, "CPU", l->cpu_secs, l->cpu_secs + 1);
+	set_rlimit(RLIMIT_MEMLOCK, "MEMLOCK", 64 << 10, 64 << 10);
+	set_rlimit(RLIMIT_MSGQUEUE, "MSGQUEUE", 0, 0);
+}
+
+/* Empty every capability set.  The agent's uid is not 0 in its user
+ * namespace and no_new_privs is set, so execve() cannot give any back; the
+ * locked securebits make sure of it even if that changed. */
+static void
+drop_capabilities_bounding(void)
+{
+	for (int cap = 0; cap <= 63; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1) {
+			if (errno == EINVAL)
+				break;	/* past the kernel's last capability */
+			stub_die(errno, "PR_CAPBSET_DROP %d", cap);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1)
+		stub_die(errno, "PR_CAP_AMBIENT_CLEAR_ALL");
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+	    SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+	    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+	    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) == -1)
+		stub_die(errno, "PR_SET_SECUREBITS");
+}
+
+static void
+drop_capabilities_all(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capset, &h, d) == -1)
+		stub_die(errno, "capset");
+}
+
+static char **
+agent_env(const struct stub_cfg *c)
+{
+	static char fdv[32], idv[16 + SBX_ID_MAX], termv[64];
+	static char *env[12];
+	size_t n = 0;
+
+	env[n++] = "PATH=/capbroker/bin:/usr/local/bin:/usr/bin:/bin";
+	env[n++] = "HOME=/tmp";
+	env[n++] = "LANG=C.UTF-8";
+	env[n++] = "TMPDIR=/tmp";
+	if (c->pylib != NULL)
+		env[n++] = "PYTHONPATH=/capbroker/python";
+	if (c->have_broker_fd) {
+		snprintf(fdv, sizeof(fdv), "CAPBROKER_FD=%d", SBX_AGENT_FD);
+		env[n++] = fdv;
+	}
+	snprintf(idv, sizeof(idv), "CAPBROKER_SANDBOX=%s", c->id);
+	env[n++] = idv;
+	if (c->pty) {
+		snprintf(termv, sizeof(termv), "TERM=xterm-256color");
+		env[n++] = termv;
+	}
+	env[n] = NULL;
+	return env;
+}
+
+/* The agent, pid 2.  Layers in order; seccomp last because it forbids
+ * almost everything the earlier steps use. */
+/* Hand the seccomp listener to pid 1 over the socket notify_sock. */
+static void
+send_listener(int notify_sock, int listener)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte = 'L';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+	if (sendmsg(notify_sock, &mh, MSG_NOSIGNAL) != 1)
+		stub_die(errno, "passing the seccomp listener");
+	close(listener);
+	close(notify_sock);
+}
+
+static int
+recv_listener(int notify_sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+	    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int fd;
+
+	do
+		n = recvmsg(notify_sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n != 1)
+		return -1;	/* the agent failed before: it reported why */
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm == NULL || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		stub_die(0, "bad seccomp listener message");
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+static void __attribute__((noreturn))
+agent_main(struct stub_cfg *c, int errpipe, int notify_sock, int ll_abi)
+{
+	sigset_t none;
+	char **nargv, **env;
+	int listener;
+
+	stub_stage = "agent";
+	stub_errpipe = errpipe;
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) == -1)
+		stub_die(errno, "sigprocmask");
+	/* A session of its own: no controlling terminal to inject into. */
+	if (setsid() == -1)
+		stub_die(errno, "setsid");
+	if (chdir("/tmp") == -1)
+		stub_die(errno, "chdir /tmp");
+	nargv = open_agent(c);
+	env = agent_env(c);
+	/* Everything but stdio and the broker socket closes at exec (the status
+	 * pipe and errpipe are needed until then). */
+	if (close_range(SBX_AGENT_FD + (c->have_broker_fd ? 1 : 0), ~0U,
+	    CLOSE_RANGE_CLOEXEC) == -1)
+		stub_die(errno, "close_range");
+	if (!c->have_broker_fd)
+		close(SBX_AGENT_FD);
+	apply_rlimits(c);
+	drop_capabilities_bounding();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		stub_die(errno, "PR_SET_NO_NEW_PRIVS");
+	stub_landlock_apply(c, ll_abi);
+	drop_capabilities_all();
+	listener = stub_seccomp_apply(c);
+	send_listener(notify_sock, listener);
+	syscall(SYS_execveat, c->exec_fd, "", nargv, env, AT_EMPTY_PATH);
+	stub_die(errno, "exec %.200s", nargv[0]);
+}
+
+static void
+kill_all_and_exit(int code)
+{
+	/* From pid 1 this reaches every other process of the namespace; our own
+	 * exit then makes the kernel kill anything that raced with it. */
+	kill(-1, SIGKILL);
+	_exit(code);
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+pid1_main(struct stub_cfg *c, int outer_pidfd)
+{
+	struct pollfd pfd[3];
+	sigset_t chld;
+	pid_t agent;
+	int errpipe[2], notify[2], sfd, ll_abi, st, listener;
+	bool execd;
+	uint64_t deadline;
+	char b, ready[96];
+	ssize_t n;
+
+	stub_stage = "pid1";
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		stub_die(errno, "PR_SET_PDEATHSIG");
+	/* getppid() is 0 across the pid namespace boundary: ask the pidfd. */
+	pfd[0] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	if (poll(pfd, 1, 0) != 0)
+		stub_die(0, "outer stub exited");
+	if (fcntl(outer_pidfd, F_SETFD, FD_CLOEXEC) == -1)
+		stub_die(errno, "pidfd");
+
+	stub_mount_setup(c);
+	ll_abi = stub_landlock_abi();
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1)
+		stub_die(errno, "sigprocmask");
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd == -1)
+		stub_die(errno, "signalfd");
+	if (pipe2(errpipe, O_CLOEXEC) == -1)
+		stub_die(errno, "pipe");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, notify) == -1)
+		stub_die(errno, "socketpair");
+	deadline = mono_ms() + c->lim.wall_secs * 1000;
+
+	agent = fork();
+	if (agent == -1)
+		stub_die(errno, "fork");
+	if (agent == 0) {
+		close(errpipe[0]);
+		close(sfd);
+		close(outer_pidfd);
+		close(notify[0]);
+		agent_main(c, errpipe[1], notify[1], ll_abi);
+	}
+	close(errpipe[1]);
+	close(notify[1]);
+	/* The agent process reaches its exec only through the seccomp
+	 * listener: pid 1 sees the call and lets exactly that one through. */
+	listener = recv_listener(notify[0]);
+	close(notify[0]);
+	execd = listener != -1 && stub_seccomp_allow_first_exec(listener, agent) == 0;
+	/* EOF: the exec succeeded (close-on-exec).  A byte: the agent reported
+	 * a failure on the status pipe itself. */
+	do
+		n = read(errpipe[0], &b, 1);
+	while (n == -1 && errno == EINTR);
+	close(errpipe[0]);
+	if (n != 0 || !execd) {
+		while (waitpid(agent, &st, 0) == -1 && errno == EINTR)
+			;
+		if (n == 0)	/* died without a word (a crash): say so */
+			stub_die(0, "the agent process died during setup (status %d)", exit_code(st));
+		kill_all_and_exit(SBX_EXIT_SETUP);
+	}
+	/* pid 1 needs no privilege from here on. */
+	drop_capabilities_bounding();
+	drop_capabilities_all();
+	snprintf(ready, sizeof(ready), "ready landlock=%d cgroup=%d\n", ll_abi,
+	    c->ncgroup > 0 ? 1 : 0);
+	(void)!write(STUB_FD_STATUS, ready, strlen(ready));
+	close(STUB_FD_STATUS);
+
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	/* events 0: only POLLHUP/POLLERR, i.e. the broker closed its end. */
+	pfd[2] = (struct pollfd){ .fd = c->have_broker_fd ? STUB_FD_BROKER : -1, .events = 0 };
+	for (;;) {
+		struct signalfd_siginfo si;
+		uint64_t now = mono_ms();
+		pid_t p;
+
+		if (now >= deadline)
+			kill_all_and_exit(SBX_EXIT_TIMEOUT);
+		if (poll(pfd, 3, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now)) == -1 &&
+		    errno != EINTR)
+			kill_all_and_exit(SBX_EXIT_SETUP);
+		if (pfd[1].revents != 0 || (pfd[2].revents & (POLLHUP | POLLERR)) != 0)
+			kill_all_and_exit(128 + SIGKILL);
+		while (read(sfd, &si, sizeof(si)) > 0)
+			;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (p == agent)
+				kill_all_and_exit(exit_code(st));
+		}
+	}
+}

@@ -1,0 +1,392 @@
+/*
+ * stub_mount.c - the sandbox's file system: a fresh root on a private tmpfs.
+ *
+ * Runs in capbroker-stub as pid 1 of the new pid namespace, with full
+ * capabilities in the new user namespace only (none on the host), before any
+ * agent code exists.  The inputs (bind sources and destinations) come from
+ * the broker and were checked by stub_main.c.
+ *
+ * Order matters:
+ *   1. make every mount private, so nothing we do propagates to the host;
+ *   2. capture every host source we need as a detached mount tree
+ *      (open_tree(OPEN_TREE_CLONE)) and make it read-only, nosuid and nodev
+ *      *before* it is attached anywhere: there is no window in which the
+ *      sandbox could see a writable or set-uid-capable bind;
+ *   3. mount the new root (a small tmpfs) over /tmp of our private mount
+ *      namespace and build it: directories, synthetic /etc files, /proc,
+ *      /dev, the size-limited /tmp, then attach the trees;
+ *   4. make the new root read-only and pivot into it with the old root
+ *      detached (pivot_root(".", ".") then umount2(".", MNT_DETACH)).
+ * Mount points for binds are created without following symlinks and never
+ * inside a directory that belongs to a host bind (which would write to it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "sandbox-stub/stub_int.h"
+
+#define NR		"/tmp"		/* where the new root is built */
+#define NR_PATH(p)	NR p
+
+/* The tmpfs mounts we made: the only places mount points may be created. */
+static dev_t stub_own_dev[4];
+static size_t stub_nown;
+
+static bool
+own_dev(dev_t d)
+{
+	for (size_t i = 0; i < stub_nown; i++) {
+		if (stub_own_dev[i] == d)
+			return true;
+	}
+	return false;
+}
+
+/* A host object to show inside: captured tree, then its place. */
+struct stub_tree {
+	int fd;			/* detached mount tree, -1 if not present */
+	bool dir;
+	char link[PATH_MAX];	/* or, if set: make dst a symlink to this */
+	char dst[PATH_MAX];	/* absolute path inside the sandbox */
+};
+
+static void
+set_attr(int fd, const char *path, unsigned flags, uint64_t set, const char *what)
+{
+	struct mount_attr a = { .attr_set = set };
+
+	if (mount_setattr(fd, path, flags, &a, sizeof(a)) == -1)
+		stub_die(errno, "mount_setattr %.200s", what);
+}
+
+/* Clone the host object at src (symlinks followed: the broker chose it) as a
+ * detached tree with attributes attr.  optional: a missing src is skipped. */
+static void
+capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
+    bool optional)
+{
+	struct stat st;
+
+	t->fd = -1;
+	t->link[0] = '\0';
+	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
+		stub_die(0, "path too long: %.200s", dst);
+	if (stat(src, &st) == -1) {
+		if (optional && errno == ENOENT)
+			return;
+		stub_die(errno, "bind source %.200s", src);
+	}
+	/* Devices only where the caller asked for device semantics (no nodev). */
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) &&
+	    !(S_ISCHR(st.st_mode) && (attr & MOUNT_ATTR_NODEV) == 0))
+		stub_die(0, "bind source is not a file or directory: %.200s", src);
+	t->dir = S_ISDIR(st.st_mode);
+	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t->fd == -1)
+		stub_die(errno, "open_tree %.200s", src);
+	set_attr(t->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, src);
+}
+
+/* Create the mount point for path (inside the new root) and every missing
+ * parent, refusing symlinks and refusing to create anything that is not on
+ * the new root's own tmpfs.  Returns an O_PATH descriptor of the point. */
+static int
+make_point(const char *path, bool dir)
+{
+	char buf[PATH_MAX];
+	char *comp, *next, *save = NULL;
+	struct stat st;
+	int cur, fd;
+
+	if (snprintf(buf, sizeof(buf), "%s", path + 1) >= (int)sizeof(buf))
+		stub_die(0, "path too long");
+	cur = open(NR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur == -1)
+		stub_die(errno, "new root");
+	for (comp = strtok_r(buf, "/", &save); comp != NULL; comp = next) {
+		bool last;
+
+		next = strtok_r(NULL, "/", &save);
+		last = (next == NULL);
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd == -1 && errno == ENOENT) {
+			if (fstat(cur, &st) == -1)
+				stub_die(errno, "fstat");
+			if (!own_dev(st.st_dev))
+				stub_die(0, "mount point %.200s would be created inside a bound "
+				    "host directory", path);
+			if (last && !dir) {
+				fd = openat(cur, comp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW |
+				    O_CLOEXEC, 0444);
+				if (fd != -1) {
+					close(fd);
+				}
+			} else if (mkdirat(cur, comp, 0755) == -1) {
+				stub_die(errno, "mkdir %.200s", path);
+			}
+			fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd == -1)
+			stub_die(errno, "mount point %.200s", path);
+		if (fstat(fd, &st) == -1)
+			stub_die(errno, "fstat %.200s", path);
+		if (S_ISLNK(st.st_mode))
+			stub_die(0, "mount point %.200s goes through a symlink", path);
+		if (!last && !S_ISDIR(st.st_mode))
+			stub_die(0, "mount point %.200s: parent is not a directory", path);
+		if (last && dir != S_ISDIR(st.st_mode))
+			stub_die(0, "mount point %.200s: file/directory mismatch", path);
+		close(cur);
+		cur = fd;
+	}
+	return cur;
+}
+
+static void
+make_symlink(const char *target, const char *path)
+{
+	if (symlink(target, path) == -1)
+		stub_die(errno, "symlink %s", path);
+}
+
+static void
+attach(struct stub_tree *t)
+{
+	int point;
+
+	if (t->link[0] != '\0') {
+		make_symlink(t->link, t->dst);
+		return;
+	}
+	if (t->fd == -1)
+		return;
+	point = make_point(t->dst, t->dir);
+	if (move_mount(t->fd, "", point, "", MOVE_MOUNT_F_EMPTY_PATH |
+	    MOVE_MOUNT_T_EMPTY_PATH) == -1)
+		stub_die(errno, "move_mount %.200s", t->dst);
+	close(point);
+	close(t->fd);
+	t->fd = -1;
+}
+
+static void
+mount_tmpfs(const char *path, unsigned long flags, const char *opts)
+{
+	struct stat st;
+
+	if (mount("tmpfs", path, "tmpfs", flags | MS_SILENT, opts) == -1)
+		stub_die(errno, "mount tmpfs on %s", path);
+	if (stat(path, &st) == -1)
+		stub_die(errno, "stat %s", path);
+	if (stub_nown < sizeof(stub_own_dev) / sizeof(stub_own_dev[0]))
+		stub_own_dev[stub_nown++] = st.st_dev;
+}
+
+static void
+make_dir(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		stub_die(errno, "mkdir %s", path);
+}
+
+static void
+make_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+	size_t n = strlen(text);
+
+	if (fd == -1 || write(fd, text, n) != (ssize_t)n)
+		stub_die(errno, "creating %s", path);
+	close(fd);
+}
+
+/* Mirror a top-level /bin, /lib... of the host: a symlink is copied (merged
+ * /usr), a directory is bound read-only, a missing one is skipped. */
+static void
+capture_toplevel(struct stub_tree *t, const char *name)
+{
+	char host[32], target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	t->fd = -1;
+	t->link[0] = '\0';
+	snprintf(host, sizeof(host), "/%s", name);
+	if (lstat(host, &st) == -1) {
+		if (errno == ENOENT)
+			return;
+		stub_die(errno, "%s", host);
+	}
+	if (S_ISLNK(st.st_mode)) {
+		n = readlink(host, target, sizeof(target) - 1);
+		if (n <= 0)
+			stub_die(errno, "readlink %s", host);
+		target[n] = '\0';
+		/* Made in the new root later: nothing is written to the host. */
+		snprintf(t->link, sizeof(t->link), "%s", target);
+		snprintf(t->dst, sizeof(t->dst), NR "/%s", name);
+		return;
+	}
+	capture(t, host, host, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true);
+}
+
+/* Limit namespace creation inside to nothing: seccomp already refuses
+ * unshare/setns/clone with namespace flags, this makes the kernel refuse
+ * too.  The values are per user namespace and we own ours. */
+static void
+forbid_namespaces(void)
+{
+	static const char *const ns[] = { "user", "mnt", "pid", "net", "ipc", "uts",
+	    "cgroup", "time" };
+	char path[64];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		snprintf(path, sizeof(path), "/proc/sys/user/max_%s_namespaces", ns[i]);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd == -1 && errno == ENOENT)
+			continue;	/* an older kernel without this kind */
+		if (fd == -1 || write(fd, "0", 1) != 1)
+			stub_die(errno, "limiting %s", path);
+		close(fd);
+	}
+}
+
+static void
+write_etc(const struct stub_cfg *c)
+{
+	char buf[256];
+	bool nobody = (c->uid == 65534);
+
+	snprintf(buf, sizeof(buf), "%s:x:%u:%u:capbroker agent:/tmp:/bin/sh\n",
+	    nobody ? "nobody" : "agent", (unsigned)c->uid, (unsigned)c->gid);
+	make_file(NR_PATH("/etc/passwd"), buf, 0644);
+	snprintf(buf, sizeof(buf), "%s:x:%u:\n", nobody ? "nogroup" : "agent",
+	    (unsigned)c->gid);
+	make_file(NR_PATH("/etc/group"), buf, 0644);
+	make_file(NR_PATH("/etc/nsswitch.conf"),
+	    "passwd: files\ngroup: files\nshadow: files\nhosts: files\n", 0644);
+	make_file(NR_PATH("/etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", 0644);
+	snprintf(buf, sizeof(buf), "%s\n", c->id);
+	make_file(NR_PATH("/etc/hostname"), buf, 0644);
+}
+
+enum { T_USR, T_BIN, T_LIB, T_LIB64, T_SBIN, T_LDCACHE, T_CERTS, T_CAPCALL,
+	T_PYLIB, T_DEV0, T_NSYS = T_DEV0 + 5 };
+static const char *const stub_devs[] = { "null", "zero", "full", "random", "urandom" };
+
+void
+stub_mount_setup(const struct stub_cfg *c)
+{
+	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS];
+	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	char opts[128], path[64];
+	struct stat st;
+
+	/* 1. Nothing below propagates to the host's mount namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE | MS_SILENT, NULL) == -1)
+		stub_die(errno, "making mounts private");
+
+	/* 2. Every host object, captured read-only before anything is hidden. */
+	capture(&sys[T_USR], "/usr", "/usr", ro, false);
+	capture_toplevel(&sys[T_BIN], "bin");
+	capture_toplevel(&sys[T_LIB], "lib");
+	capture_toplevel(&sys[T_LIB64], "lib64");
+	capture_toplevel(&sys[T_SBIN], "sbin");
+	/* Created below over the tmpfs; the order of the two steps matters. */
+	capture(&sys[T_LDCACHE], "/etc/ld.so.cache", "/etc/ld.so.cache", ro, true);
+	capture(&sys[T_CERTS], "/etc/ssl/certs", "/etc/ssl/certs", ro, true);
+	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = -1;
+	if (c->capcall != NULL)
+		capture(&sys[T_CAPCALL], c->capcall, "/capbroker/bin/capcall", ro, false);
+	if (c->pylib != NULL)
+		capture(&sys[T_PYLIB], c->pylib, "/capbroker/python", ro, false);
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
+		/* Devices must not be nodev; they are read-only so their inode
+		 * cannot be changed, which does not stop writes to the device. */
+		capture(&sys[T_DEV0 + i], path, path,
+		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
+		if (stat(path, &st) == -1 || !S_ISCHR(st.st_mode))
+			stub_die(0, "%s is not a character device", path);
+	}
+	for (size_t i = 0; i < c->nbinds; i++) {
+		capture(&user[i], c->binds[i].src, c->binds[i].dst,
+		    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, false);
+	}
+
+	/* 3. The new root. */
+	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");
+	make_dir(NR_PATH("/usr"), 0755);
+	make_dir(NR_PATH("/etc"), 0755);
+	make_dir(NR_PATH("/proc"), 0555);
+	make_dir(NR_PATH("/dev"), 0755);
+	make_dir(NR_PATH("/tmp"), 01777);
+	make_dir(NR_PATH("/capbroker"), 0755);
+	make_dir(NR_PATH("/capbroker/bin"), 0755);
+	write_etc(c);
+	if (lstat("/etc/localtime", &st) == 0 && S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink("/etc/localtime", target, sizeof(target) - 1);
+
+		if (n > 0 && target[0] == '/' && strncmp(target, "/usr/", 5) == 0) {
+			target[n] = '\0';
+			make_symlink(target, NR_PATH("/etc/localtime"));
+		}
+	}
+
+	if (mount("proc", NR_PATH("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC |
+	    MS_SILENT, "subset=pid") == -1)
+		stub_die(errno, "mount /proc");
+
+	mount_tmpfs(NR_PATH("/dev"), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64");
+	make_symlink("/proc/self/fd", NR_PATH("/dev/fd"));
+	make_symlink("/proc/self/fd/0", NR_PATH("/dev/stdin"));
+	make_symlink("/proc/self/fd/1", NR_PATH("/dev/stdout"));
+	make_symlink("/proc/self/fd/2", NR_PATH("/dev/stderr"));
+	if (c->pty) {
+		make_dir(NR_PATH("/dev/pts"), 0755);
+		if (mount("devpts", NR_PATH("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC |
+		    MS_SILENT, "newinstance,ptmxmode=0666,mode=0620") == -1)
+			stub_die(errno, "mount /dev/pts");
+		make_symlink("pts/ptmx", NR_PATH("/dev/ptmx"));
+	}
+	for (size_t i = 0; i < 5; i++)
+		attach(&sys[T_DEV0 + i]);
+	set_attr(AT_FDCWD, NR_PATH("/dev"), 0, MOUNT_ATTR_RDONLY, "/dev");
+
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=%llu",
+	    (unsigned long long)c->lim.tmp_bytes,
+	    (unsigned long long)(c->lim.tmp_bytes / 4096 < 1024 ? 1024 : c->lim.tmp_bytes / 4096));
+	mount_tmpfs(NR_PATH("/tmp"), MS_NOSUID | MS_NODEV |
+	    (c->tier == SBX_TIER_HIGH ? 0 : MS_NOEXEC), opts);
+
+	for (size_t i = 0; i < T_DEV0; i++)
+		attach(&sys[i]);
+	for (size_t i = 0; i < c->nbinds; i++)
+		attach(&user[i]);
+
+	/* Last: open_tree() clones above count as mount namespaces. */
+	forbid_namespaces();
+
+	/* 4. Read-only root, then pivot with the old root detached. */
+	set_attr(AT_FDCWD, NR, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	    "new root");
+	if (sethostname(c->id, strlen(c->id)) == -1)
+		stub_die(errno, "sethostname");
+	if (chdir(NR) == -1)
+		stub_die(errno, "chdir new root");
+	if (syscall(SYS_pivot_root, ".", ".") == -1)
+		stub_die(errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) == -1)
+		stub_die(errno, "detaching the old root");
+	if (chdir("/") == -1)
+		stub_die(errno, "chdir /");
+}

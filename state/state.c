@@ -1,0 +1,1224 @@
+/*
+ * state.c - the broker's durable state in SQLite (WAL, synchronous=FULL)
+ * plus the key files, with an in-memory token index for the hot path (see
+ * state.h).  Trusted (broker).  Values stored here come from administrators
+ * (capabilities, reasons) and agents (request reasons, commands); they are
+ * only ever bound as SQL parameters, never spliced into SQL text.
+ */
+#include "state/state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "state/state_int.h"
+
+struct st {
+	char *dir;
+	int lockfd;
+	sqlite3 *db;
+	pthread_mutex_t mu;	/* the database and the keyring */
+	struct cap_keyring *kr;
+	struct tokmap tm;	/* one writer: the broker thread */
+	atomic_uint_least64_t epoch;
+	atomic_int head_err;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS keys("
+	" kid BLOB PRIMARY KEY, pk BLOB NOT NULL, created_at INTEGER NOT NULL,"
+	" signing INTEGER NOT NULL DEFAULT 0, retired_at INTEGER);"
+	"CREATE TABLE IF NOT EXISTS tokens("
+	" seq INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, parent BLOB,"
+	" sandbox TEXT NOT NULL, caps TEXT NOT NULL, nbf INTEGER NOT NULL,"
+	" exp INTEGER NOT NULL, uses_left INTEGER, elevated INTEGER NOT NULL,"
+	" issued_at INTEGER NOT NULL, issued_by TEXT NOT NULL, revoked_at INTEGER);"
+	"CREATE INDEX IF NOT EXISTS tokens_parent ON tokens(parent) WHERE parent IS NOT NULL;"
+	"CREATE TABLE IF NOT EXISTS requests("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT, sandbox TEXT NOT NULL, command TEXT NOT NULL,"
+	" capability TEXT NOT NULL, reason TEXT NOT NULL, ttl INTEGER NOT NULL,"
+	" asked_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state INTEGER NOT NULL,"
+	" decided_by TEXT, decision_reason TEXT, decided_at INTEGER, approved_ttl INTEGER,"
+	" scope INTEGER, token_id BLOB);"
+	"CREATE INDEX IF NOT EXISTS requests_pending ON requests(expires_at) WHERE state = 0;"
+	"CREATE TABLE IF NOT EXISTS audit_head("
+	" one INTEGER PRIMARY KEY CHECK (one = 1), log_id BLOB NOT NULL,"
+	" seq INTEGER NOT NULL, hash BLOB NOT NULL);"
+	"PRAGMA user_version = 1;";
+
+/* ---- SQLite helpers ------------------------------------------------ */
+
+static int
+db_err(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return CB_EBUSY;
+	case SQLITE_CONSTRAINT:
+		return CB_EEXIST;
+	case SQLITE_NOMEM:
+		return CB_ENOMEM;
+	case SQLITE_IOERR:
+	case SQLITE_FULL:
+	case SQLITE_CANTOPEN:
+	case SQLITE_READONLY:
+		return CB_EIO;
+	default:
+		return CB_EINTERNAL;
+	}
+}
+
+static int
+db_exec(struct st *st, const char *sql)
+{
+	return db_err(sqlite3_exec(st->db, sql, NULL, NULL, NULL));
+}
+
+static int
+db_prep(struct st *st, const char *sql, sqlite3_stmt **s)
+{
+	return db_err(sqlite3_prepare_v2(st->db, sql, -1, s, NULL));
+}
+
+/* BEGIN IMMEDIATE: take the write lock now, not halfway through. */
+static int
+db_begin(struct st *st)
+{
+	return db_exec(st, "BEGIN IMMEDIATE");
+}
+
+static int
+db_commit(struct st *st)
+{
+	int rc = db_exec(st, "COMMIT");
+
+	if (rc != 0)
+		(void)db_exec(st, "ROLLBACK");
+	return rc;
+}
+
+static void
+db_rollback(struct st *st)
+{
+	(void)db_exec(st, "ROLLBACK");
+}
+
+/* SQLite integers are signed: clamp times so comparisons in SQL hold. */
+static sqlite3_int64
+i64(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+static uint64_t
+u64col(sqlite3_stmt *s, int c)
+{
+	sqlite3_int64 v = sqlite3_column_int64(s, c);
+
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+static void
+textcol(sqlite3_stmt *s, int c, char *buf, size_t size)
+{
+	const unsigned char *t = sqlite3_column_text(s, c);
+
+	snprintf(buf, size, "%s", t != NULL ? (const char *)t : "");
+}
+
+static bool
+blobcol(sqlite3_stmt *s, int c, uint8_t *b, size_t n)
+{
+	const void *p = sqlite3_column_blob(s, c);
+
+	if (p == NULL || (size_t)sqlite3_column_bytes(s, c) != n)
+		return false;
+	memcpy(b, p, n);
+	return true;
+}
+
+/* A NUL-terminated string of at most max bytes. */
+static bool
+str_ok(const char *s, size_t max)
+{
+	return s != NULL && strnlen(s, max + 1) <= max;
+}
+
+/* ---- keys ---------------------------------------------------------- */
+
+static void
+key_path(const struct st *st, const uint8_t kid[CAP_KID_LEN], const char *ext, char *buf,
+    size_t size)
+{
+	char hex[2 * CAP_KID_LEN + 1];
+
+	cap_hex(kid, CAP_KID_LEN, hex);
+	snprintf(buf, size, "%s/keys/%s.%s", st->dir, hex, ext);
+}
+
+/* The public key as one hex line, for people and other tools. */
+static int
+write_pub(const char *path, const uint8_t pk[32])
+{
+	char hex[65];
+	int fd, rc = CB_EIO;
+
+	cap_hex(pk, 32, hex);
+	hex[64] = '\n';
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return CB_EIO;
+	if (write(fd, hex, 65) == 65 && fsync(fd) == 0)
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
+/* Create a key, store it, make it the signing key.  Called with mu held. */
+static int
+rotate_locked(struct st *st, uint8_t kid_out[CAP_KID_LEN])
+{
+	struct cap_key *k = NULL;
+	sqlite3_stmt *s = NULL;
+	uint8_t kid[CAP_KID_LEN], pk[32];
+	char path[4096];
+	int rc;
+
+	if ((rc = cap_key_generate(&k)) != 0)
+		goto out;
+	cap_key_id(k, kid);
+	cap_key_public(k, pk);
+	key_path(st, kid, "key", path, sizeof(path));
+	if ((rc = cap_key_save(k, path)) != 0)
+		goto out;
+	key_path(st, kid, "pub", path, sizeof(path));
+	if ((rc = write_pub(path, pk)) != 0)
+		goto out;
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	if ((rc = db_exec(st, "UPDATE keys SET signing = 0 WHERE signing = 1")) != 0 ||
+	    (rc = db_prep(st, "INSERT INTO keys(kid, pk, created_at, signing) VALUES(?1, ?2, ?3, 1)",
+	    &s)) != 0) {
+		db_rollback(st);
+		goto out;
+	}
+	sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 2, pk, 32, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, i64(cb_now()));
+	if ((rc = db_err(sqlite3_step(s))) != 0) {
+		db_rollback(st);
+		goto out;
+	}
+	if ((rc = db_commit(st)) != 0)
+		goto out;
+	/* on disk: only now does the keyring sign with it */
+	rc = cap_keyring_add(st->kr, k, true);
+	k = NULL;
+	if (rc == 0 && kid_out != NULL)
+		memcpy(kid_out, kid, CAP_KID_LEN);
+out:
+	sqlite3_finalize(s);
+	cap_key_free(k);
+	return rc;
+}
+
+static int
+load_keys(struct st *st)
+{
+	sqlite3_stmt *s = NULL;
+	bool have_signer = false;
+	int rc, step;
+
+	if ((rc = db_prep(st, "SELECT kid, pk, signing, retired_at FROM keys ORDER BY created_at, rowid",
+	    &s)) != 0)
+		return rc;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		uint8_t kid[CAP_KID_LEN], pk[32], got[CAP_KID_LEN];
+		bool signing = sqlite3_column_int(s, 2) != 0;
+		bool retired = sqlite3_column_type(s, 3) != SQLITE_NULL;
+
+		if (!blobcol(s, 0, kid, CAP_KID_LEN) || !blobcol(s, 1, pk, 32)) {
+			rc = CB_EKEY_FORMAT;
+			goto out;
+		}
+		cap_kid_of(pk, got);
+		if (memcmp(got, kid, CAP_KID_LEN) != 0) {
+			rc = CB_EKEY_FORMAT;
+			goto out;
+		}
+		if (signing && !retired) {
+			struct cap_key *k = NULL;
+			char path[4096];
+
+			/* only the signing key's secret is loaded into memory */
+			key_path(st, kid, "key", path, sizeof(path));
+			if ((rc = cap_key_load(path, &k)) != 0)
+				goto out;
+			cap_key_id(k, got);
+			if (memcmp(got, kid, CAP_KID_LEN) != 0) {
+				cap_key_free(k);
+				rc = CB_EKEY_FORMAT;
+				goto out;
+			}
+			if ((rc = cap_keyring_add(st->kr, k, true)) != 0)
+				goto out;
+			have_signer = true;
+		} else {
+			if ((rc = cap_keyring_add_public(st->kr, pk)) != 0)
+				goto out;
+			if (retired && (rc = cap_keyring_retire(st->kr, kid)) != 0)
+				goto out;
+		}
+	}
+	rc = db_err(step);
+	if (rc == 0 && !have_signer)
+		rc = rotate_locked(st, NULL);
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+const struct cap_keyring *
+st_keyring(const struct st *st)
+{
+	return st->kr;
+}
+
+int
+st_rotate_key(struct st *st, uint8_t kid[CAP_KID_LEN])
+{
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = rotate_locked(st, kid);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_retire_key(struct st *st, const uint8_t kid[CAP_KID_LEN])
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT signing, retired_at FROM keys WHERE kid = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
+	if ((step = sqlite3_step(s)) != SQLITE_ROW) {
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+		goto out;
+	}
+	if (sqlite3_column_int(s, 0) != 0) {
+		rc = CB_EBUSY;
+		goto out;
+	}
+	if (sqlite3_column_type(s, 1) != SQLITE_NULL)
+		goto out;	/* already retired */
+	sqlite3_finalize(s);
+	s = NULL;
+	if ((rc = db_prep(st, "UPDATE keys SET retired_at = ?2 WHERE kid = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(cb_now()));
+	if ((rc = db_err(sqlite3_step(s))) != 0)
+		goto out;
+	rc = cap_keyring_retire(st->kr, kid);
+	atomic_fetch_add(&st->epoch, 1);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_key_list(struct st *st, struct st_key_info **out, size_t *n)
+{
+	sqlite3_stmt *s = NULL;
+	struct st_key_info *v = NULL, *nv;
+	size_t cnt = 0;
+	int rc, step;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT kid, pk, created_at, retired_at, signing FROM keys "
+	    "ORDER BY created_at, rowid", &s)) != 0)
+		goto out;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((nv = realloc(v, (cnt + 1) * sizeof(*v))) == NULL) {
+			rc = CB_ENOMEM;
+			goto out;
+		}
+		v = nv;
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		(void)blobcol(s, 0, v[cnt].kid, CAP_KID_LEN);
+		(void)blobcol(s, 1, v[cnt].pk, 32);
+		v[cnt].created_at = u64col(s, 2);
+		v[cnt].retired_at = u64col(s, 3);
+		v[cnt].signing = sqlite3_column_int(s, 4) != 0;
+		cnt++;
+	}
+	if ((rc = db_err(step)) != 0)
+		goto out;
+	*out = v;
+	*n = cnt;
+	v = NULL;
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	free(v);
+	return rc;
+}
+
+int
+st_audit_keyring(struct st *st, struct cap_keyring **out)
+{
+	struct st_key_info *keys = NULL;
+	struct cap_keyring *kr = NULL;
+	size_t n = 0, i;
+	int rc;
+
+	*out = NULL;
+	if ((rc = st_key_list(st, &keys, &n)) != 0 || (rc = cap_keyring_new(&kr)) != 0)
+		goto out;
+	for (i = 0; i < n; i++)
+		if ((rc = cap_keyring_add_public(kr, keys[i].pk)) != 0)
+			goto out;
+	*out = kr;
+	kr = NULL;
+out:
+	cap_keyring_free(kr);
+	free(keys);
+	return rc;
+}
+
+int
+st_sign_audit(void *arg, const uint8_t *msg, size_t len, uint8_t sig[64], uint8_t kid[CAP_KID_LEN])
+{
+	struct st *st = arg;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = cap_sign(st->kr, CAP_SIG_DOMAIN_AUDIT, msg, len, sig, kid);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* ---- tokens -------------------------------------------------------- */
+
+static int
+token_fields_ok(const struct st_token *t)
+{
+	if (!str_ok(t->sandbox, CAP_AUD_MAX) || t->sandbox[0] == '\0' ||
+	    !str_ok(t->issued_by, ST_WHO_MAX) || !str_ok(t->caps, ST_CAPS_MAX))
+		return t->caps == NULL || t->sandbox[0] == '\0' ? CB_EINVAL : CB_ETOOBIG;
+	return 0;
+}
+
+/* Enter t into the in-memory index (before the commit, so that a parent
+ * earlier in the same batch is found).  Checks the parent. */
+static int
+token_mem_add(struct st *st, const struct st_token *t)
+{
+	uint32_t e, pe = TM_NONE;
+	int rc;
+
+	e = tm_find(&st->tm, t->id);
+	if (e != TM_NONE && !(st->tm.ents[e].flags & TM_STUB))
+		return CB_EEXIST;
+	if (t->has_parent) {
+		pe = tm_find(&st->tm, t->parent);
+		if (pe == TM_NONE || (st->tm.ents[pe].flags & TM_STUB))
+			return CB_ENOENT;
+		if (tm_revoked(&st->tm, pe))
+			return CB_EREVOKED;
+		if (tm_depth(&st->tm, pe) + 1 > ST_MAX_DEPTH)
+			return CB_ETOOBIG;
+	}
+	if ((rc = tm_get_or_add(&st->tm, t->id, &e)) != 0)
+		return rc;
+	st->tm.ents[e].parent = pe;
+	st->tm.ents[e].flags = 0;
+	if (t->uses_left != ST_UNLIMITED)
+		st->tm.ents[e].flags |= TM_LIMITED | (t->uses_left == 0 ? TM_SPENT : 0);
+	return 0;
+}
+
+/* Undo token_mem_add after a failed commit: the entry becomes a stub
+ * (unknown), which is what it is on disk. */
+static void
+token_mem_undo(struct st *st, const struct st_token *t)
+{
+	uint32_t e = tm_find(&st->tm, t->id);
+
+	if (e != TM_NONE) {
+		st->tm.ents[e].flags = TM_STUB;
+		st->tm.ents[e].parent = TM_NONE;
+	}
+}
+
+static const char token_insert_sql[] =
+	"INSERT INTO tokens(id, parent, sandbox, caps, nbf, exp, uses_left, elevated,"
+	" issued_at, issued_by) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+static int
+token_insert(sqlite3_stmt *s, const struct st_token *t)
+{
+	int rc;
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	sqlite3_bind_blob(s, 1, t->id, CAP_ID_LEN, SQLITE_STATIC);
+	if (t->has_parent)
+		sqlite3_bind_blob(s, 2, t->parent, CAP_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, t->sandbox, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, t->caps, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, i64(t->nbf));
+	sqlite3_bind_int64(s, 6, i64(t->exp));
+	if (t->uses_left != ST_UNLIMITED)
+		sqlite3_bind_int64(s, 7, t->uses_left);
+	sqlite3_bind_int(s, 8, t->elevated);
+	sqlite3_bind_int64(s, 9, i64(t->issued_at));
+	sqlite3_bind_text(s, 10, t->issued_by, -1, SQLITE_STATIC);
+	rc = db_err(sqlite3_step(s));
+	return rc;
+}
+
+/* Insert n tokens inside the caller's transaction (mu held). */
+static int
+tokens_insert_locked(struct st *st, const struct st_token *t, size_t n, size_t *done)
+{
+	sqlite3_stmt *s = NULL;
+	size_t i;
+	int rc;
+
+	*done = 0;
+	for (i = 0; i < n; i++)
+		if ((rc = token_fields_ok(&t[i])) != 0)
+			return rc;
+	if ((rc = db_prep(st, token_insert_sql, &s)) != 0)
+		return rc;
+	for (i = 0; i < n; i++) {
+		if ((rc = token_mem_add(st, &t[i])) != 0)
+			break;
+		*done = i + 1;
+		if ((rc = token_insert(s, &t[i])) != 0)
+			break;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+st_token_add_batch(struct st *st, const struct st_token *t, size_t n)
+{
+	size_t done = 0, i;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	if ((rc = tokens_insert_locked(st, t, n, &done)) != 0) {
+		db_rollback(st);
+		goto undo;
+	}
+	if ((rc = db_commit(st)) == 0)
+		goto out;
+undo:
+	for (i = 0; i < done; i++)
+		token_mem_undo(st, &t[i]);
+out:
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_token_add(struct st *st, const struct st_token *t)
+{
+	return st_token_add_batch(st, t, 1);
+}
+
+void
+st_token_clear(struct st_token *t)
+{
+	if (t == NULL)
+		return;
+	free(t->caps);
+	t->caps = NULL;
+}
+
+static const char token_cols[] =
+	"id, parent, sandbox, caps, nbf, exp, uses_left, elevated, issued_at, issued_by, revoked_at";
+
+/* When was the token revoked through an ancestor?  0 if it was not.
+ * Called with mu held. */
+static uint64_t
+inherited_revoked_at(struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	sqlite3_stmt *s = NULL;
+	uint32_t e = tm_find(&st->tm, id);
+	uint64_t at = 0;
+	int steps;
+
+	for (steps = 0; e != TM_NONE && steps <= ST_MAX_DEPTH; steps++) {
+		if (st->tm.ents[e].flags & TM_REVOKED)
+			break;
+		e = st->tm.ents[e].parent;
+	}
+	if (e == TM_NONE || steps > ST_MAX_DEPTH)
+		return 0;
+	if (db_prep(st, "SELECT revoked_at FROM tokens WHERE id = ?1", &s) == 0) {
+		sqlite3_bind_blob(s, 1, st->tm.ents[e].id, CAP_ID_LEN, SQLITE_STATIC);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			at = u64col(s, 0);
+	}
+	sqlite3_finalize(s);
+	return at != 0 ? at : 1;
+}
+
+/* Fill t from a row of token_cols; t->caps is malloc'd. */
+static int
+token_row(struct st *st, sqlite3_stmt *s, struct st_token *t)
+{
+	const unsigned char *caps;
+
+	memset(t, 0, sizeof(*t));
+	(void)blobcol(s, 0, t->id, CAP_ID_LEN);
+	t->has_parent = blobcol(s, 1, t->parent, CAP_ID_LEN);
+	textcol(s, 2, t->sandbox, sizeof(t->sandbox));
+	caps = sqlite3_column_text(s, 3);
+	if ((t->caps = strdup(caps != NULL ? (const char *)caps : "")) == NULL)
+		return CB_ENOMEM;
+	t->nbf = u64col(s, 4);
+	t->exp = u64col(s, 5);
+	t->uses_left = sqlite3_column_type(s, 6) == SQLITE_NULL ? ST_UNLIMITED :
+	    (uint32_t)u64col(s, 6);
+	t->elevated = sqlite3_column_int(s, 7) != 0;
+	t->issued_at = u64col(s, 8);
+	textcol(s, 9, t->issued_by, sizeof(t->issued_by));
+	t->revoked_at = u64col(s, 10);
+	if (t->revoked_at == 0)
+		t->revoked_at = inherited_revoked_at(st, t->id);
+	return 0;
+}
+
+int
+st_token_get(struct st *st, const uint8_t id[CAP_ID_LEN], struct st_token *out)
+{
+	sqlite3_stmt *s = NULL;
+	char sql[256];
+	int rc, step;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(sql, sizeof(sql), "SELECT %s FROM tokens WHERE id = ?1", token_cols);
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, sql, &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		rc = token_row(st, s, out);
+	else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_token_list(struct st *st, const char *sandbox, st_token_fn *fn, void *arg)
+{
+	sqlite3_stmt *s = NULL;
+	struct st_token t;
+	char sql[256];
+	int rc, step;
+
+	snprintf(sql, sizeof(sql), "SELECT %s FROM tokens WHERE ?1 IS NULL OR sandbox = ?1 ORDER BY seq",
+	    token_cols);
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, sql, &s)) != 0)
+		goto out;
+	if (sandbox != NULL)
+		sqlite3_bind_text(s, 1, sandbox, -1, SQLITE_STATIC);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		if ((rc = token_row(st, s, &t)) == 0)
+			rc = fn(arg, &t);
+		st_token_clear(&t);
+		if (rc != 0)
+			goto out;
+	}
+	rc = db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, size_t *count)
+{
+	sqlite3_stmt *s = NULL;
+	uint32_t e = tm_find(&st->tm, id);
+	int rc;
+
+	if (count != NULL)
+		*count = 0;
+	if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB))
+		return CB_ENOENT;
+	if (tm_revoked(&st->tm, e))
+		return 0;	/* it or an ancestor already is: nothing changes */
+	if (count != NULL)
+		*count = tm_count_subtree(&st->tm, e);
+	/* In memory first and at once: every descendant is now found revoked
+	 * through its ancestor chain, whatever happens to the disk below. */
+	st->tm.ents[e].flags |= TM_REVOKED;
+	atomic_fetch_add(&st->epoch, 1);
+
+	/* On disk only the root's row changes: descendants are revoked by
+	 * their (durable) parent links, on reload as in memory.  So revoking
+	 * a tree of any size is one small transaction, synced at its commit
+	 * (synchronous=FULL), not a stall proportional to the tree. */
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+	    &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(now));
+	rc = db_err(sqlite3_step(s));
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+bool
+st_is_revoked(const struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	uint32_t e = tm_find(&st->tm, id);
+
+	return e != TM_NONE && tm_revoked(&st->tm, e);
+}
+
+int
+st_token_state(const struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	uint32_t e = tm_find(&st->tm, id);
+
+	if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB))
+		return CB_ENOENT;
+	if (tm_revoked(&st->tm, e))
+		return CB_EREVOKED;
+	if (st->tm.ents[e].flags & TM_SPENT)
+		return CB_ESPENT;
+	return 0;
+}
+
+int
+st_use(struct st *st, const uint8_t id[CAP_ID_LEN], uint32_t *left)
+{
+	sqlite3_stmt *s = NULL;
+	uint32_t e;
+	int rc, step;
+
+	if (left != NULL)
+		*left = ST_UNLIMITED;
+	if ((rc = st_token_state(st, id)) != 0)
+		return rc;
+	e = tm_find(&st->tm, id);
+	if (!(st->tm.ents[e].flags & TM_LIMITED))
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	/* the decrement is committed (and synced) before the operation runs:
+	 * a crash may waste a use, never grant one twice */
+	if ((rc = db_prep(st, "UPDATE tokens SET uses_left = uses_left - 1 "
+	    "WHERE id = ?1 AND uses_left > 0 RETURNING uses_left", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		uint64_t l = u64col(s, 0);
+
+		if (left != NULL)
+			*left = (uint32_t)l;
+		if (l == 0)
+			st->tm.ents[e].flags |= TM_SPENT;
+		step = sqlite3_step(s);	/* finish: the commit happens here */
+		rc = db_err(step);
+	} else if (step == SQLITE_DONE) {
+		st->tm.ents[e].flags |= TM_SPENT;
+		rc = CB_ESPENT;
+	} else
+		rc = db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+uint64_t
+st_epoch(const struct st *st)
+{
+	return atomic_load(&((struct st *)st)->epoch);
+}
+
+static int
+load_tokens(struct st *st)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	if ((rc = db_prep(st, "SELECT id, parent, revoked_at, uses_left FROM tokens", &s)) != 0)
+		return rc;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		uint8_t id[CAP_ID_LEN], parent[CAP_ID_LEN];
+		uint32_t e, pe = TM_NONE, flags = 0;
+
+		if (!blobcol(s, 0, id, CAP_ID_LEN)) {
+			rc = CB_EINTERNAL;
+			goto out;
+		}
+		/* rows come in any order: a parent seen first as a stub is
+		 * filled in when its own row arrives */
+		if (blobcol(s, 1, parent, CAP_ID_LEN) &&
+		    (rc = tm_get_or_add(&st->tm, parent, &pe)) != 0)
+			goto out;
+		if ((rc = tm_get_or_add(&st->tm, id, &e)) != 0)
+			goto out;
+		if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+			flags |= TM_REVOKED;
+		if (sqlite3_column_type(s, 3) != SQLITE_NULL) {
+			flags |= TM_LIMITED;
+			if (sqlite3_column_int64(s, 3) <= 0)
+				flags |= TM_SPENT;
+		}
+		st->tm.ents[e].parent = pe;
+		st->tm.ents[e].flags = flags;
+	}
+	rc = db_err(step);
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* ---- requests ------------------------------------------------------ */
+
+const char *
+st_req_state_name(enum st_req_state s)
+{
+	switch (s) {
+	case ST_REQ_PENDING: return "pending";
+	case ST_REQ_APPROVED: return "approved";
+	case ST_REQ_DENIED: return "denied";
+	case ST_REQ_EXPIRED: return "expired";
+	}
+	return "unknown";
+}
+
+int
+st_request_add(struct st *st, struct st_request *r)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (!str_ok(r->sandbox, CAP_AUD_MAX) || !str_ok(r->command, ST_TEXT_MAX) ||
+	    !str_ok(r->capability, CAP_STR_MAX) || !str_ok(r->reason, ST_TEXT_MAX))
+		return CB_ETOOBIG;
+	if (r->sandbox[0] == '\0' || r->capability[0] == '\0')
+		return CB_EINVAL;
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "INSERT INTO requests(sandbox, command, capability, reason, ttl,"
+	    " asked_at, expires_at, state) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)", &s)) != 0)
+		goto out;
+	sqlite3_bind_text(s, 1, r->sandbox, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, r->command, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, r->capability, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, r->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, i64(r->ttl));
+	sqlite3_bind_int64(s, 6, i64(r->asked_at));
+	sqlite3_bind_int64(s, 7, i64(r->expires_at));
+	if ((rc = db_err(sqlite3_step(s))) != 0)
+		goto out;
+	r->id = (uint64_t)sqlite3_last_insert_rowid(st->db);
+	r->state = ST_REQ_PENDING;
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static const char req_cols[] =
+	"id, sandbox, command, capability, reason, ttl, asked_at, expires_at, state,"
+	" decided_by, decision_reason, decided_at, approved_ttl, scope, token_id";
+
+static void
+req_row(sqlite3_stmt *s, struct st_request *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = u64col(s, 0);
+	textcol(s, 1, r->sandbox, sizeof(r->sandbox));
+	textcol(s, 2, r->command, sizeof(r->command));
+	textcol(s, 3, r->capability, sizeof(r->capability));
+	textcol(s, 4, r->reason, sizeof(r->reason));
+	r->ttl = u64col(s, 5);
+	r->asked_at = u64col(s, 6);
+	r->expires_at = u64col(s, 7);
+	r->state = (enum st_req_state)sqlite3_column_int(s, 8);
+	textcol(s, 9, r->decided_by, sizeof(r->decided_by));
+	textcol(s, 10, r->decision_reason, sizeof(r->decision_reason));
+	r->decided_at = u64col(s, 11);
+	r->approved_ttl = u64col(s, 12);
+	r->scope = sqlite3_column_int(s, 13) == ST_SCOPE_SESSION ? ST_SCOPE_SESSION : ST_SCOPE_ONCE;
+	r->has_token = blobcol(s, 14, r->token_id, CAP_ID_LEN);
+}
+
+static int
+req_get_locked(struct st *st, uint64_t id, struct st_request *out)
+{
+	sqlite3_stmt *s = NULL;
+	char sql[512];
+	int rc, step;
+
+	snprintf(sql, sizeof(sql), "SELECT %s FROM requests WHERE id = ?1", req_cols);
+	if ((rc = db_prep(st, sql, &s)) != 0)
+		return rc;
+	sqlite3_bind_int64(s, 1, i64(id));
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		req_row(s, out);
+	else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+st_request_get(struct st *st, uint64_t id, struct st_request *out)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = req_get_locked(st, id, out);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_request_list(struct st *st, int state, st_request_fn *fn, void *arg)
+{
+	sqlite3_stmt *s = NULL;
+	struct st_request *r = NULL;
+	char sql[512];
+	int rc, step;
+
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return CB_ENOMEM;
+	snprintf(sql, sizeof(sql), "SELECT %s FROM requests WHERE ?1 < 0 OR state = ?1 ORDER BY id",
+	    req_cols);
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, sql, &s)) != 0)
+		goto out;
+	sqlite3_bind_int(s, 1, state);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		req_row(s, r);
+		if ((rc = fn(arg, r)) != 0)
+			goto out;
+	}
+	rc = db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	free(r);
+	return rc;
+}
+
+static int
+expire_locked(struct st *st, uint64_t now, size_t *n)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if (n != NULL)
+		*n = 0;
+	if ((rc = db_prep(st, "UPDATE requests SET state = 3, decided_at = ?1, decided_by = 'broker'"
+	    " WHERE state = 0 AND expires_at <= ?1", &s)) != 0)
+		return rc;
+	sqlite3_bind_int64(s, 1, i64(now));
+	rc = db_err(sqlite3_step(s));
+	if (rc == 0 && n != NULL)
+		*n = (size_t)sqlite3_changes(st->db);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int
+st_request_expire(struct st *st, uint64_t now, size_t *n)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = expire_locked(st, now, n);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* Decide a pending request: approve (tok != NULL) or deny. */
+static int
+decide(struct st *st, uint64_t id, const char *by, uint64_t now, uint64_t ttl,
+    enum st_scope scope, const struct st_token *tok, const char *reason)
+{
+	struct st_request *r = NULL;
+	sqlite3_stmt *s = NULL;
+	size_t done = 0;
+	bool in_txn = false;
+	int rc;
+
+	if (by == NULL || !str_ok(by, ST_WHO_MAX) || (reason != NULL && !str_ok(reason, ST_TEXT_MAX)))
+		return CB_ETOOBIG;
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return CB_ENOMEM;
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	in_txn = true;
+	if ((rc = req_get_locked(st, id, r)) != 0)
+		goto out;
+	if (r->state != ST_REQ_PENDING) {
+		rc = r->state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
+		goto out;
+	}
+	if (r->expires_at <= now) {
+		/* too late: the request lapsed; record that, refuse the decision */
+		if ((rc = expire_locked(st, now, NULL)) != 0)
+			goto out;
+		rc = db_commit(st);
+		in_txn = false;
+		if (rc == 0)
+			rc = CB_EEXPIREDREQ;
+		goto out;
+	}
+	if (tok != NULL && (rc = tokens_insert_locked(st, tok, 1, &done)) != 0)
+		goto out;
+	if ((rc = db_prep(st, "UPDATE requests SET state = ?2, decided_by = ?3, decided_at = ?4,"
+	    " approved_ttl = ?5, scope = ?6, token_id = ?7, decision_reason = ?8 WHERE id = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_int64(s, 1, i64(id));
+	sqlite3_bind_int(s, 2, tok != NULL ? ST_REQ_APPROVED : ST_REQ_DENIED);
+	sqlite3_bind_text(s, 3, by, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, i64(now));
+	if (tok != NULL) {
+		sqlite3_bind_int64(s, 5, i64(ttl));
+		sqlite3_bind_int(s, 6, scope);
+		sqlite3_bind_blob(s, 7, tok->id, CAP_ID_LEN, SQLITE_STATIC);
+	}
+	if (reason != NULL)
+		sqlite3_bind_text(s, 8, reason, -1, SQLITE_STATIC);
+	if ((rc = db_err(sqlite3_step(s))) != 0)
+		goto out;
+	rc = db_commit(st);
+	in_txn = false;
+out:
+	if (in_txn)
+		db_rollback(st);
+	if (rc != 0 && done > 0)
+		token_mem_undo(st, tok);
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	free(r);
+	return rc;
+}
+
+int
+st_request_approve(struct st *st, uint64_t id, const char *by, uint64_t now,
+    uint64_t approved_ttl, enum st_scope scope, const struct st_token *tok)
+{
+	if (tok == NULL)
+		return CB_EINVAL;
+	return decide(st, id, by, now, approved_ttl, scope, tok, NULL);
+}
+
+int
+st_request_deny(struct st *st, uint64_t id, const char *by, uint64_t now, const char *reason)
+{
+	return decide(st, id, by, now, 0, ST_SCOPE_ONCE, NULL, reason);
+}
+
+/* ---- audit head ---------------------------------------------------- */
+
+int
+st_set_audit_head(struct st *st, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32])
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "INSERT OR REPLACE INTO audit_head(one, log_id, seq, hash)"
+	    " VALUES(1, ?1, ?2, ?3)", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, log_id, 16, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(seq));
+	sqlite3_bind_blob(s, 3, hash, 32, SQLITE_STATIC);
+	rc = db_err(sqlite3_step(s));
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_get_audit_head(struct st *st, uint8_t log_id[16], uint64_t *seq, uint8_t hash[32])
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT log_id, seq, hash FROM audit_head WHERE one = 1", &s)) != 0)
+		goto out;
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		if (!blobcol(s, 0, log_id, 16) || !blobcol(s, 2, hash, 32))
+			rc = CB_EINTERNAL;
+		*seq = u64col(s, 1);
+	} else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+void
+st_audit_checkpoint_cb(void *arg, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32])
+{
+	struct st *st = arg;
+	int rc = st_set_audit_head(st, log_id, seq, hash);
+
+	if (rc != 0)
+		atomic_store(&st->head_err, rc);
+}
+
+int
+st_audit_head_error(const struct st *st)
+{
+	return atomic_load(&((struct st *)st)->head_err);
+}
+
+/* ---- open / close -------------------------------------------------- */
+
+void
+st_mem_usage(const struct st *st, struct st_mem *m)
+{
+	m->tokens = st->tm.n;
+	m->bytes = tm_bytes(&st->tm);
+}
+
+static int
+make_dir(const char *path)
+{
+	struct stat sb;
+
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return CB_EIO;
+	if (lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		return CB_EIO;
+	}
+	return 0;
+}
+
+int
+st_open(const char *dir, struct st **out)
+{
+	struct st *st = NULL;
+	char path[4096];
+	int rc = CB_ENOMEM, fd;
+
+	*out = NULL;
+	if (dir == NULL || strlen(dir) > 3000)
+		return CB_EINVAL;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return CB_ENOMEM;
+	st->lockfd = -1;
+	pthread_mutex_init(&st->mu, NULL);
+	if ((st->dir = strdup(dir)) == NULL)
+		goto out;
+	if ((rc = tm_init(&st->tm)) != 0 || (rc = cap_keyring_new(&st->kr)) != 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	if ((rc = make_dir(dir)) != 0 || (rc = make_dir(path)) != 0)
+		goto out;
+	/* the in-memory index is only right if we are the only writer */
+	snprintf(path, sizeof(path), "%s/state.lock", dir);
+	if ((st->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		rc = CB_EIO;
+		goto out;
+	}
+	if (flock(st->lockfd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+		goto out;
+	}
+	/* create the database 0600 before SQLite does (it copies the mode to
+	 * the -wal and -shm files) */
+	snprintf(path, sizeof(path), "%s/state.db", dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		rc = CB_EIO;
+		goto out;
+	}
+	close(fd);
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX |
+	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		rc = CB_EINTERNAL;
+		goto out;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	if ((rc = db_exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
+	    (rc = db_exec(st, "PRAGMA synchronous = FULL")) != 0 ||
+	    (rc = db_exec(st, "PRAGMA foreign_keys = ON")) != 0 ||
+	    (rc = db_exec(st, schema)) != 0)
+		goto out;
+	pthread_mutex_lock(&st->mu);
+	rc = load_keys(st);
+	if (rc == 0)
+		rc = load_tokens(st);
+	if (rc == 0)
+		rc = expire_locked(st, cb_now(), NULL);
+	pthread_mutex_unlock(&st->mu);
+	if (rc != 0)
+		goto out;
+	*out = st;
+	st = NULL;
+out:
+	st_close(st);
+	return rc;
+}
+
+void
+st_close(struct st *st)
+{
+	if (st == NULL)
+		return;
+	if (st->db != NULL)
+		sqlite3_close_v2(st->db);
+	if (st->lockfd >= 0)
+		close(st->lockfd);
+	cap_keyring_free(st->kr);
+	tm_free(&st->tm);
+	pthread_mutex_destroy(&st->mu);
+	free(st->dir);
+	free(st);
+}

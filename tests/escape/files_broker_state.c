@@ -1,0 +1,29 @@
+/*
+ * files_broker_state.c - escape attempt: the broker's state directory and keys are unreachable.
+ *
+ * Runs as the agent inside the sandbox (untrusted domain); exits 0 only if
+ * the attempt failed in the expected way.  Metadata read by run.sh:
+ * TIER: low
+ * EXIT: 0
+ * ARGS: @STATEKEY@
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "tests/escape/escape.h"
+
+int
+main(int argc, char **argv)
+{
+	struct stat st;
+	char dir[4096];
+
+	if (argc < 2)
+		return 2;
+	esc_errno(open(argv[1], O_RDONLY), argv[1], ENOENT, 0);
+	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	*strrchr(dir, '/') = '\0';
+	esc_errno(stat(dir, &st), dir, ENOENT, 0);
+	esc_errno(stat("/work/main", &st), "/work/main", ENOENT, 0);
+	return esc_done("host state key %s: ENOENT", argv[1]);
+}

@@ -1,0 +1,494 @@
+/*
+ * test_policy.c - unit tests of policy/: the built-in default, print/load
+ * round trips, ceilings, requestable rules, never-reachable addresses and
+ * the domain allow list.  (Error classes: test_policy_errors.c.)
+ */
+#include "policy/policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/tap.h"
+
+static char tmpdir[] = "/tmp/cbpolXXXXXX";
+
+static char *
+write_file(const char *name, const char *text)
+{
+	char *path = NULL;
+	FILE *f;
+
+	if (asprintf(&path, "%s/%s", tmpdir, name) < 0)
+		abort();
+	if (!(f = fopen(path, "w")))
+		abort();
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static char *
+print_str(const struct pol *p)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f || pol_print(p, f) != 0)
+		abort();
+	fclose(f);
+	return buf;
+}
+
+/* Load text as a policy; errors are printed as TAP comments. */
+static struct pol *
+load_text(const char *text)
+{
+	static int n;
+	char name[32];
+	char *path;
+	struct pol *p = NULL;
+
+	snprintf(name, sizeof(name), "p%d.conf", n++);
+	path = write_file(name, text);
+	if (pol_load(path, &p, stdout) != 0)
+		p = NULL;
+	free(path);
+	return p;
+}
+
+static struct cap *
+C(const char *s)
+{
+	struct cap *c = NULL;
+
+	if (cap_parse(s, &c) != 0) {
+		printf("# cannot parse %s\n", s);
+		fflush(stdout);
+		abort();
+	}
+	return c;
+}
+
+static bool
+within(const struct pol *p, const char *tier, const char *ws, const char *cap)
+{
+	struct cap *c = C(cap);
+	bool r = pol_within_ceiling(pol_tier_get(p, tier), ws, c);
+
+	cap_free(c);
+	return r;
+}
+
+static int
+reqable(const struct pol *p, const char *tier, const char *ws, const char *cap,
+    enum pol_approval *mode, uint64_t *ttl)
+{
+	struct cap *c = C(cap);
+	int r = pol_requestable(pol_tier_get(p, tier), ws, c, mode, ttl);
+
+	cap_free(c);
+	return r;
+}
+
+static void
+test_default(void)
+{
+	struct pol *p = NULL;
+	const struct pol_tier *t;
+	const struct pol_limits *l;
+	const struct pol_bind *b;
+	const char *const *ex;
+
+	T_ERR(pol_default(&p), 0, "default policy builds");
+	if (!p)
+		return;
+	T_OK(strcmp(pol_default_tier(p), "low") == 0, "default tier is low");
+	T_OK(pol_default_ttl(p) == 3600, "default ttl 3600");
+	T_OK(pol_request_expiry(p) == 300, "pending requests expire after 300 s");
+	T_OK(pol_audit_fsync(p) == POL_FSYNC_BATCH, "audit fsync batch");
+	T_OK(!pol_admin_uid(p, 0) && !pol_admin_uid(p, 1000) && !pol_admin_gid(p, 0),
+	    "no admins besides the broker's own user");
+	T_OK(pol_tier_count(p) == 3 && pol_tier_get(p, "low") && pol_tier_get(p, "medium") &&
+	    pol_tier_get(p, "high"), "three tiers low, medium, high");
+	T_OK(pol_tier_get(p, "nosuch") == NULL && pol_tier_at(p, 3) == NULL, "no other tier");
+	t = pol_tier_get(p, "low");
+	l = pol_tier_limits(t);
+	T_OK(l->memory == 512ull << 20 && l->processes == 64 && l->open_files == 256 &&
+	    l->file_size == 64ull << 20 && l->cpu == 60 && l->tmp_size == 64ull << 20 && l->wall > 0,
+	    "low tier limits");
+	T_OK(pol_tier_binds(t, &b) == 0 && pol_tier_exec(t, &ex) == 0, "low: no binds, no exec");
+	T_OK(pol_tier_workspace(t) == NULL, "low: no workspace");
+	l = pol_tier_limits(pol_tier_get(p, "high"));
+	T_OK(l->memory == 8ull << 30, "high tier memory 8G (beyond 32 bits)");
+	pol_free(p);
+}
+
+static void
+test_round_trip(const char *what, struct pol *p)
+{
+	char *a, *b, *path;
+	struct pol *q = NULL;
+
+	if (!T_OK(p != NULL, "%s: loads", what))
+		return;
+	a = print_str(p);
+	path = write_file("rt.conf", a);
+	T_ERR(pol_load(path, &q, stdout), 0, "%s: printed form loads", what);
+	if (q) {
+		b = print_str(q);
+		T_OK(strcmp(a, b) == 0, "%s: print -> load -> print is identical", what);
+		free(b);
+	}
+	pol_free(q);
+	pol_free(p);
+	free(path);
+	free(a);
+}
+
+static void
+test_round_trips(void)
+{
+	static const char *ex[] = { "system-tools.conf", "assistant.conf", "untrusted.conf" };
+	const char *top = getenv("CB_TOP") ? getenv("CB_TOP") : ".";
+	struct pol *p = NULL;
+
+	T_ERR(pol_default(&p), 0, "default for round trip");
+	test_round_trip("default", p);
+	for (size_t i = 0; i < 3; i++) {
+		char *path;
+
+		if (asprintf(&path, "%s/examples/policies/%s", top, ex[i]) < 0)
+			abort();
+		p = NULL;
+		T_ERR(pol_load(path, &p, stdout), 0, "example %s loads", ex[i]);
+		test_round_trip(ex[i], p);
+		free(path);
+	}
+	/* awkward values survive: sizes that are no unit multiple, big ids */
+	test_round_trip("odd values", load_text(
+	    "admins = { uids = [ 3000000000L ]; gids = [ 0 ]; };\n"
+	    "network = { allow_domains = [ ]; };\n"
+	    "tiers = { low = { limits = { memory = 1000001; tmp_size = 5000000000L; }; };\n"
+	    "  x = { extends = \"medium\"; workspace = \"/srv/w\"; rw_binds = [ \"/a:/b\" ]; }; };\n"));
+}
+
+static void
+test_examples(void)
+{
+	const char *top = getenv("CB_TOP") ? getenv("CB_TOP") : ".";
+	struct pol *p = NULL;
+	char *path;
+	const struct pol_tier *t;
+	const struct pol_bind *b;
+	const char *const *ex;
+	enum pol_approval m;
+	uint64_t ttl;
+
+	if (asprintf(&path, "%s/examples/policies/assistant.conf", top) < 0)
+		abort();
+	if (pol_load(path, &p, stdout) == 0) {
+		t = pol_tier_get(p, "medium");
+		T_OK(strcmp(pol_default_tier(p), "medium") == 0, "assistant: default tier medium");
+		T_OK(pol_admin_uid(p, 1000) && !pol_admin_uid(p, 1001), "assistant: uid 1000 is admin");
+		T_OK(strcmp(pol_tier_workspace(t), "/home/user/project") == 0, "assistant: workspace");
+		T_OK(pol_tier_binds(t, &b) == 1 && !b[0].rw && strcmp(b[0].src, "/etc/ssl/certs") == 0 &&
+		    strcmp(b[0].dst, "/etc/ssl/certs") == 0, "assistant: one read-only bind");
+		T_OK(pol_tier_exec(t, &ex) == 1 && strcmp(ex[0], "/usr/bin/python3") == 0,
+		    "assistant: exec list");
+		T_OK(within(p, "medium", "/w", "net.connect:api.github.com:443"),
+		    "assistant: api.github.com:443 within ceiling");
+		T_OK(!within(p, "medium", "/w", "net.connect:github.com:22"),
+		    "assistant: github.com:22 beyond ceiling");
+		T_OK(pol_net_domain_allowed(p, "pypi.org") && !pol_net_domain_allowed(p, "evil.org"),
+		    "assistant: domain allow list");
+		T_ERR(reqable(p, "medium", "/w", "fs.read:/etc/shadow", &m, &ttl), CB_EPOLICY,
+		    "assistant: /etc/shadow never requestable");
+		T_ERR(reqable(p, "medium", "/w", "fs.write:/root/.bashrc", &m, &ttl), CB_EPOLICY,
+		    "assistant: /root never requestable");
+		T_OK(reqable(p, "medium", "/w", "fs.read:/w/src/x.c", &m, &ttl) == 0 &&
+		    m == POL_APPROVE_AUTO && ttl == 3600, "assistant: reading the workspace is automatic");
+		T_OK(reqable(p, "medium", "/w", "fs.read:/etc/hosts", &m, &ttl) == 0 &&
+		    m == POL_APPROVE_HUMAN && ttl == 900, "assistant: reading /etc/hosts needs a human, 900 s");
+		T_ERR(reqable(p, "medium", "/w", "net.connect:example.com:80", &m, &ttl), CB_EPOLICY,
+		    "assistant: port 80 not requestable");
+	}
+	pol_free(p);
+	free(path);
+	p = NULL;
+	if (asprintf(&path, "%s/examples/policies/untrusted.conf", top) < 0)
+		abort();
+	if (pol_load(path, &p, stdout) == 0) {
+		T_OK(within(p, "low", NULL, "proc.exec:/usr/bin/wc"), "untrusted: wc within ceiling");
+		T_OK(!within(p, "low", NULL, "proc.exec:/usr/bin/ls"), "untrusted: ls (default only) not");
+		T_ERR(reqable(p, "low", NULL, "fs.read:/tmp/x", &m, &ttl), CB_EPOLICY,
+		    "untrusted: nothing requestable");
+		T_OK(!pol_net_domain_allowed(p, "example.com"), "untrusted: no domain allowed");
+		T_OK(pol_tier_limits(pol_tier_get(p, "low"))->tmp_size == 32u << 20, "untrusted: /tmp 32M");
+	}
+	pol_free(p);
+	free(path);
+	p = NULL;
+	if (asprintf(&path, "%s/examples/policies/system-tools.conf", top) < 0)
+		abort();
+	if (pol_load(path, &p, stdout) == 0) {
+		t = pol_tier_get(p, "nightly");
+		T_OK(t && strcmp(pol_tier_base(t), "high") == 0, "system-tools: nightly has high's shape");
+		T_OK(strcmp(pol_tier_base(pol_tier_get(p, "medium")), "medium") == 0, "medium is medium");
+		T_OK(t && pol_tier_limits(t)->wall == 28800 && pol_tier_limits(t)->memory == 8ull << 30,
+		    "system-tools: nightly extends high, overrides wall");
+		T_OK(t && within(p, "nightly", NULL, "fs.write:/etc/x"), "system-tools: nightly ceiling from high");
+		T_OK(pol_tier_binds(pol_tier_get(p, "high"), &b) == 2 && !b[0].rw && b[1].rw &&
+		    strcmp(b[1].src, "/var/lib/capbroker-reports") == 0 && strcmp(b[1].dst, "/reports") == 0,
+		    "system-tools: ro bind then rw bind SRC:DST");
+		T_OK(pol_admin_gid(p, 27) && pol_admin_uid(p, 0), "system-tools: admins");
+	}
+	pol_free(p);
+	free(path);
+}
+
+static void
+test_ceilings(void)
+{
+	struct pol *p = NULL;
+	struct pol_inst *pi = NULL;
+	const char *ws = "/home/u/proj";
+
+	if (pol_default(&p) != 0)
+		abort();
+	T_OK(!within(p, "low", NULL, "fs.read:/etc/passwd"), "low refuses fs.read:/etc/passwd");
+	T_OK(!within(p, "low", NULL, "fs.read:/tmp/x"), "low refuses host /tmp");
+	T_OK(!within(p, "low", NULL, "net.connect:example.com:443"), "low refuses net.connect:example.com:443");
+	T_OK(within(p, "low", NULL, "proc.exec:/usr/bin/ls"), "low accepts proc.exec:/usr/bin/ls");
+	T_OK(!within(p, "low", NULL, "proc.exec:/usr/bin/python3"), "low refuses proc.exec:/usr/bin/python3");
+	T_OK(!within(p, "low", NULL, "proc.exec:/usr/bin/*"), "low refuses proc.exec:/usr/bin/*");
+
+	T_OK(within(p, "medium", ws, "fs.read:/home/u/proj/x"), "medium accepts fs.read:${workspace}/x");
+	T_OK(within(p, "medium", ws, "fs.write:/home/u/proj/a/b/c"), "medium accepts fs.write deep in workspace");
+	T_OK(within(p, "medium", ws, "fs.delete:/home/u/proj/**"), "medium accepts fs.delete:${workspace}/**");
+	T_OK(within(p, "medium", ws, "fs.list:/home/u/proj"), "medium accepts listing the workspace");
+	T_OK(!within(p, "medium", ws, "fs.read:/home/u/project2/x"), "medium refuses a sibling with the same prefix");
+	T_OK(!within(p, "medium", ws, "fs.read:/home/u/**"), "medium refuses the workspace's parent");
+	T_OK(!within(p, "medium", ws, "fs.read:/etc/passwd"), "medium refuses /etc/passwd");
+	T_OK(!within(p, "medium", ws, "net.connect:example.com:443"), "medium (default) has no network");
+	T_OK(!within(p, "medium", NULL, "fs.read:/home/u/proj/x"), "medium without workspace grants no files");
+	T_OK(within(p, "medium", NULL, "proc.exec:/usr/bin/cat"), "medium without workspace keeps its tools");
+	T_OK(!within(p, "medium", "/", "fs.read:/etc/passwd"), "workspace / refused");
+	T_ERR(pol_tier_instantiate(pol_tier_get(p, "medium"), "/", &pi), CB_EINVAL, "instantiate: / refused");
+	T_ERR(pol_tier_instantiate(pol_tier_get(p, "medium"), "rel/dir", &pi), CB_EINVAL, "instantiate: relative refused");
+	T_ERR(pol_tier_instantiate(pol_tier_get(p, "medium"), "/a/*", &pi), CB_EINVAL, "instantiate: * refused");
+	T_ERR(pol_tier_instantiate(pol_tier_get(p, "medium"), "/a/../b", &pi), CB_EINVAL, "instantiate: .. refused");
+	T_ERR(pol_tier_instantiate(pol_tier_get(p, "medium"), ws, &pi), 0, "instantiate medium");
+	if (pi) {
+		struct cap *c = C("fs.write:/home/u/proj/out.txt");
+		size_t n = 0;
+
+		T_OK(pol_inst_within_ceiling(pi, c), "instance: fs.write in workspace");
+		T_OK(pol_inst_tier(pi) == pol_tier_get(p, "medium"), "instance: its tier");
+		while (pol_inst_ceiling(pi, n))
+			n++;
+		T_OK(n == 9, "instance: fs.* expands to 4 + 5 tools (%zu)", n);
+		T_OK(strcmp(pol_inst_ceiling(pi, 0)->text, "fs.read:/home/u/proj/**") == 0,
+		    "instance: ${workspace} substituted");
+		cap_free(c);
+	}
+	pol_inst_free(pi);
+	pol_inst_free(NULL);
+
+	T_OK(within(p, "high", NULL, "fs.write:/etc/passwd"), "high accepts fs.write:/etc/passwd");
+	T_OK(within(p, "high", NULL, "net.connect:10.0.0.0/8:*"), "high accepts any net.connect");
+	T_OK(within(p, "high", NULL, "proc.exec:/usr/sbin/reboot"), "high accepts any proc.exec");
+	pol_free(p);
+}
+
+static void
+test_requestable(void)
+{
+	struct pol *p = NULL;
+	enum pol_approval m;
+	uint64_t ttl;
+
+	if (pol_default(&p) != 0)
+		abort();
+	T_OK(reqable(p, "low", NULL, "fs.read:/etc/hosts", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN &&
+	    ttl == 3600, "default: anything requestable by low, human, 3600 s");
+	T_OK(reqable(p, "medium", "/w", "net.connect:10.1.2.3:22", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN,
+	    "default: net.connect requestable by medium, human");
+	T_OK(reqable(p, "high", NULL, "proc.exec:/bin/sh", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN,
+	    "default: proc.exec requestable by high, human");
+	pol_free(p);
+
+	p = load_text("tiers = { low = { requestable = (\n"
+	    "  { caps = [ \"proc.exec:/usr/bin/*\" ]; approval = \"auto\"; max_ttl = 60; },\n"
+	    "  { caps = [ \"fs.read:/etc/shadow\" ]; approval = \"never\"; },\n"
+	    "  { caps = [ \"fs.read:/etc/**\" ]; approval = \"auto\"; max_ttl = 120; },\n"
+	    "  { caps = [ \"net.connect:*.example.com:443\" ]; }\n"
+	    "); }; };\n");
+	if (!T_OK(p != NULL, "requestable policy loads"))
+		return;
+	T_OK(reqable(p, "low", NULL, "proc.exec:/usr/bin/ls", &m, &ttl) == 0 && m == POL_APPROVE_AUTO &&
+	    ttl == 60, "auto within the ceiling stays auto");
+	T_OK(reqable(p, "low", NULL, "proc.exec:/usr/bin/python3", &m, &ttl) == 0 &&
+	    m == POL_APPROVE_HUMAN && ttl == 60, "auto beyond the ceiling becomes human");
+	m = POL_APPROVE_AUTO;
+	T_ERR(reqable(p, "low", NULL, "fs.read:/etc/shadow", &m, &ttl), CB_EPOLICY, "never: refused");
+	T_OK(m == POL_APPROVE_NEVER, "never: mode never");
+	T_OK(reqable(p, "low", NULL, "fs.read:/etc/hosts", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN &&
+	    ttl == 120, "first matching rule decides (auto beyond ceiling -> human)");
+	T_OK(reqable(p, "low", NULL, "net.connect:api.example.com:443", &m, &ttl) == 0 &&
+	    m == POL_APPROVE_HUMAN && ttl == 3600, "approval defaults to human, max_ttl to 3600");
+	T_ERR(reqable(p, "low", NULL, "net.connect:example.com:443", &m, &ttl), CB_EPOLICY,
+	    "*.example.com does not cover example.com");
+	T_ERR(reqable(p, "low", NULL, "fs.write:/etc/hosts", &m, &ttl), CB_EPOLICY, "unlisted op refused");
+	T_ERR(reqable(p, "low", NULL, "fs.read:/home/x", &m, &ttl), CB_EPOLICY, "unlisted path refused");
+	T_ERR(reqable(p, "medium", "/w", "fs.read:/etc/hosts", &m, &ttl), 0, "other tiers keep the default");
+	pol_free(p);
+}
+
+static bool
+blocked(const char *addr, const char *granting)
+{
+	struct cap_addr a;
+	struct cap *g = granting ? C(granting) : NULL;
+	bool r;
+
+	if (cap_addr_parse(addr, &a) != 0) {
+		printf("# cannot parse address %s\n", addr);
+		abort();
+	}
+	r = pol_net_blocked(NULL, &a, g);
+	cap_free(g);
+	return r;
+}
+
+static void
+test_net(void)
+{
+	static const char *never[] = {
+		"0.0.0.0", "0.1.2.3", "10.0.0.1", "10.255.255.255", "100.64.0.1", "100.127.255.255",
+		"100.100.100.200", "127.0.0.1", "127.255.255.254", "169.254.0.1", "169.254.169.254",
+		"172.16.0.1", "172.31.255.255", "192.0.0.170", "192.168.0.1", "192.168.255.255",
+		"198.18.0.1", "198.19.255.255", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+		"255.255.255.255",
+		"::", "::1", "100::1", "fc00::1", "fd00:ec2::254", "fdff::1", "fe80::1", "febf::1",
+		"fec0::1", "ff02::1", "ff0e::1",
+		"::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1",
+		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::c0a8:101", "64:ff9b:1::1",
+		"::ffff:0:7f00:1", "::7f00:1", "::a9fe:a9fe", "2002:7f00:1::1", "2002:a9fe:a9fe::1",
+		"2002:a00:1::",
+	};
+	static const char *reachable[] = {
+		"8.8.8.8", "1.1.1.1", "93.184.216.34", "11.0.0.1", "100.63.255.255", "100.128.0.1",
+		"172.15.255.255", "172.32.0.1", "192.0.1.1", "192.169.0.1", "198.20.0.1",
+		"223.255.255.255", "169.253.255.255",
+		"2606:4700::1111", "2001:4860:4860::8888", "::ffff:8.8.8.8", "64:ff9b::808:808",
+		"2002:808:808::1", "fbff::1",
+	};
+	struct pol *p = NULL;
+	struct cap_addr a = { .family = 0 };
+
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		T_OK(blocked(never[i], NULL), "never reachable: %s", never[i]);
+	for (size_t i = 0; i < sizeof(reachable) / sizeof(reachable[0]); i++)
+		T_OK(!blocked(reachable[i], NULL), "reachable: %s", reachable[i]);
+	T_OK(!blocked("8.8.8.8", "net.connect:*:*"), "reachable with *:*");
+	T_OK(pol_net_blocked(NULL, &a, NULL), "unknown family is blocked");
+
+	/* a hand-built IPv4-mapped address (not normalised by cap_addr_parse) */
+	memset(&a, 0, sizeof(a));
+	a.family = AF_INET6;
+	a.b[10] = a.b[11] = 0xff;
+	a.b[12] = 127;
+	a.b[15] = 1;
+	T_OK(pol_net_blocked(NULL, &a, NULL), "un-normalised ::ffff:127.0.0.1 blocked");
+
+	T_OK(!blocked("127.0.0.1", "net.connect:127.0.0.1:8080"), "127.0.0.1 unlocked by naming it");
+	T_OK(blocked("127.0.0.2", "net.connect:127.0.0.1:8080"), "127.0.0.2 not unlocked by 127.0.0.1");
+	T_OK(!blocked("127.0.0.2", "net.connect:127.0.0.0/8:*"), "127.0.0.0/8 unlocks 127.0.0.2");
+	T_OK(blocked("127.0.0.1", "net.connect:*:*"), "*:* does not unlock 127.0.0.1");
+	T_OK(blocked("127.0.0.1", "net.connect:0.0.0.0/0:*"), "0.0.0.0/0 does not unlock 127.0.0.1");
+	T_OK(blocked("127.0.0.1", "net.connect:64.0.0.0/2:*"), "64.0.0.0/2 does not unlock 127.0.0.1");
+	T_OK(blocked("127.0.0.1", "net.connect:localhost:80"), "a name does not unlock its address");
+	T_OK(blocked("169.254.169.254", "net.connect:*.amazonaws.com:80"), "metadata stays blocked for names");
+	T_OK(!blocked("169.254.169.254", "net.connect:169.254.169.254:80"), "metadata unlocked explicitly");
+	T_OK(!blocked("10.1.2.3", "net.connect:10.0.0.0/8:22"), "10.0.0.0/8 unlocks 10.1.2.3");
+	T_OK(blocked("10.1.2.3", "net.connect:10.0.0.0/7:22"), "10.0.0.0/7 (wider than 10/8) does not");
+	T_OK(blocked("10.0.0.2", "net.connect:10.0.0.1:22"), "10.0.0.1 does not unlock 10.0.0.2");
+	T_OK(blocked("192.168.1.1", "net.connect:10.0.0.0/8:22"), "another range is not unlocked");
+	T_OK(!blocked("::1", "net.connect:[::1]:80"), "[::1] unlocks ::1");
+	T_OK(blocked("::1", "net.connect:[::/0]:80"), "[::/0] does not unlock ::1");
+	T_OK(!blocked("::ffff:127.0.0.1", "net.connect:127.0.0.1:80"), "mapped form is the IPv4 address");
+	T_OK(!blocked("64:ff9b::7f00:1", "net.connect:[64:ff9b::7f00:1]:80"), "NAT64 form unlocked by naming it");
+	T_OK(blocked("64:ff9b::7f00:1", "net.connect:127.0.0.1:80"), "IPv4 name does not unlock its NAT64 form");
+	T_OK(blocked("64:ff9b::7f00:1", "net.connect:[64:ff9b::/96]:80"), "whole NAT64 prefix does not unlock");
+	T_OK(!blocked("fd00::5", "net.connect:[fd00::/8]:443"), "fd00::/8 unlocks fd00::5");
+
+	T_ERR(pol_default(&p), 0, "default for domains");
+	T_OK(pol_net_domain_allowed(p, "anything.example"), "no allow list: every domain");
+	pol_free(p);
+	p = load_text("network = { allow_domains = [ \"pypi.org\", \"*.python.org\" ]; };\n");
+	if (T_OK(p != NULL, "allow list loads")) {
+		T_OK(pol_net_domain_allowed(p, "pypi.org"), "allow: pypi.org");
+		T_OK(pol_net_domain_allowed(p, "PyPI.org"), "allow: case-insensitive");
+		T_OK(pol_net_domain_allowed(p, "docs.python.org"), "allow: docs.python.org by *.python.org");
+		T_OK(!pol_net_domain_allowed(p, "python.org"), "deny: python.org (wildcard needs a label)");
+		T_OK(!pol_net_domain_allowed(p, "evilpypi.org"), "deny: evilpypi.org");
+		T_OK(!pol_net_domain_allowed(p, "pypi.org.evil.com"), "deny: pypi.org.evil.com");
+		T_OK(pol_net_domain_allowed(p, "8.8.8.8"), "IP literals are not judged by the domain list");
+	}
+	pol_free(p);
+}
+
+static void
+test_overrides(void)
+{
+	struct pol *p;
+	const struct pol_tier *t;
+
+	p = load_text("# a file names only what it changes\n"
+	    "tiers = { low = { limits = { memory = \"128M\"; }; };\n"
+	    "  ci = { exec = [ \"/usr/bin/make\" ]; };\n"
+	    "  build = { extends = \"medium\"; ceiling = [ \"fs.*:/srv/build/**\", \"net.connect:*:*\" ];\n"
+	    "    rw_binds = [ \"/var/cache/build\" ]; };\n"
+	    "};\n");
+	if (!T_OK(p != NULL, "override policy loads"))
+		return;
+	t = pol_tier_get(p, "low");
+	T_OK(pol_tier_limits(t)->memory == 128u << 20 && pol_tier_limits(t)->open_files == 256,
+	    "low: memory overridden, open_files kept");
+	t = pol_tier_get(p, "ci");
+	T_OK(t && pol_tier_limits(t)->memory == 128u << 20, "named tier without extends starts from low");
+	T_OK(t && strcmp(pol_tier_base(t), "low") == 0, "named tier without extends has low's shape");
+	T_OK(t && within(p, "ci", NULL, "proc.exec:/usr/bin/ls") && !within(p, "ci", NULL, "fs.read:/x"),
+	    "ci: low's ceiling");
+	t = pol_tier_get(p, "build");
+	T_OK(t && pol_tier_limits(t)->memory == 2ull << 30, "build: medium's limits");
+	T_OK(t && strcmp(pol_tier_base(t), "medium") == 0, "build: medium's shape");
+	T_OK(t && within(p, "build", NULL, "net.connect:10.0.0.1:22"), "build: named tiers have no cap on the ceiling");
+	T_OK(t && within(p, "build", NULL, "fs.write:/srv/build/x"), "build: its own files");
+	pol_free(p);
+}
+
+int
+main(void)
+{
+	if (!mkdtemp(tmpdir))
+		return 1;
+	test_default();
+	test_round_trips();
+	test_examples();
+	test_ceilings();
+	test_requestable();
+	test_net();
+	test_overrides();
+	{
+		char cmd[64];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+	}
+	return t_done();
+}

@@ -1,0 +1,212 @@
+/*
+ * test_sandbox.c - unit tests of the launcher API (sandbox-stub/sandbox.h):
+ * configuration checks, exit status mapping, and real sandboxes started
+ * through capbroker-stub ($CB_BIN/capbroker-stub, else bin/).
+ *
+ * Runs as the broker would (trusted side); the agents it starts are tiny
+ * system programs.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "sandbox-stub/sandbox.h"
+#include "tests/tap.h"
+
+static struct sbx_config
+config(enum sbx_tier tier, char **argv)
+{
+	struct sbx_config c;
+
+	memset(&c, 0, sizeof(c));
+	c.tier = tier;
+	c.id = "unit";
+	c.argv = argv;
+	c.broker_fd = -1;
+	return c;
+}
+
+/* Wait for the stub; returns the sandbox's exit code. */
+static int
+reap(struct sbx_proc *p)
+{
+	siginfo_t si;
+	int st;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED) == -1)
+		return -1;
+	st = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+	sbx_proc_close(p);
+	return sbx_wait_status(st);
+}
+
+static void
+test_names(void)
+{
+	enum sbx_tier t;
+
+	T_OK(sbx_tier_parse("low", &t) == 0 && t == SBX_TIER_LOW, "tier low parses");
+	T_OK(sbx_tier_parse("high", &t) == 0 && t == SBX_TIER_HIGH, "tier high parses");
+	T_ERR(sbx_tier_parse("root", &t), CB_EINVAL, "unknown tier refused");
+	T_OK(sbx_tier_name((enum sbx_tier)7) == NULL, "out-of-range tier has no name");
+	T_OK(strcmp(sbx_tier_name(SBX_TIER_MEDIUM), "medium") == 0, "medium's name");
+}
+
+static void
+test_status(void)
+{
+	T_OK(sbx_wait_status(W_EXITCODE(0, 0)) == 0, "exit 0 maps to 0");
+	T_OK(sbx_wait_status(W_EXITCODE(3, 0)) == 3, "exit 3 maps to 3");
+	T_OK(sbx_wait_status(W_EXITCODE(124, 0)) == 124, "timeout stays 124");
+	T_OK(sbx_wait_status(SIGKILL) == 137, "SIGKILL maps to 137");
+	T_OK(sbx_wait_status(SIGSYS) == 128 + SIGSYS, "SIGSYS maps to 159");
+}
+
+static void
+test_config_checks(void)
+{
+	char *argv[] = { "/bin/true", NULL };
+	char *empty[] = { NULL };
+	struct sbx_bind wb = { "/tmp", "/data", true };
+	struct sbx_config c;
+	struct sbx_proc p;
+
+	c = config(SBX_TIER_LOW, empty);
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "empty argv refused");
+	T_OK(p.pidfd == -1 && p.stdout_fd == -1, "failed start leaves descriptors at -1");
+	sbx_proc_close(&p);
+	c = config(SBX_TIER_LOW, argv);
+	c.id = "a/b";
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "id with a slash refused");
+	c.id = "";
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "empty id refused");
+	c = config(SBX_TIER_LOW, argv);
+	c.binds = &wb;
+	c.nbinds = 1;
+	T_ERR(sbx_spawn_start(&c, &p), CB_EPERM, "writable bind below the high tier refused");
+	c = config(SBX_TIER_LOW, argv);
+	c.limits.nofile = SBX_NOFILE_MAX + 1;
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "nofile above the maximum refused");
+	c = config((enum sbx_tier)9, argv);
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "unknown tier refused");
+	sbx_proc_close(NULL);
+}
+
+static void
+test_run(void)
+{
+	char *t_true[] = { "/bin/true", NULL };
+	char *t_exit[] = { "/bin/sh", "-c", "exit 7", NULL };
+	char *t_cat[] = { "/bin/cat", NULL };
+	char *t_missing[] = { "/no/such/agent", NULL };
+	char *t_sleep[] = { "/bin/sleep", "30", NULL };
+	struct sbx_bind bad = { "/nonexistent-cb-src", "/x", false };
+	struct sbx_config c;
+	struct sbx_proc p;
+	char why[256], buf[64];
+	int rc;
+
+	c = config(SBX_TIER_LOW, t_true);
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "low tier starts /bin/true (%s)", why);
+	if (rc == 0) {
+		T_OK(p.report.landlock_abi >= 0, "ready line carries the Landlock ABI (%d)",
+		    p.report.landlock_abi);
+		T_OK(reap(&p) == 0, "/bin/true exits 0");
+	}
+
+	c = config(SBX_TIER_HIGH, t_exit);
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "high tier starts sh (%s)", why);
+	if (rc == 0)
+		T_OK(reap(&p) == 7, "agent's exit status comes back (7)");
+
+	c = config(SBX_TIER_LOW, t_cat);
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "cat starts (%s)", why);
+	if (rc == 0) {
+		struct pollfd pfd = { .fd = p.stdout_fd, .events = POLLIN };
+		ssize_t n;
+
+		T_OK(write(p.stdin_fd, "hello", 5) == 5, "stdin is a pipe into the sandbox");
+		close(p.stdin_fd);
+		p.stdin_fd = -1;
+		n = poll(&pfd, 1, 5000) == 1 ? read(p.stdout_fd, buf, sizeof(buf)) : -1;
+		T_OK(n == 5 && memcmp(buf, "hello", 5) == 0, "stdout is a pipe out of it");
+		T_OK(reap(&p) == 0, "cat exits 0 at EOF");
+	}
+
+	c = config(SBX_TIER_LOW, t_missing);
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, CB_EINTERNAL, "a missing agent is a setup failure");
+	T_OK(strstr(why, "/no/such/agent") != NULL, "reason names the agent: %s", why);
+
+	c = config(SBX_TIER_LOW, t_true);
+	c.binds = &bad;
+	c.nbinds = 1;
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, CB_EINTERNAL, "an impossible bind fails closed");
+	T_OK(strstr(why, "bind source") != NULL, "reason says which bind: %s", why);
+
+	c = config(SBX_TIER_LOW, t_sleep);
+	c.limits.wall_secs = 1;
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "sleep starts (%s)", why);
+	if (rc == 0)
+		T_OK(reap(&p) == SBX_EXIT_TIMEOUT, "wall-clock timeout is exit 124");
+
+	c = config(SBX_TIER_LOW, t_sleep);
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "sleep starts again (%s)", why);
+	if (rc == 0) {
+		T_ERR(sbx_kill(&p), 0, "sbx_kill");
+		T_OK(reap(&p) == 128 + SIGKILL, "killed sandbox is 137");
+	}
+
+	/* Closing the broker's end of the socketpair ends the sandbox. */
+	{
+		int sp[2];
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) == 0) {
+			c = config(SBX_TIER_LOW, t_sleep);
+			c.broker_fd = sp[1];
+			rc = sbx_spawn(&c, &p, why, sizeof(why));
+			close(sp[1]);
+			T_ERR(rc, 0, "sleep with a broker socket starts (%s)", why);
+			close(sp[0]);
+			if (rc == 0)
+				T_OK(reap(&p) == 128 + SIGKILL, "broker hang-up kills the sandbox");
+		}
+	}
+}
+
+int
+main(void)
+{
+	char stub[PATH_MAX];
+	const char *bin = getenv("CB_BIN");
+
+	/* The stub of this build, not an installed one. */
+	snprintf(stub, sizeof(stub), "%s/capbroker-stub", bin != NULL ? bin : "bin");
+	if (stub[0] != '/') {
+		char *abs = realpath(stub, NULL);
+
+		if (abs != NULL && strlen(abs) < sizeof(stub))
+			memcpy(stub, abs, strlen(abs) + 1);
+		free(abs);
+	}
+	setenv("CAPBROKER_STUB", stub, 1);
+	test_names();
+	test_status();
+	test_config_checks();
+	test_run();
+	return t_done();
+}

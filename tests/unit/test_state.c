@@ -1,0 +1,476 @@
+/*
+ * test_state.c - durable state: first key, rotation and retirement, token
+ * records, revocation cascade, use limits, elevation requests and their
+ * expiry, the audit head, and persistence across a SIGKILLed process.
+ * Test code (trusted); works in a private temporary directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps/caps.h"
+#include "state/state.h"
+#include "tests/tap.h"
+
+static char dir[] = "/tmp/test_state.XXXXXX";
+
+static char *
+sub(const char *name)
+{
+	static char buf[4][256];
+	static int n;
+	char *p = buf[n++ % 4];
+
+	snprintf(p, 256, "%s/%s", dir, name);
+	return p;
+}
+
+static struct st_token
+tok(uint8_t idbyte, int parentbyte, uint32_t uses)
+{
+	struct st_token t;
+
+	memset(&t, 0, sizeof(t));
+	memset(t.id, idbyte, CAP_ID_LEN);
+	if (parentbyte >= 0) {
+		t.has_parent = true;
+		memset(t.parent, parentbyte, CAP_ID_LEN);
+	}
+	snprintf(t.sandbox, sizeof(t.sandbox), "sb-%u", idbyte);
+	t.caps = "fs.read:/work/**\nnet.connect:example.com:443";
+	t.nbf = 1000;
+	t.exp = 2000000000;
+	t.uses_left = uses;
+	t.issued_at = 1000;
+	snprintf(t.issued_by, sizeof(t.issued_by), "uid:0");
+	return t;
+}
+
+static const uint8_t *
+id_of(uint8_t b)
+{
+	static uint8_t ids[8][CAP_ID_LEN];
+	static int n;
+	uint8_t *p = ids[n++ % 8];
+
+	memset(p, b, CAP_ID_LEN);
+	return p;
+}
+
+static int
+count_fn(void *arg, const struct st_token *t)
+{
+	(void)t;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int
+count_req(void *arg, const struct st_request *r)
+{
+	(void)r;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void
+test_keys(void)
+{
+	struct st *st = NULL;
+	struct st_key_info *keys = NULL;
+	struct cap_keyring *akr = NULL;
+	uint8_t kid1[CAP_KID_LEN], kid2[CAP_KID_LEN], sig[64], skid[CAP_KID_LEN], bogus[CAP_KID_LEN] = { 9 };
+	const uint8_t msg[] = "hello";
+	char path[512], hex[17];
+	struct stat sb;
+	size_t n = 0;
+
+	T_ERR(st_open(sub("k"), &st), 0, "st_open on a fresh directory");
+	T_OK(stat(sub("k"), &sb) == 0 && (sb.st_mode & 0777) == 0700, "state directory is 0700");
+	T_OK(stat(sub("k/state.db"), &sb) == 0 && (sb.st_mode & 0777) == 0600, "state.db is 0600");
+	T_ERR(cap_keyring_signer(st_keyring(st), kid1), 0, "a first signing key was created");
+	cap_hex(kid1, CAP_KID_LEN, hex);
+	snprintf(path, sizeof(path), "%s/keys/%s.key", sub("k"), hex);
+	T_OK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600, "its secret key file is 0600");
+	snprintf(path, sizeof(path), "%s/keys/%s.pub", sub("k"), hex);
+	T_OK(stat(path, &sb) == 0 && sb.st_size == 65, "and its public key is stored");
+	T_ERR(cap_sign(st_keyring(st), "test", msg, sizeof(msg), sig, skid), 0, "sign with key 1");
+	T_ERR(st_rotate_key(st, kid2), 0, "st_rotate_key");
+	T_OK(memcmp(kid1, kid2, CAP_KID_LEN) != 0, "a new key id");
+	T_ERR(cap_keyring_signer(st_keyring(st), skid), 0, "signer");
+	T_OK(memcmp(skid, kid2, CAP_KID_LEN) == 0, "the new key signs");
+	T_ERR(cap_verify(st_keyring(st), kid1, "test", msg, sizeof(msg), sig), 0,
+	    "the old key still verifies");
+	T_ERR(st_retire_key(st, kid2), CB_EBUSY, "the signing key cannot be retired");
+	T_ERR(st_retire_key(st, bogus), CB_ENOENT, "an unknown key cannot be retired");
+	T_ERR(st_retire_key(st, kid1), 0, "retire the old key");
+	T_ERR(cap_verify(st_keyring(st), kid1, "test", msg, sizeof(msg), sig), CB_ERETIRED,
+	    "the retired key no longer verifies tokens");
+	T_ERR(st_audit_keyring(st, &akr), 0, "st_audit_keyring");
+	T_ERR(cap_verify(akr, kid1, "test", msg, sizeof(msg), sig), 0,
+	    "... which still verifies old audit checkpoints");
+	cap_keyring_free(akr);
+	T_ERR(st_key_list(st, &keys, &n), 0, "st_key_list");
+	T_OK(n == 2 && keys[0].retired_at != 0 && !keys[0].signing && keys[1].signing &&
+	    keys[1].retired_at == 0, "two keys: one retired, one signing");
+	free(keys);
+	{
+		struct st *st2 = NULL;
+
+		T_ERR(st_open(sub("k"), &st2), CB_EBUSY, "a second opener of the same state is refused");
+		st_close(st2);
+	}
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("k"), &st), 0, "reopen");
+	T_ERR(cap_keyring_signer(st_keyring(st), skid), 0, "signer after reopen");
+	T_OK(memcmp(skid, kid2, CAP_KID_LEN) == 0, "key 2 still signs after reopen");
+	T_ERR(cap_verify(st_keyring(st), kid1, "test", msg, sizeof(msg), sig), CB_ERETIRED,
+	    "key 1 still retired after reopen");
+	T_ERR(st_key_list(st, &keys, &n), 0, "list");
+	T_OK(n == 2, "no extra key generated on reopen");
+	free(keys);
+	st_close(st);
+}
+
+static void
+test_tokens(void)
+{
+	struct st *st = NULL;
+	struct st_token t, got;
+	uint32_t left = 0;
+	size_t count = 99;
+	uint64_t ep;
+	int n = 0;
+
+	T_ERR(st_open(sub("t"), &st), 0, "open");
+	t = tok(0xa0, -1, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add root A");
+	t = tok(0xb0, 0xa0, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add B derived from A");
+	t = tok(0xc0, 0xb0, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add C derived from B");
+	t = tok(0xd0, 0xa0, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add D derived from A");
+	t = tok(0xe0, -1, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add unrelated E");
+	T_ERR(st_token_add(st, &t), CB_EEXIST, "a duplicate id is refused");
+	t = tok(0xf0, 0x77, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), CB_ENOENT, "a child of an unknown parent is refused");
+	T_ERR(st_token_state(st, id_of(0xf0)), CB_ENOENT, "... and stays unknown");
+	t = tok(0xe1, -1, ST_UNLIMITED);
+	t.sandbox[0] = '\0';
+	T_ERR(st_token_add(st, &t), CB_EINVAL, "an empty sandbox is refused");
+	T_ERR(st_token_state(st, id_of(0xc0)), 0, "C is valid");
+	T_ERR(st_token_state(st, id_of(0x11)), CB_ENOENT, "an unknown id is refused by st_token_state");
+	T_OK(!st_is_revoked(st, id_of(0x11)), "st_is_revoked is false for an unknown id");
+	T_ERR(st_token_get(st, id_of(0xc0), &got), 0, "st_token_get C");
+	T_OK(got.has_parent && memcmp(got.parent, id_of(0xb0), CAP_ID_LEN) == 0 &&
+	    strcmp(got.sandbox, "sb-192") == 0 && strstr(got.caps, "net.connect") != NULL &&
+	    got.uses_left == ST_UNLIMITED && got.revoked_at == 0, "C's record round-trips");
+	st_token_clear(&got);
+
+	ep = st_epoch(st);
+	T_ERR(st_revoke(st, id_of(0xb0), 5000, &count), 0, "revoke B");
+	T_OK(count == 2, "B and its child C revoked on disk (%zu)", count);
+	T_OK(st_epoch(st) > ep, "the epoch moved (caches drop)");
+	T_OK(st_is_revoked(st, id_of(0xb0)) && st_is_revoked(st, id_of(0xc0)), "B and C revoked in memory");
+	T_OK(!st_is_revoked(st, id_of(0xa0)) && !st_is_revoked(st, id_of(0xd0)) &&
+	    !st_is_revoked(st, id_of(0xe0)), "A, D and E untouched");
+	T_ERR(st_token_state(st, id_of(0xc0)), CB_EREVOKED, "C's state is revoked");
+	T_ERR(st_token_get(st, id_of(0xc0), &got), 0, "get C");
+	T_OK(got.revoked_at == 5000, "C reports B's revocation time (revoked through its parent)");
+	st_token_clear(&got);
+	t = tok(0xc1, 0xb0, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), CB_EREVOKED, "deriving from a revoked token is refused");
+	T_ERR(st_revoke(st, id_of(0xb0), 6000, &count), 0, "revoking again is fine");
+	T_OK(count == 0, "... and changes nothing");
+	T_ERR(st_revoke(st, id_of(0x12), 6000, &count), CB_ENOENT, "revoking an unknown id");
+	T_ERR(st_revoke(st, id_of(0xa0), 7000, &count), 0, "revoke A");
+	T_OK(count == 2 && st_is_revoked(st, id_of(0xd0)), "A and D newly revoked (%zu)", count);
+	T_ERR(st_token_list(st, NULL, count_fn, &n), 0, "st_token_list");
+	T_OK(n == 5, "5 tokens listed (%d)", n);
+	n = 0;
+	T_ERR(st_token_list(st, "sb-224", count_fn, &n), 0, "st_token_list by sandbox");
+	T_OK(n == 1, "1 token of sandbox sb-224 (%d)", n);
+
+	/* deep chains are bounded */
+	{
+		int i, rc = 0;
+
+		t = tok(1, -1, ST_UNLIMITED);
+		T_ERR(st_token_add(st, &t), 0, "chain root");
+		for (i = 2; i <= ST_MAX_DEPTH + 1 && rc == 0; i++) {
+			t = tok((uint8_t)i, i - 1, ST_UNLIMITED);
+			rc = st_token_add(st, &t);
+		}
+		T_ERR(rc, 0, "a chain of depth %d", ST_MAX_DEPTH);
+		t = tok((uint8_t)(ST_MAX_DEPTH + 2), ST_MAX_DEPTH + 1, ST_UNLIMITED);
+		T_ERR(st_token_add(st, &t), CB_ETOOBIG, "one deeper is refused");
+		T_ERR(st_revoke(st, id_of(1), 8000, &count), 0, "revoke the chain's root");
+		T_OK(count == ST_MAX_DEPTH + 1 && st_is_revoked(st, id_of(ST_MAX_DEPTH + 1)),
+		    "the deepest token is revoked (%zu rows)", count);
+	}
+
+	/* use limits */
+	t = tok(0x50, -1, 2);
+	T_ERR(st_token_add(st, &t), 0, "add a token with 2 uses");
+	T_ERR(st_use(st, id_of(0x50), &left), 0, "use 1");
+	T_OK(left == 1, "1 left");
+	T_ERR(st_use(st, id_of(0x50), &left), 0, "use 2");
+	T_OK(left == 0, "0 left");
+	T_ERR(st_use(st, id_of(0x50), &left), CB_ESPENT, "use 3 refused: spent");
+	T_ERR(st_token_state(st, id_of(0x50)), CB_ESPENT, "its state is spent");
+	t = tok(0x51, -1, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add an unlimited token");
+	T_ERR(st_use(st, id_of(0x51), &left), 0, "using it");
+	T_OK(left == ST_UNLIMITED, "reports unlimited");
+	T_ERR(st_use(st, id_of(0xc0), &left), CB_EREVOKED, "using a revoked token is refused");
+	T_ERR(st_use(st, id_of(0x13), &left), CB_ENOENT, "using an unknown token is refused");
+	t = tok(0x52, -1, 0);
+	T_ERR(st_token_add(st, &t), 0, "add a token with 0 uses");
+	T_ERR(st_use(st, id_of(0x52), &left), CB_ESPENT, "it is spent from the start");
+	st_close(st);
+
+	st = NULL;
+	T_ERR(st_open(sub("t"), &st), 0, "reopen");
+	T_OK(st_is_revoked(st, id_of(0xc0)) && st_is_revoked(st, id_of(0xd0)) &&
+	    !st_is_revoked(st, id_of(0xe0)), "revocations survive a reopen");
+	T_ERR(st_token_state(st, id_of(0x50)), CB_ESPENT, "spent survives a reopen");
+	T_ERR(st_token_state(st, id_of(0x51)), 0, "the unlimited token is still fine");
+	st_close(st);
+}
+
+static void
+test_requests(void)
+{
+	struct st *st = NULL;
+	struct st_request r, g;
+	struct st_token t;
+	uint64_t now = cb_now(), id1, id2, id3, id4;
+	size_t n = 0;
+	int cnt = 0;
+
+	T_ERR(st_open(sub("r"), &st), 0, "open");
+	memset(&r, 0, sizeof(r));
+	snprintf(r.sandbox, sizeof(r.sandbox), "agent-1");
+	snprintf(r.command, sizeof(r.command), "python3 agent.py");
+	snprintf(r.capability, sizeof(r.capability), "net.connect:api.example.com:443");
+	snprintf(r.reason, sizeof(r.reason), "fetch the docs");
+	r.ttl = 600;
+	r.asked_at = now;
+	r.expires_at = now + 300;
+	T_ERR(st_request_add(st, &r), 0, "add request 1");
+	id1 = r.id;
+	T_ERR(st_request_add(st, &r), 0, "add request 2");
+	id2 = r.id;
+	r.expires_at = now - 1;
+	T_ERR(st_request_add(st, &r), 0, "add request 3 (already past its expiry)");
+	id3 = r.id;
+	r.expires_at = now + 2;
+	T_ERR(st_request_add(st, &r), 0, "add request 4 (expires in 2 s)");
+	id4 = r.id;
+	T_OK(id1 != id2 && id2 != id3 && id3 != id4, "distinct ids");
+	T_ERR(st_request_list(st, ST_REQ_PENDING, count_req, &cnt), 0, "list pending");
+	T_OK(cnt == 4, "4 pending (%d)", cnt);
+	T_ERR(st_request_expire(st, now, &n), 0, "st_request_expire");
+	T_OK(n == 1, "request 3 expired (%zu)", n);
+	T_ERR(st_request_get(st, id3, &g), 0, "get 3");
+	T_OK(g.state == ST_REQ_EXPIRED, "request 3 is expired");
+	t = tok(0x71, -1, ST_UNLIMITED);
+	t.elevated = true;
+	T_ERR(st_request_approve(st, id3, "uid:0", now, 60, ST_SCOPE_ONCE, &t), CB_EEXPIREDREQ,
+	    "an expired request cannot be approved");
+	T_ERR(st_token_state(st, t.id), CB_ENOENT, "... and no token was recorded");
+
+	T_ERR(st_request_approve(st, id1, "tty", now + 1, 120, ST_SCOPE_SESSION, &t), 0, "approve 1");
+	T_ERR(st_request_get(st, id1, &g), 0, "get 1");
+	T_OK(g.state == ST_REQ_APPROVED && strcmp(g.decided_by, "tty") == 0 && g.approved_ttl == 120 &&
+	    g.scope == ST_SCOPE_SESSION && g.has_token && memcmp(g.token_id, t.id, CAP_ID_LEN) == 0 &&
+	    g.decided_at == now + 1 && strcmp(g.capability, "net.connect:api.example.com:443") == 0,
+	    "request 1 approved by tty for 120 s, session scope, with its token");
+	T_ERR(st_token_state(st, t.id), 0, "the elevation token is recorded");
+	T_ERR(st_request_approve(st, id1, "tty", now + 1, 120, ST_SCOPE_ONCE, &t), CB_EEXIST,
+	    "approving twice is refused");
+	T_ERR(st_request_deny(st, id2, "uid:1000", now + 2, "not today"), 0, "deny 2");
+	T_ERR(st_request_get(st, id2, &g), 0, "get 2");
+	T_OK(g.state == ST_REQ_DENIED && strcmp(g.decision_reason, "not today") == 0 && !g.has_token,
+	    "request 2 denied with its reason");
+	T_ERR(st_request_deny(st, 999, "uid:0", now, NULL), CB_ENOENT, "unknown request");
+	t = tok(0x72, -1, ST_UNLIMITED);
+	T_ERR(st_request_approve(st, id4, "tty", now + 3, 60, ST_SCOPE_ONCE, &t), CB_EEXPIREDREQ,
+	    "approval after the request lapsed is refused");
+	T_ERR(st_request_get(st, id4, &g), 0, "get 4");
+	T_OK(g.state == ST_REQ_EXPIRED, "... and it is marked expired");
+	T_ERR(st_token_state(st, t.id), CB_ENOENT, "... with no token recorded");
+
+	/* a pending request stays pending across a restart, or expires */
+	r.expires_at = now + 3600;
+	T_ERR(st_request_add(st, &r), 0, "add request 5 (an hour)");
+	r.expires_at = now;
+	T_ERR(st_request_add(st, &r), 0, "add request 6 (expiring now)");
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("r"), &st), 0, "reopen");
+	T_ERR(st_request_get(st, id4 + 1, &g), 0, "get 5");
+	T_OK(g.state == ST_REQ_PENDING, "request 5 still pending after restart");
+	T_ERR(st_request_get(st, id4 + 2, &g), 0, "get 6");
+	T_OK(g.state == ST_REQ_EXPIRED, "request 6 expired on open");
+	st_close(st);
+}
+
+static void
+test_audit_head(void)
+{
+	struct st *st = NULL;
+	uint8_t id[16], hash[32], gid[16], gh[32];
+	uint64_t seq = 0;
+
+	T_ERR(st_open(sub("a"), &st), 0, "open");
+	T_ERR(st_get_audit_head(st, gid, &seq, gh), CB_ENOENT, "no audit head yet");
+	memset(id, 7, sizeof(id));
+	memset(hash, 8, sizeof(hash));
+	st_audit_checkpoint_cb(st, id, 41, hash);
+	T_ERR(st_audit_head_error(st), 0, "the checkpoint callback stored it");
+	memset(hash, 9, sizeof(hash));
+	T_ERR(st_set_audit_head(st, id, 77, hash), 0, "st_set_audit_head");
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("a"), &st), 0, "reopen");
+	T_ERR(st_get_audit_head(st, gid, &seq, gh), 0, "st_get_audit_head");
+	T_OK(seq == 77 && memcmp(gid, id, 16) == 0 && memcmp(gh, hash, 32) == 0,
+	    "the last checkpoint survives");
+	st_close(st);
+}
+
+/* A child does work, reports what it completed, and is SIGKILLed (no
+ * st_close, no cleanup).  The parent checks everything survived. */
+static void
+test_sigkill(void)
+{
+	int pfd[2];
+	pid_t pid;
+	int status = 0;
+	char buf[64] = { 0 };
+	struct st *st = NULL;
+	struct st_request g;
+	uint64_t rid = 0;
+	ssize_t n;
+
+	if (pipe(pfd) != 0)
+		abort();
+	pid = fork();
+	if (pid == 0) {
+		struct st *c = NULL;
+		struct st_token t;
+		struct st_request r;
+		uint32_t left;
+		char msg[64];
+
+		close(pfd[0]);
+		if (st_open(sub("kill"), &c) != 0)
+			_exit(1);
+		t = tok(0x10, -1, ST_UNLIMITED);
+		if (st_token_add(c, &t) != 0)
+			_exit(2);
+		t = tok(0x20, 0x10, ST_UNLIMITED);
+		if (st_token_add(c, &t) != 0)
+			_exit(3);
+		t = tok(0x30, -1, 3);
+		if (st_token_add(c, &t) != 0 || st_use(c, t.id, &left) != 0 || left != 2)
+			_exit(4);
+		if (st_revoke(c, id_of(0x10), 42, NULL) != 0)
+			_exit(5);
+		memset(&r, 0, sizeof(r));
+		snprintf(r.sandbox, sizeof(r.sandbox), "agent-k");
+		snprintf(r.capability, sizeof(r.capability), "fs.write:/tmp/**");
+		r.asked_at = cb_now();
+		r.expires_at = cb_now() + 3600;
+		if (st_request_add(c, &r) != 0)
+			_exit(6);
+		snprintf(msg, sizeof(msg), "%llu\n", (unsigned long long)r.id);
+		if (write(pfd[1], msg, strlen(msg)) < 0)
+			_exit(7);
+		/* now die mid-flight: a big batch in progress */
+		{
+			static struct st_token many[20000];
+			int i;
+
+			for (i = 0; i < 20000; i++) {
+				many[i] = tok(0, -1, ST_UNLIMITED);
+				memcpy(many[i].id, &i, sizeof(i));
+				many[i].id[15] = 0xee;
+			}
+			if (write(pfd[1], "go\n", 3) < 0)
+				_exit(8);
+			if (st_token_add_batch(c, many, 20000) != 0)
+				_exit(10);
+		}
+		raise(SIGKILL);
+		_exit(9);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], buf, sizeof(buf) - 1);
+	if (n > 0)
+		rid = strtoull(buf, NULL, 10);
+	usleep(20000);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	close(pfd[0]);
+	T_OK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child was SIGKILLed (status %d)", status);
+	T_OK(rid > 0, "the child completed its durable work first");
+	T_ERR(st_open(sub("kill"), &st), 0, "the state reopens after kill -9");
+	T_OK(st_is_revoked(st, id_of(0x10)) && st_is_revoked(st, id_of(0x20)), "revoked stays revoked");
+	T_ERR(st_token_state(st, id_of(0x20)), CB_EREVOKED, "the child token too");
+	{
+		struct st_token got;
+
+		T_ERR(st_token_get(st, id_of(0x30), &got), 0, "the limited token");
+		T_OK(got.uses_left == 2, "a spent use stays spent (%u left)", got.uses_left);
+		st_token_clear(&got);
+	}
+	T_ERR(st_request_get(st, rid, &g), 0, "the request");
+	T_OK(g.state == ST_REQ_PENDING, "a pending request stays pending");
+	{
+		int cnt = 0;
+		uint8_t first[CAP_ID_LEN] = { 0 }, last[CAP_ID_LEN] = { 0 };
+		int i = 19999;
+		bool a, b;
+
+		first[15] = 0xee;
+		memcpy(last, &i, sizeof(i));
+		last[15] = 0xee;
+		a = st_token_state(st, first) == 0;
+		b = st_token_state(st, last) == 0;
+		T_ERR(st_token_list(st, NULL, count_fn, &cnt), 0, "list");
+		T_OK(a == b && (cnt == 3 || cnt == 20003),
+		    "the interrupted batch is all or nothing (%d tokens, %s)", cnt, a ? "all" : "none");
+	}
+	st_close(st);
+}
+
+int
+main(void)
+{
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	test_keys();
+	test_tokens();
+	test_requests();
+	test_audit_head();
+	test_sigkill();
+	if (getenv("CB_TEST_KEEP") == NULL) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", dir);
+	}
+	return t_done();
+}
