@@ -60,7 +60,7 @@ MODULES    :=
 PROGS      :=
 LIBEXEC_PROGS :=
 MAN1       :=
-include $(wildcard */module.mk)
+include $(wildcard */module.mk) $(filter-out $(wildcard */module.mk),$(wildcard */*.mk))
 
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(B)/t/%)

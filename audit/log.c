@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -947,7 +948,8 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 	uint64_t torn = 0;
 	bool existed;
 	char detail[128];
-	int rc = CB_ENOMEM;
+	sigset_t all, old;
+	int rc = CB_ENOMEM, prc;
 
 	*out = NULL;
 	if (path == NULL || (kr == NULL && (opts == NULL || opts->sign == NULL)))
@@ -1006,7 +1008,14 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 		goto out;
 	l->pub_seq = l->seq;
 	l->pub_checkpoints = l->checkpoints;
-	if (pthread_create(&l->thread, NULL, writer_main, l) != 0) {
+	/* The writer takes no signals: they stay with the broker's loop, and
+	 * a SIGXFSZ from an oversized write becomes EFBIG (fail closed) rather
+	 * than killing the broker. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	prc = pthread_create(&l->thread, NULL, writer_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc != 0) {
 		rc = CB_EINTERNAL;
 		goto out;
 	}

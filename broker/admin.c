@@ -554,7 +554,8 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	}
 	argv[argc] = NULL;
 	spec.argv = (char *const *)argv;
-	ADM_OPT(a, wire_get_str(m, "id", &spec.id));
+	/* "id" is the message id; the sandbox's name travels as "sandbox". */
+	ADM_OPT(a, wire_get_str(m, "sandbox", &spec.id));
 	ADM_OPT(a, wire_get_str(m, "tier", &spec.tier));
 	ADM_OPT(a, wire_get_str(m, "workspace", &spec.workspace));
 	ADM_OPT(a, wire_get_u64(m, "ttl", &spec.ttl));

@@ -256,11 +256,20 @@ brk_wake(evutil_socket_t fd, short ev, void *arg)
 
 /* ---- dispatch ------------------------------------------------------- */
 
+/* ping needs no token, but one presented with it is judged like any
+ * other: an agent testing a token learns at once that it is bad. */
 static void
 brk_op_ping(struct brk_sbx *s, const struct wire_req *q)
 {
 	struct wire_reply r = { .id = q->id };
+	uint32_t th;
+	int e;
 
+	if (q->tok && ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0 ||
+	    (e = brk_tok_check(s, &s->held[th], NULL, NULL)) != 0)) {
+		brk_deny(s, q, e, "ping", NULL, NULL);
+		return;
+	}
 	brk_reply(s, &r, -1);
 }
 
@@ -492,8 +501,11 @@ brk_sbx_grace_over(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	if (s->spawned && !s->exited)
+	if (s->spawned && !s->exited) {
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "kill", NULL, NULL, "broker",
+		    "the sandbox's channel closed");
 		sbx_kill(&s->proc);
+	}
 }
 
 /* The channel is gone (agent closed it, or it misbehaved).  A sandbox
@@ -511,7 +523,7 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
-	if (!s->exited)
+	if (!s->exited && strcmp(why, "agent closed its channel") != 0)
 		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.channel-closed", NULL, NULL,
 		    "broker", why);
 	if (s->spawned && !s->exited) {
@@ -797,7 +809,10 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	cfg.nbinds = nb;
 	cfg.exec_allow = pexec;
 	cfg.nexec_allow = npe;
-	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes, lim->open_files,
+	/* The sandbox reserves its top descriptor slots: a policy's larger
+	 * open-files limit is clamped (stricter, never weaker). */
+	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes,
+		lim->open_files < SBX_NOFILE_MAX ? lim->open_files : SBX_NOFILE_MAX,
 		lim->file_size, lim->cpu, spec->timeout ? spec->timeout : lim->wall, lim->tmp_size };
 	cfg.broker_fd = sv[1];
 	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;

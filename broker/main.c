@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,22 @@ relay_in_w(evutil_socket_t fd, short ev, void *arg)
 	relay_in_flush(arg);
 }
 
+/* Regular files and character devices cannot be watched by epoll: copy
+ * them in a thread, so the loop keeps serving the agent meanwhile. */
+static void *
+relay_copy_stdin(void *arg)
+{
+	int dst = (int)(intptr_t)arg;
+	char buf[65536];
+	ssize_t n;
+
+	fcntl(dst, F_SETFL, 0);
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) > 0)
+		write_all(dst, buf, (size_t)n);
+	close(dst);
+	return NULL;
+}
+
 static int
 relay_start(struct relay *r, struct event_base *base, int in_dst, int out_src, int err_src)
 {
@@ -203,18 +220,19 @@ relay_start(struct relay *r, struct event_base *base, int in_dst, int out_src, i
 		struct stat st;
 
 		fcntl(in_dst, F_SETFL, O_NONBLOCK);
-		/* Regular files and /dev/null cannot be polled; read them
-		 * through a pipe-like path only if pollable. */
 		if (fstat(STDIN_FILENO, &st) == 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) &&
 		    !isatty(STDIN_FILENO)) {
-			char buf[65536];
-			ssize_t n;
+			pthread_attr_t at;
+			pthread_t t;
+			int e;
 
-			fcntl(in_dst, F_SETFL, 0);
-			while ((n = read(STDIN_FILENO, buf, sizeof(buf))) > 0)
-				write_all(in_dst, buf, (size_t)n);
-			close(in_dst);
-			r->in_dst = -1;
+			pthread_attr_init(&at);
+			pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+			e = pthread_create(&t, &at, relay_copy_stdin, (void *)(intptr_t)in_dst);
+			pthread_attr_destroy(&at);
+			if (e != 0)
+				return CB_EBUSY;
+			r->in_dst = -1;	/* the thread owns it now */
 			return 0;
 		}
 		r->ev_in = event_new(base, STDIN_FILENO, EV_READ | EV_PERSIST, relay_in, r);
@@ -414,7 +432,7 @@ run_connect(struct run_opts *o)
 		wire_put_str(&e, NULL, o->argv[i]);
 	wire_arr_end(&e);
 	if (o->id)
-		wire_put_str(&e, "id", o->id);
+		wire_put_str(&e, "sandbox", o->id);
 	if (o->tier)
 		wire_put_str(&e, "tier", o->tier);
 	if (o->workspace)

@@ -153,7 +153,10 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 	static unsigned seq;
 	const struct sbx_limits *l = &cfg->limits;
 	char own[200], val[32], name[48];
-	uint64_t mem = l->mem_bytes ? l->mem_bytes : SBX_DEFAULT_MEM_BYTES;
+	/* The cgroup holds the sandbox's processes and its /tmp (tmpfs pages
+	 * are charged to it), plus slack for the kernel's own per-process use. */
+	uint64_t mem = (l->mem_bytes ? l->mem_bytes : SBX_DEFAULT_MEM_BYTES) +
+	    (l->tmp_bytes ? l->tmp_bytes : SBX_DEFAULT_TMP_BYTES) + (64ULL << 20);
 	uint64_t nproc = l->nproc ? l->nproc : SBX_DEFAULT_NPROC;
 	int n = 0;
 

@@ -18,7 +18,8 @@
  *
  * Threads: the stub dies with the *thread* that spawned it (PDEATHSIG
  * semantics), so call sbx_spawn_start() from a thread that lives as long as
- * the sandbox, normally the event loop thread.
+ * the sandbox, normally the event loop thread.  Do not set SIGCHLD to
+ * SIG_IGN: the caller reaps the stub (waitid on the pidfd).
  */
 #ifndef CB_SANDBOX_H
 #define CB_SANDBOX_H
@@ -45,7 +46,7 @@ enum sbx_tier {
 #define SBX_DEFAULT_WALL_SECS	3600ULL		/* wall clock: the sandbox exits 124 */
 #define SBX_DEFAULT_TMP_BYTES	(64ULL << 20)	/* size of the private /tmp */
 
-#define SBX_NOFILE_MAX		4096ULL		/* larger nofile values are refused */
+#define SBX_NOFILE_MAX		4095ULL		/* larger nofile values are refused */
 #define SBX_ID_MAX		64		/* sandbox id: [A-Za-z0-9._-]{1,64} */
 #define SBX_AGENT_FD		3		/* CAPBROKER_FD inside the sandbox */
 

@@ -26,6 +26,11 @@
 #define STUB_FD_STATUS		4		/* report: "ready ..." or "fail ..." */
 #define STUB_FD_CGROUP0		5		/* cgroup.procs files to join, if any */
 
+/* The agent binary is opened at this descriptor for the one exec; it is
+ * above every RLIMIT_NOFILE the agent can have (SBX_NOFILE_MAX), and fixed so
+ * that the seccomp filters can be compiled once, at build time. */
+#define STUB_EXEC_FD		((int)SBX_NOFILE_MAX)
+
 /* The configuration, parsed from the command line (trusted: it comes from
  * the broker, but every field is still checked before use). */
 struct stub_cfg {
@@ -63,6 +68,12 @@ int stub_landlock_abi(void);
 /* Restrict the calling process (the agent-to-be) with Landlock at ABI abi
  * (no-op for abi 0).  exec_fd is the agent binary. */
 void stub_landlock_apply(const struct stub_cfg *c, int abi);
+
+#ifdef STUB_WITH_LIBSECCOMP
+#include <seccomp.h>
+/* Build time (stub_genbpf.c): the libseccomp filter of a tier. */
+scmp_filter_ctx stub_seccomp_build(enum sbx_tier tier, int exec_fd);
+#endif
 
 /* Install the tier's seccomp filter on the calling process.  Must be the
  * last step before execveat(c->exec_fd, "", ..., AT_EMPTY_PATH).  Returns the

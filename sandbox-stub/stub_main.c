@@ -125,13 +125,17 @@ dst_ok(const char *d)
 		if (s[1] == '.' && s[2] == '.' && (s[3] == '/' || s[3] == '\0'))
 			return false;
 	}
-	static const char *const reserved[] = { "/proc", "/dev", "/tmp", "/etc", "/capbroker" };
+	static const char *const reserved[] = { "/proc", "/dev", "/etc", "/capbroker" };
 	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		size_t n = strlen(reserved[i]);
 		if (strncmp(d, reserved[i], n) == 0 && (d[n] == '\0' || d[n] == '/'))
 			return false;
 	}
-	return true;
+	/* Beneath /tmp is fine: the private tmpfs is mounted first and the
+	 * binds are attached on it (their mount points are created on the
+	 * stub's own tmpfs, never in a host directory).  /tmp itself stays the
+	 * private tmpfs. */
+	return strcmp(d, "/tmp") != 0;
 }
 
 static bool
@@ -299,8 +303,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	DEF(tmp_bytes, SBX_DEFAULT_TMP_BYTES);
 #undef DEF
 	/* The agent's exec descriptor sits at a number its RLIMIT_NOFILE can
-	 * never reach: see stub_seccomp.c for why that makes "one exec" sound. */
-	c->exec_fd = (int)c->lim.nofile;
+	 * never reach: see stub_seccomp.c for the "one exec" rule. */
+	c->exec_fd = STUB_EXEC_FD;
 }
 
 /* ------------------------------------------------------------- outer stub */
@@ -427,6 +431,8 @@ exit_code(int st)
 }
 
 static void pid1_main(struct stub_cfg *c, int outer_pidfd) __attribute__((noreturn));
+static void drop_capabilities_bounding(void);
+static void drop_capabilities_all(void);
 
 int
 main(int argc, char **argv)
@@ -452,9 +458,12 @@ main(int argc, char **argv)
 	if (child == 0)
 		pid1_main(&c, outer_pidfd);
 
-	/* Outer stub: hold nothing the sandbox could use, relay the status. */
+	/* Outer stub: hold nothing the sandbox could use (no descriptor, no
+	 * capability in the sandbox's user namespace), relay the status. */
 	if (close_range(0, ~0U, 0) == -1)
 		_exit(SBX_EXIT_SETUP);
+	drop_capabilities_bounding();
+	drop_capabilities_all();
 	while (waitpid(child, &st, 0) == -1) {
 		if (errno != EINTR)
 			_exit(SBX_EXIT_SETUP);
@@ -518,6 +527,30 @@ find_in_path(const char *name, char *buf, size_t len)
 	stub_die(0, "command not found in the sandbox: %.200s", name);
 }
 
+/* Move fd to exactly number want (above the agent's future RLIMIT_NOFILE:
+ * our own soft limit is raised for it, within the hard one). */
+static void
+place_fd(int fd, int want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		stub_die(errno, "getrlimit");
+	if (rl.rlim_cur <= (rlim_t)want) {
+		if (rl.rlim_max <= (rlim_t)want)
+			stub_die(0, "hard RLIMIT_NOFILE %llu too low for descriptor %d",
+			    (unsigned long long)rl.rlim_max, want);
+		rl.rlim_cur = (rlim_t)want + 1;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			stub_die(errno, "setrlimit NOFILE");
+	}
+	if (fd == want)
+		return;
+	if (fcntl(fd, F_DUPFD_CLOEXEC, want) != want)
+		stub_die(errno, "placing the exec descriptor at %d", want);
+	close(fd);
+}
+
 /* Open the agent binary at exactly c->exec_fd.  A script's interpreter is
  * resolved here (execveat of an O_CLOEXEC script descriptor cannot work),
  * and argv is rewritten to "interp [arg] script args...". */
@@ -531,19 +564,6 @@ open_agent(struct stub_cfg *c)
 	ssize_t n;
 	int fd, rfd;
 
-	struct rlimit rl;
-
-	/* Room to place the descriptor above the agent's future limit. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
-		stub_die(errno, "getrlimit");
-	if (rl.rlim_cur <= (rlim_t)c->exec_fd) {
-		if (rl.rlim_max <= (rlim_t)c->exec_fd)
-			stub_die(0, "hard RLIMIT_NOFILE %llu too low for nofile %d",
-			    (unsigned long long)rl.rlim_max, c->exec_fd);
-		rl.rlim_cur = (rlim_t)c->exec_fd + 1;
-		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
-			stub_die(errno, "setrlimit NOFILE");
-	}
 	find_in_path(c->argv[0], path, sizeof(path));
 	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd == -1)
@@ -576,11 +596,7 @@ open_agent(struct stub_cfg *c)
 		for (size_t i = 0; i < argc; i++)
 			nargv[k++] = c->argv[i];
 	}
-	if (fd != c->exec_fd) {
-		if (fcntl(fd, F_DUPFD_CLOEXEC, c->exec_fd) != c->exec_fd)
-			stub_die(errno, "placing the exec descriptor at %d", c->exec_fd);
-		close(fd);
-	}
+	place_fd(fd, c->exec_fd);
 	return nargv;
 }
 
@@ -746,12 +762,10 @@ agent_main(struct stub_cfg *c, int errpipe, int notify_sock, int ll_abi)
 	nargv = open_agent(c);
 	env = agent_env(c);
 	/* Everything but stdio and the broker socket closes at exec (the status
-	 * pipe and errpipe are needed until then). */
+	 * pipe, errpipe and listener socket are needed until then). */
 	if (close_range(SBX_AGENT_FD + (c->have_broker_fd ? 1 : 0), ~0U,
 	    CLOSE_RANGE_CLOEXEC) == -1)
 		stub_die(errno, "close_range");
-	if (!c->have_broker_fd)
-		close(SBX_AGENT_FD);
 	apply_rlimits(c);
 	drop_capabilities_bounding();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
@@ -857,6 +871,11 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	    c->ncgroup > 0 ? 1 : 0);
 	(void)!write(STUB_FD_STATUS, ready, strlen(ready));
 	close(STUB_FD_STATUS);
+	/* The agent's stdio is the agent's: its end-of-file must reach the
+	 * broker when the agent closes it, not when pid 1 exits. */
+	close(STDIN_FILENO);
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
 
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };

@@ -78,19 +78,20 @@ capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
 	t->link[0] = '\0';
 	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
 		stub_die(0, "path too long: %.200s", dst);
-	if (stat(src, &st) == -1) {
+	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t->fd == -1) {
 		if (optional && errno == ENOENT)
 			return;
 		stub_die(errno, "bind source %.200s", src);
 	}
+	/* The type of what was captured, not of what the path names now. */
+	if (fstat(t->fd, &st) == -1)
+		stub_die(errno, "fstat %.200s", src);
 	/* Devices only where the caller asked for device semantics (no nodev). */
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) &&
 	    !(S_ISCHR(st.st_mode) && (attr & MOUNT_ATTR_NODEV) == 0))
 		stub_die(0, "bind source is not a file or directory: %.200s", src);
 	t->dir = S_ISDIR(st.st_mode);
-	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (t->fd == -1)
-		stub_die(errno, "open_tree %.200s", src);
 	set_attr(t->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, src);
 }
 
@@ -314,7 +315,7 @@ stub_mount_setup(const struct stub_cfg *c)
 		 * cannot be changed, which does not stop writes to the device. */
 		capture(&sys[T_DEV0 + i], path, path,
 		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
-		if (stat(path, &st) == -1 || !S_ISCHR(st.st_mode))
+		if (fstat(sys[T_DEV0 + i].fd, &st) == -1 || !S_ISCHR(st.st_mode))
 			stub_die(0, "%s is not a character device", path);
 	}
 	for (size_t i = 0; i < c->nbinds; i++) {

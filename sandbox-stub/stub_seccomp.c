@@ -1,8 +1,12 @@
 /*
- * stub_seccomp.c - the seccomp layer: a default-deny system call filter.
+ * stub_seccomp.c - the seccomp layer's rules: a default-deny system call
+ * filter per tier, written with libseccomp.
  *
- * Runs in capbroker-stub, in the agent process, as the very last step before
- * the agent's exec (everything earlier needs calls this filter forbids).
+ * Runs at build time: stub_genbpf.c compiles these rules into BPF programs
+ * that capbroker-stub embeds (stub_bpf.h) and loads in the agent process as
+ * the very last step before the agent's exec (stub_seccomp_load.c).  Building
+ * a filter of this size costs about 2 ms, which a sandbox start (target: no
+ * slower than bwrap, ~5 ms) cannot afford at run time.
  *
  * Shape (the OpenSSH sandbox-seccomp-filter.c way):
  *   - the architecture is checked first: a call through another ABI (i386
@@ -20,7 +24,7 @@
  * compared as a whole, never trusted).
  *
  * One exec in the low tier.  execve is refused; execveat is refused except
- * on descriptor c->exec_fd with AT_EMPTY_PATH, and that one case goes to a
+ * on descriptor STUB_EXEC_FD with AT_EMPTY_PATH, and that one case goes to a
  * user-space supervisor (SECCOMP_RET_USER_NOTIF): pid 1.  Pid 1 lets exactly
  * one such call continue, the stub's own exec of the agent (made before any
  * agent code exists, by a single-threaded process), and then closes the
@@ -30,15 +34,15 @@
  * safe here.  Why not the descriptor alone: execveat() ignores the
  * descriptor when the path is absolute, so a filter on the descriptor number
  * cannot tell the agent's exec from execveat(N, "/lib64/ld-linux...", ...).
- * (The descriptor sits at a number equal to the agent's RLIMIT_NOFILE, so it
+ * (The descriptor sits at a number above the agent's RLIMIT_NOFILE, so it
  * cannot even name a file after the exec; Landlock limits execute rights to
- * the agent binary and the ELF loader as a second layer.)
+ * the agent binary and the ELF loader as a second layer.)  The medium and
+ * high tiers may exec, but the stub's own exec still goes through pid 1, so
+ * that "ready" is only reported once the agent really started.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
-#include <unistd.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -46,6 +50,7 @@
 #include <seccomp.h>
 #include <linux/fs.h>
 
+#define STUB_WITH_LIBSECCOMP
 #include "sandbox-stub/stub_int.h"
 
 /* Calls every tier may make. */
@@ -66,7 +71,7 @@ static const char *const allow_common[] = {
 	"futimesat", "getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr",
 	"flistxattr", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
 	"lremovexattr", "fremovexattr", "inotify_init", "inotify_init1",
-	"inotify_add_watch", "inotify_rm_watch", "memfd_create",
+	"inotify_add_watch", "inotify_rm_watch",
 	/* polling and events */
 	"poll", "ppoll", "select", "_newselect", "pselect6", "epoll_create",
 	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
@@ -178,14 +183,39 @@ deny_clone_ns(scmp_filter_ctx ctx)
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, f[i], f[i]));
 }
 
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL	0x0008U		/* Linux 6.3 */
+#define MFD_EXEC	0x0010U
+#endif
+
+/* memfd_create.  Landlock's execute right does not cover memfds (they live
+ * on an internal mount), so in the medium tier, where exec is limited to a
+ * list, a memfd must be created non-executable and sealed so (Linux 6.3+).
+ * The low tier cannot exec at all; the high tier may exec what it makes. */
 static void
-tier_rules(scmp_filter_ctx ctx, const struct stub_cfg *c)
+memfd_rules(scmp_filter_ctx ctx, enum sbx_tier tier)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+
+	if (tier != SBX_TIER_MEDIUM) {
+		rule(ctx, SCMP_ACT_ALLOW, "memfd_create", 0, NULL);
+		return;
+	}
+	RULE(ctx, SCMP_ACT_ALLOW, "memfd_create",
+	    SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_NOEXEC_SEAL | MFD_EXEC, MFD_NOEXEC_SEAL));
+	RULE(ctx, eperm, "memfd_create", SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_NOEXEC_SEAL, 0));
+	RULE(ctx, eperm, "memfd_create", SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_EXEC, MFD_EXEC));
+}
+
+static void
+tier_rules(scmp_filter_ctx ctx, enum sbx_tier tier, int exec_fd)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	const char *const net[] = { "connect", "bind", "listen", "accept", "accept4" };
 
 	deny_clone_ns(ctx);
-	if (c->tier == SBX_TIER_LOW) {
+	memfd_rules(ctx, tier);
+	if (tier == SBX_TIER_LOW) {
 		/* Threads only: CLONE_THREAD set, no namespace flag. */
 		RULE(ctx, SCMP_ACT_ALLOW, "clone",
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | NS_FLAGS, CLONE_THREAD));
@@ -194,9 +224,9 @@ tier_rules(scmp_filter_ctx ctx, const struct stub_cfg *c)
 		rule(ctx, eperm, "vfork", 0, NULL);
 		rule(ctx, eperm, "execve", 0, NULL);
 		RULE(ctx, SCMP_ACT_NOTIFY, "execveat",
-		    SCMP_A0(SCMP_CMP_EQ, (uint64_t)c->exec_fd),
+		    SCMP_A0(SCMP_CMP_EQ, (uint64_t)exec_fd),
 		    SCMP_A4(SCMP_CMP_EQ, AT_EMPTY_PATH));
-		RULE(ctx, eperm, "execveat", SCMP_A0(SCMP_CMP_NE, (uint64_t)c->exec_fd));
+		RULE(ctx, eperm, "execveat", SCMP_A0(SCMP_CMP_NE, (uint64_t)exec_fd));
 		RULE(ctx, eperm, "execveat", SCMP_A4(SCMP_CMP_NE, AT_EMPTY_PATH));
 		/* No new connections: the broker's socket is already connected. */
 		for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++)
@@ -210,9 +240,9 @@ tier_rules(scmp_filter_ctx ctx, const struct stub_cfg *c)
 		 * that the agent really started (the "ready" report). */
 		rule(ctx, SCMP_ACT_ALLOW, "execve", 0, NULL);
 		RULE(ctx, SCMP_ACT_NOTIFY, "execveat",
-		    SCMP_A0(SCMP_CMP_EQ, (uint64_t)c->exec_fd),
+		    SCMP_A0(SCMP_CMP_EQ, (uint64_t)exec_fd),
 		    SCMP_A4(SCMP_CMP_EQ, AT_EMPTY_PATH));
-		RULE(ctx, SCMP_ACT_ALLOW, "execveat", SCMP_A0(SCMP_CMP_NE, (uint64_t)c->exec_fd));
+		RULE(ctx, SCMP_ACT_ALLOW, "execveat", SCMP_A0(SCMP_CMP_NE, (uint64_t)exec_fd));
 		RULE(ctx, SCMP_ACT_ALLOW, "execveat", SCMP_A4(SCMP_CMP_NE, AT_EMPTY_PATH));
 		/* Only AF_UNIX sockets exist (below), in an empty network
 		 * namespace, with abstract sockets scoped by Landlock. */
@@ -221,8 +251,8 @@ tier_rules(scmp_filter_ctx ctx, const struct stub_cfg *c)
 	}
 }
 
-int
-stub_seccomp_apply(const struct stub_cfg *c)
+scmp_filter_ctx
+stub_seccomp_build(enum sbx_tier tier, int exec_fd)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	scmp_filter_ctx ctx;
@@ -266,50 +296,6 @@ stub_seccomp_apply(const struct stub_cfg *c)
 		RULE(ctx, eperm, "mknod", SCMP_A1(SCMP_CMP_MASKED_EQ, S_IFMT, bad_types[i]));
 		RULE(ctx, eperm, "mknodat", SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT, bad_types[i]));
 	}
-	tier_rules(ctx, c);
-
-	r = seccomp_load(ctx);
-	if (r != 0)
-		stub_die(-r, "seccomp_load");
-	r = seccomp_notify_fd(ctx);
-	if (r < 0)
-		stub_die(-r, "seccomp listener");
-	seccomp_release(ctx);
-	return r;
-}
-
-/* Pid 1's half of the one-exec rule: answer the first notification (the
- * stub's exec of the agent) with "continue", then close the listener.
- * Returns 0, or -1 if the agent process went away first. */
-int
-stub_seccomp_allow_first_exec(int listener, pid_t agent)
-{
-	struct seccomp_notif *req = NULL;
-	struct seccomp_notif_resp *resp = NULL;
-	struct pollfd pfd = { .fd = listener, .events = POLLIN };
-	int r, rc = -1;
-
-	if (seccomp_notify_alloc(&req, &resp) != 0)
-		stub_die(ENOMEM, "seccomp_notify_alloc");
-	while ((r = poll(&pfd, 1, -1)) == -1 && errno == EINTR)
-		;
-	if (r != 1 || (pfd.revents & POLLIN) == 0)
-		goto out;
-	if ((r = seccomp_notify_receive(listener, req)) != 0)
-		goto out;
-	if ((pid_t)req->pid != agent || req->data.nr != seccomp_syscall_resolve_name("execveat"))
-		stub_die(0, "unexpected seccomp notification (pid %d, call %d)",
-		    (int)req->pid, req->data.nr);
-	resp->id = req->id;
-	resp->val = 0;
-	resp->error = 0;
-	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-	if ((r = seccomp_notify_respond(listener, resp)) != 0)
-		goto out;
-	rc = 0;
-out:
-	/* From now on the filter's notifications have nobody to go to. */
-	close(listener);
-	seccomp_notify_free(req, resp);
-	return rc;
+	tier_rules(ctx, tier, exec_fd);
+	return ctx;
 }

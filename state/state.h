@@ -56,7 +56,8 @@ void st_close(struct st *st);
 const struct cap_keyring *st_keyring(const struct st *st);
 
 /* Make a new signing key (STATE/keys/<kidhex>.key, 0600, and .pub); the
- * old ones keep verifying until retired.  kid may be NULL. */
+ * old ones keep verifying until retired.  kid may be NULL.  This is what
+ * `capctl rotate-key` (and `capctl keygen`) should call. */
 int st_rotate_key(struct st *st, uint8_t kid[CAP_KID_LEN]) CB_WARN_UNUSED;
 
 /* Retire a key: tokens it signed stop verifying.  CB_EBUSY for the signing
@@ -122,7 +123,8 @@ int st_token_get(struct st *st, const uint8_t id[CAP_ID_LEN], struct st_token *o
 
 /* Call fn for each token (of sandbox, or all if NULL), oldest first; the
  * struct is valid during the call only.  A non-zero return from fn stops
- * the walk and is returned. */
+ * the walk and is returned.  fn runs under the state lock: it must not
+ * call st_* functions. */
 typedef int st_token_fn(void *arg, const struct st_token *t);
 int st_token_list(struct st *st, const char *sandbox, st_token_fn *fn, void *arg) CB_WARN_UNUSED;
 
@@ -197,7 +199,8 @@ int st_request_add(struct st *st, struct st_request *r) CB_WARN_UNUSED;
 
 int st_request_get(struct st *st, uint64_t id, struct st_request *out) CB_WARN_UNUSED;
 
-/* Call fn for each request, oldest first; state < 0 for all states. */
+/* Call fn for each request, oldest first; state < 0 for all states.  fn
+ * runs under the state lock: it must not call st_* functions. */
 typedef int st_request_fn(void *arg, const struct st_request *r);
 int st_request_list(struct st *st, int state, st_request_fn *fn, void *arg) CB_WARN_UNUSED;
 

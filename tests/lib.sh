@@ -5,7 +5,10 @@
 : "${CB_TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${PYTHON:=/usr/bin/python3}"
 _t_n=0 _t_failed=0
-T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cbtest.XXXXXX")
+# Under the build directory when we have one: sandboxes reserve /tmp for
+# their own private tmpfs, so host paths there cannot be shown to them.
+if [ -n "${CB_BUILD:-}" ]; then mkdir -p "$CB_BUILD/tmp"; chmod 0755 "$CB_BUILD/tmp"; fi
+if [ -n "${CB_BUILD:-}" ]; then T_TMP=$(mktemp -d "$CB_BUILD/tmp/cbtest.XXXXXX"); else T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cbtest.XXXXXX"); fi
 chmod 0755 "$T_TMP"
 trap 't_cleanup' EXIT
 t_cleanup() { [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }

@@ -22,6 +22,8 @@ main(int argc, char **argv)
 		return 2;
 	esc_errno(open(argv[1], O_RDONLY), argv[1], ENOENT, 0);
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	if (strrchr(dir, '/') == NULL)
+		return 2;
 	*strrchr(dir, '/') = '\0';
 	esc_errno(stat(dir, &st), dir, ENOENT, 0);
 	esc_errno(stat("/work/main", &st), "/work/main", ENOENT, 0);

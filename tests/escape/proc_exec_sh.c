@@ -14,7 +14,8 @@
 int
 main(void)
 {
-	char *const av[] = { "sh", "-c", "echo ESCAPE", NULL };
+	/* Should an exec work, the shell says so and exits non-zero. */
+	char *const av[] = { "sh", "-c", "echo ESCAPE: exec worked; exit 99", NULL };
 	int fd = open("/bin/sh", O_PATH | O_CLOEXEC);
 
 	esc_errno(execve("/bin/sh", av, NULL), "execve /bin/sh", EPERM, 0);

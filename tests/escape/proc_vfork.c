@@ -6,17 +6,16 @@
  * TIER: low
  * EXIT: 0
  */
-#include <sys/syscall.h>
 
 #include "tests/escape/escape.h"
 
 int
 main(void)
 {
-	long p = syscall(SYS_vfork);
+	pid_t p = vfork();
 
 	if (p == 0)
-		_exit(0);
+		_exit(99);
 	esc_errno(p, "vfork", EPERM, 0);
 	return esc_done("vfork: EPERM");
 }

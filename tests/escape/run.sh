@@ -100,7 +100,11 @@ run_attempt() { # PASS NAME
 	: >"$out"
 	if [ -n "$pre" ]; then
 		# shellcheck disable=SC2086
-		sandbox_run "$tier" $opts -- "/escape/$name" "$pre" >"$out" 2>&1
+		if ! sandbox_run "$tier" $opts -- "/escape/$name" "$pre" >"$out" 2>&1 </dev/null; then
+			echo "the first run ($pre) failed" >>"$out"
+			report 1 "[$pass] $tier $name: $(sed -n '2s/^ \* [a-z0-9_]*\.c - escape attempt: //p' "$src")" "$out"
+			return
+		fi
 	fi
 	# shellcheck disable=SC2086
 	sandbox_run "$tier" $opts -- "/escape/$name" $args >>"$out" 2>&1 </dev/null

@@ -144,6 +144,25 @@ test_run(void)
 		T_OK(reap(&p) == 0, "cat exits 0 at EOF");
 	}
 
+	/* The agent's end-of-file reaches the broker while it still runs. */
+	{
+		char *t_close[] = { "/bin/sh", "-c", "exec >&- 2>&-; /bin/sleep 3", NULL };
+
+		c = config(SBX_TIER_HIGH, t_close);
+		rc = sbx_spawn(&c, &p, why, sizeof(why));
+		T_ERR(rc, 0, "sh starts (%s)", why);
+		if (rc == 0) {
+			struct pollfd pfd[2] = { { .fd = p.stdout_fd, .events = POLLIN },
+			    { .fd = p.pidfd, .events = POLLIN } };
+
+			T_OK(poll(&pfd[0], 1, 2000) == 1 && read(p.stdout_fd, buf, sizeof(buf)) == 0,
+			    "stdout EOF when the agent closes it");
+			T_OK(poll(&pfd[1], 1, 0) == 0, "... while the sandbox still runs");
+			T_ERR(sbx_kill(&p), 0, "sbx_kill");
+			T_OK(reap(&p) == 128 + SIGKILL, "killed");
+		}
+	}
+
 	c = config(SBX_TIER_LOW, t_missing);
 	rc = sbx_spawn(&c, &p, why, sizeof(why));
 	T_ERR(rc, CB_EINTERNAL, "a missing agent is a setup failure");

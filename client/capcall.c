@@ -1,0 +1,1241 @@
+/*
+ * capcall - the agent's command-line client: one broker operation per run.
+ *
+ * Runs inside the sandbox as the agent (in the low tier it may be the agent
+ * itself, which may neither fork nor exec), so it never forks or execs: it
+ * sends one request over $CAPBROKER_FD and relays what comes back.
+ *
+ * Exit status (the contract's): 0 done; 77 denied (reason on stderr);
+ * 64 usage; 69 broker unavailable; 75 request timed out or expired;
+ * 1 any other failure (not found, connection refused...); proc.exec exits
+ * with the program's status.  See docs/capcall.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/capclient.h"
+
+#define EX_OK_		0
+#define EX_FAIL		1
+#define EX_USAGE_	64
+#define EX_UNAVAIL	69
+#define EX_TEMPFAIL_	75
+#define EX_DENIED	77
+
+#define CC_BUF		(64 * 1024)
+#define CC_JSON_READ_MAX (16u * 1024 * 1024)	/* fs.read --json keeps at most this */
+
+struct opts {
+	const char *token;
+	bool json;
+	const char *op;
+	const char *target;	/* what the error message names */
+};
+
+static const char *const usage_text =
+    "usage: capcall [--token TOKEN] [--json] OPERATION [ARGS...]\n"
+    "  fs.read PATH               file content to stdout\n"
+    "  fs.write PATH [--append] [--mode OCTAL]   stdin to the file\n"
+    "  fs.list DIR | fs.stat PATH | fs.mkdir PATH [--mode OCTAL] | fs.delete PATH\n"
+    "  fs.rename SRC DST\n"
+    "  net.connect HOST:PORT [--timeout S]   relay stdin/stdout ([v6]:port too)\n"
+    "  proc.exec [--timeout S] -- CMD [ARGS...]   exits with the program's status\n"
+    "  request CAP [--ttl S] --reason TEXT   ask a human; prints the new token id\n"
+    "  tokens | ping\n"
+    "  derive CAP... [--ttl S] [--uses N] [--aud ID]   prints a narrower token\n"
+    "exit: 0 done, 77 denied, 64 usage, 69 broker unavailable, 75 timed out or expired\n";
+
+static int
+usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "capcall: %s\n", why);
+	fputs(usage_text, stderr);
+	return EX_USAGE_;
+}
+
+/* ---- JSON output (one object on stdout) --------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t
+utf8_len(const uint8_t *p, size_t n)
+{
+	uint32_t cp;
+	size_t len;
+
+	if (p[0] < 0x80)
+		return 1;
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	/* Reject overlong forms, surrogates and values past U+10FFFF. */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+static bool
+utf8_valid(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0, l; i < n; i += l)
+		if ((l = utf8_len(p + i, n - i)) == 0)
+			return false;
+	return true;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped;
+ * bytes that are not UTF-8 become U+FFFD so the output always parses. */
+static void
+json_strn(const void *s, size_t n)
+{
+	const uint8_t *p = s;
+
+	putchar('"');
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_len(p + i, n - i);
+
+		if (l == 0) {
+			fputs("\\ufffd", stdout);
+			i++;
+			continue;
+		}
+		if (l > 1) {
+			fwrite(p + i, 1, l, stdout);
+		} else if (p[i] == '"' || p[i] == '\\') {
+			printf("\\%c", p[i]);
+		} else if (p[i] == '\n') {
+			fputs("\\n", stdout);
+		} else if (p[i] == '\t') {
+			fputs("\\t", stdout);
+		} else if (p[i] == '\r') {
+			fputs("\\r", stdout);
+		} else if (p[i] < 0x20 || p[i] == 0x7f) {
+			printf("\\u%04x", p[i]);
+		} else {
+			putchar(p[i]);
+		}
+		i += l;
+	}
+	putchar('"');
+}
+
+static void
+json_str(const char *s)
+{
+	json_strn(s, strlen(s));
+}
+
+/* "key": with the comma the previous member needs. */
+static bool json_first;
+
+static void
+json_begin(const char *op)
+{
+	json_first = true;
+	putchar('{');
+	json_first = false;
+	fputs("\"ok\":true", stdout);
+	if (op) {
+		fputs(",\"op\":", stdout);
+		json_str(op);
+	}
+}
+
+static void
+json_key(const char *k)
+{
+	if (!json_first)
+		putchar(',');
+	json_first = false;
+	json_str(k);
+	putchar(':');
+}
+
+static void
+json_kstr(const char *k, const char *v)
+{
+	json_key(k);
+	json_str(v);
+}
+
+static void
+json_kint(const char *k, int64_t v)
+{
+	json_key(k);
+	printf("%" PRId64, v);
+}
+
+static void
+json_kuint(const char *k, uint64_t v)
+{
+	json_key(k);
+	printf("%" PRIu64, v);
+}
+
+static void
+json_kbool(const char *k, bool v)
+{
+	json_key(k);
+	fputs(v ? "true" : "false", stdout);
+}
+
+static void
+json_kbase64(const char *k, const uint8_t *p, size_t n)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	json_key(k);
+	putchar('"');
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+
+		if (i + 1 < n)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		putchar(b64[(v >> 18) & 63]);
+		putchar(b64[(v >> 12) & 63]);
+		putchar(i + 1 < n ? b64[(v >> 6) & 63] : '=');
+		putchar(i + 2 < n ? b64[v & 63] : '=');
+	}
+	putchar('"');
+}
+
+/* Bytes as "key" when they are UTF-8 text, else as "key_base64". */
+static void
+json_kbytes(const char *k, const uint8_t *p, size_t n)
+{
+	char kb[64];
+
+	if (utf8_valid(p, n)) {
+		json_key(k);
+		json_strn(p, n);
+		return;
+	}
+	snprintf(kb, sizeof(kb), "%s_base64", k);
+	json_kbase64(kb, p, n);
+}
+
+static const char *
+type_name(char t)
+{
+	switch (t) {
+	case 'f': return "file";
+	case 'd': return "dir";
+	case 'l': return "link";
+	default: return "other";
+	}
+}
+
+/* Close the object; a failed write to stdout is a failure of the run. */
+static int
+json_end(int code)
+{
+	puts("}");
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return EX_FAIL;
+	return code;
+}
+
+/* ---- outcome of a failed call --------------------------------------------- */
+
+static bool
+is_refusal(int err)
+{
+	switch (err) {
+	case CB_EPERM: case CB_EBADSIG: case CB_EUNKNOWNKEY: case CB_EEXPIRED:
+	case CB_ENOTYET: case CB_EAUDIENCE: case CB_EREVOKED: case CB_ESPENT:
+	case CB_ENOTCOVERED: case CB_EPOLICY: case CB_ENOTOKEN: case CB_ENARROW:
+	case CB_ERETIRED: case CB_EUNKNOWNTOK: case CB_EESCAPE: case CB_EFTYPE:
+	case CB_ENETBLOCKED: case CB_EDENIED:
+		return true;
+	default:
+		/* A token that does not even decode is refused as well. */
+		return err <= CB_ETOK_PREFIX && err >= CB_ETOK_MALFORMED;
+	}
+}
+
+/* The exit status for a failed call: the contract's classes. */
+static int
+exit_for(const struct cc_conn *c, int err)
+{
+	if ((c && cc_is_broken(c)) || err == CB_ECLOSED || err == CB_EPROTO ||
+	    err == CB_EUNKNOWNOP || err == CB_EAUDIT)
+		return EX_UNAVAIL;
+	if (is_refusal(err))
+		return EX_DENIED;
+	if (err == CB_EEXPIREDREQ || err == CB_ETIMEDOUT || err == CB_EBUSY || err == CB_ERATE)
+		return EX_TEMPFAIL_;
+	if (err <= CB_ECAP_OP && err >= CB_ECAP_TOOLONG)
+		return EX_USAGE_;
+	return EX_FAIL;
+}
+
+/* Report a failed call on stderr (and as JSON on stdout) and pick the exit
+ * status.  The broker's reason is printed as it came: it is the one sentence
+ * the audit log also holds. */
+static int
+fail(const struct opts *o, const struct cc_conn *c, int err)
+{
+	const char *reason = c ? cc_last_reason(c) : "";
+	int code = exit_for(c, err);
+
+	if (!*reason)
+		reason = cb_strerror(err);
+	if (code == EX_DENIED)
+		fprintf(stderr, "capcall: denied: %s\n", reason);
+	else if (code == EX_UNAVAIL)
+		fprintf(stderr, "capcall: broker unavailable: %s\n", reason);
+	else
+		fprintf(stderr, "capcall: %s%s%s: %s\n", o->op, o->target ? " " : "",
+		    o->target ? o->target : "", reason);
+	if (o->json) {
+		printf("{\"ok\":false,\"op\":");
+		json_str(o->op);
+		printf(",\"err\":%d,\"name\":", err);
+		json_str(cb_errname(err));
+		printf(",\"reason\":");
+		json_str(reason);
+		printf(",\"exit\":%d}\n", code);
+		fflush(stdout);
+	}
+	return code;
+}
+
+/* A local failure (our own I/O, not the broker's answer). */
+static int
+fail_local(const struct opts *o, const char *what, int errnum)
+{
+	fprintf(stderr, "capcall: %s%s%s: %s: %s\n", o->op, o->target ? " " : "",
+	    o->target ? o->target : "", what, strerror(errnum));
+	if (o->json) {
+		printf("{\"ok\":false,\"op\":");
+		json_str(o->op);
+		printf(",\"err\":%d,\"name\":\"io\",\"reason\":", CB_EIO);
+		json_str(strerror(errnum));
+		printf(",\"exit\":%d}\n", EX_FAIL);
+		fflush(stdout);
+	}
+	return EX_FAIL;
+}
+
+static int
+connect_broker(const struct opts *o, struct cc_conn **c)
+{
+	int err = cc_open_env(c);
+
+	if (err == CB_ENOENT)
+		fprintf(stderr, "capcall: broker unavailable: %s is not set (not inside a sandbox?)\n",
+		    CC_ENV_FD);
+	else if (err == CB_EINVAL)
+		fprintf(stderr, "capcall: broker unavailable: %s is not a broker channel\n",
+		    CC_ENV_FD);
+	else if (err)
+		fprintf(stderr, "capcall: broker unavailable: %s\n", cb_strerror(err));
+	if (err && o->json)
+		printf("{\"ok\":false,\"op\":\"%s\",\"err\":%d,\"name\":\"%s\",\"reason\":"
+		    "\"no broker channel\",\"exit\":%d}\n", o->op, err, cb_errname(err), EX_UNAVAIL);
+	if (err)
+		return EX_UNAVAIL;
+	if (o->token && (err = cc_token_use(*c, o->token)) != 0)
+		return fail(o, *c, err);
+	return 0;
+}
+
+/* ---- argument parsing helpers --------------------------------------------- */
+
+static bool
+parse_u64(const char *s, uint64_t max, uint64_t *v)
+{
+	char *end = NULL;
+	unsigned long long u;
+
+	if (!s || !(*s >= '0' && *s <= '9'))
+		return false;
+	errno = 0;
+	u = strtoull(s, &end, 10);
+	if (errno || *end || u > max)
+		return false;
+	*v = u;
+	return true;
+}
+
+static bool
+parse_mode(const char *s, unsigned *mode)
+{
+	char *end = NULL;
+	unsigned long u;
+
+	if (!s || !(*s >= '0' && *s <= '7'))
+		return false;
+	errno = 0;
+	u = strtoul(s, &end, 8);
+	if (errno || *end || u > 07777)
+		return false;
+	*mode = (unsigned)u;
+	return true;
+}
+
+/* Seconds to milliseconds for the protocol's uint32 timeout. */
+static bool
+parse_timeout(const char *s, unsigned *ms)
+{
+	uint64_t v;
+
+	if (!parse_u64(s, UINT32_MAX / 1000, &v) || v == 0)
+		return false;
+	*ms = (unsigned)(v * 1000);
+	return true;
+}
+
+/* HOST:PORT or [V6]:PORT.  host points into buf. */
+static bool
+parse_hostport(const char *s, char *buf, size_t cap, const char **host, uint16_t *port)
+{
+	const char *colon, *h, *hend;
+	uint64_t p;
+	size_t hl;
+
+	if (s[0] == '[') {
+		h = s + 1;
+		if (!(hend = strchr(h, ']')) || hend[1] != ':')
+			return false;
+		colon = hend + 1;
+	} else {
+		h = s;
+		if (!(colon = strrchr(s, ':')) || memchr(s, ':', (size_t)(colon - s)))
+			return false;	/* a bare IPv6 address needs brackets */
+		hend = colon;
+	}
+	hl = (size_t)(hend - h);
+	if (hl == 0 || hl >= cap || !parse_u64(colon + 1, 65535, &p) || p == 0)
+		return false;
+	memcpy(buf, h, hl);
+	buf[hl] = '\0';
+	*host = buf;
+	*port = (uint16_t)p;
+	return true;
+}
+
+/* getopt_long for one operation: the global options are accepted here too,
+ * so `capcall fs.read PATH --json` works as well as `capcall --json ...`. */
+#define GLOBAL_LONGOPTS \
+	{ "token", required_argument, NULL, 'T' }, \
+	{ "json", no_argument, NULL, 'J' }, \
+	{ "help", no_argument, NULL, 'h' }
+
+static int
+global_opt(struct opts *o, int ch)
+{
+	switch (ch) {
+	case 'T':
+		o->token = optarg;
+		return 0;
+	case 'J':
+		o->json = true;
+		return 0;
+	case 'h':
+		fputs(usage_text, stdout);
+		exit(0);
+	default:
+		return usage(NULL);
+	}
+}
+
+/* Parse an operation with no options of its own; exactly nargs operands. */
+static int
+plain_args(struct opts *o, int argc, char **argv, int nargs)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+	int ch, r;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+		if ((r = global_opt(o, ch)) != 0)
+			return r;
+	if (argc - optind != nargs) {
+		fprintf(stderr, "capcall: %s takes %d argument%s\n", o->op, nargs, nargs == 1 ? "" : "s");
+		return EX_USAGE_;
+	}
+	return 0;
+}
+
+/* ---- relaying bytes ------------------------------------------------------------ */
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return -1;
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Copy in to out until EOF; *what names the side that failed. */
+static int
+copy_fd(int in, int out, const char **what, uint64_t *total)
+{
+	static uint8_t buf[CC_BUF];
+
+	*total = 0;
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = in, .events = POLLIN };
+
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
+				*what = "read";
+				return -1;
+			}
+			continue;
+		}
+		if (n < 0) {
+			*what = "read";
+			return -1;
+		}
+		if (n == 0)
+			return 0;
+		if (write_all(out, buf, (size_t)n) != 0) {
+			*what = "write";
+			return -1;
+		}
+		*total += (uint64_t)n;
+	}
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+static int
+op_fs_read(struct opts *o, int argc, char **argv)
+{
+	struct cc_conn *c = NULL;
+	const char *what = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	bool trunc = false;
+	uint64_t total;
+	int fd = -1, err, rc;
+
+	if ((rc = plain_args(o, argc, argv, 1)) != 0)
+		return rc;
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_fs_read(c, o->target, &fd)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (!o->json) {
+		rc = copy_fd(fd, STDOUT_FILENO, &what, &total) == 0 ? EX_OK_ :
+		    fail_local(o, what, errno);
+		goto out;
+	}
+	/* JSON needs the whole content before it can print the object. */
+	if (!(buf = malloc(CC_BUF))) {
+		rc = fail_local(o, "read", ENOMEM);
+		goto out;
+	}
+	for (size_t cap = CC_BUF;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			uint8_t *nb;
+
+			if (cap >= CC_JSON_READ_MAX) {
+				trunc = true;
+				break;
+			}
+			if (!(nb = realloc(buf, cap * 2))) {
+				rc = fail_local(o, "read", ENOMEM);
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fail_local(o, "read", errno);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	json_begin(o->op);
+	json_kstr("path", o->target);
+	json_kuint("size", len);
+	json_kbool("trunc", trunc);
+	json_kbytes("data", buf, len);
+	rc = json_end(EX_OK_);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_fs_write(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "append", no_argument, NULL, 'a' }, { "mode", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 } };
+	unsigned flags = CC_F_CREATE | CC_F_TRUNC, mode = 0;
+	struct cc_conn *c = NULL;
+	const char *what = NULL;
+	uint64_t total = 0;
+	int fd = -1, ch, err, rc;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch == 'a')
+			flags = CC_F_CREATE | CC_F_APPEND;
+		else if (ch == 'm' && !parse_mode(optarg, &mode))
+			return usage("--mode takes an octal mode");
+		else if (ch != 'm' && (rc = global_opt(o, ch)) != 0)
+			return rc;
+	}
+	if (argc - optind != 1)
+		return usage("fs.write takes one path");
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_fs_write(c, o->target, flags, mode, &fd)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (copy_fd(STDIN_FILENO, fd, &what, &total) != 0) {
+		rc = fail_local(o, what, errno);
+		goto out;
+	}
+	/* close() can report a failed write-back: it is the last chance. */
+	err = close(fd);
+	fd = -1;
+	if (err != 0) {
+		rc = fail_local(o, "close", errno);
+		goto out;
+	}
+	rc = EX_OK_;
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("path", o->target);
+		json_kuint("bytes", total);
+		rc = json_end(EX_OK_);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_fs_list(struct opts *o, int argc, char **argv)
+{
+	struct cc_conn *c = NULL;
+	struct cc_dir *d = NULL;
+	int err, rc;
+
+	if ((rc = plain_args(o, argc, argv, 1)) != 0)
+		return rc;
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_fs_list(c, o->target, &d)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("path", o->target);
+		json_key("entries");
+		putchar('[');
+		for (size_t i = 0; i < d->n; i++) {
+			printf(i ? ",{\"name\":" : "{\"name\":");
+			json_str(d->ents[i].name);
+			printf(",\"type\":\"%s\"}", type_name(d->ents[i].type));
+		}
+		putchar(']');
+		json_kbool("trunc", d->trunc);
+		rc = json_end(EX_OK_);
+		goto out;
+	}
+	for (size_t i = 0; i < d->n; i++)
+		printf("%s%s\n", d->ents[i].name, d->ents[i].type == 'd' ? "/" :
+		    d->ents[i].type == 'l' ? "@" : "");
+	if (d->trunc)
+		fprintf(stderr, "capcall: fs.list %s: listing truncated by the broker\n", o->target);
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+out:
+	cc_dir_free(d);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_fs_stat(struct opts *o, int argc, char **argv)
+{
+	struct cc_conn *c = NULL;
+	struct cc_stat st;
+	int err, rc;
+
+	if ((rc = plain_args(o, argc, argv, 1)) != 0)
+		return rc;
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_fs_stat(c, o->target, &st)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("path", o->target);
+		json_kstr("type", type_name(st.type));
+		json_kuint("size", st.size);
+		json_kuint("mode", st.mode);
+		json_kuint("mtime", st.mtime);
+		rc = json_end(EX_OK_);
+		goto out;
+	}
+	printf("type %s\nsize %" PRIu64 "\nmode %04o\nmtime %" PRIu64 "\n",
+	    type_name(st.type), st.size, (unsigned)st.mode, st.mtime);
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+out:
+	cc_close(c);
+	return rc;
+}
+
+/* fs.mkdir, fs.delete, fs.rename: nothing to print on success. */
+static int
+op_fs_simple(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "mode", required_argument, NULL, 'm' }, { NULL, 0, NULL, 0 } };
+	bool is_mkdir = strcmp(o->op, "fs.mkdir") == 0, is_rename = strcmp(o->op, "fs.rename") == 0;
+	struct cc_conn *c = NULL;
+	unsigned mode = 0;
+	int ch, err, rc;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch == 'm' && is_mkdir && parse_mode(optarg, &mode))
+			continue;
+		if (ch == 'm')
+			return usage(is_mkdir ? "--mode takes an octal mode" : "--mode is for fs.mkdir");
+		if ((rc = global_opt(o, ch)) != 0)
+			return rc;
+	}
+	if (argc - optind != (is_rename ? 2 : 1))
+		return usage(is_rename ? "fs.rename takes SRC DST" : "one path expected");
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if (is_mkdir)
+		err = cc_fs_mkdir(c, o->target, mode);
+	else if (is_rename)
+		err = cc_fs_rename(c, o->target, argv[optind + 1]);
+	else
+		err = cc_fs_delete(c, o->target);
+	if (err != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	rc = EX_OK_;
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("path", o->target);
+		if (is_rename)
+			json_kstr("path2", argv[optind + 1]);
+		rc = json_end(EX_OK_);
+	}
+out:
+	cc_close(c);
+	return rc;
+}
+
+/*
+ * Relay stdin to the socket and the socket to stdout until both directions
+ * have closed.  The socket is ours and non-blocking, so neither direction
+ * can stall the other; stdin and stdout are shared with whoever started us
+ * and stay as they are (we only poll them).
+ */
+struct relay_buf {
+	uint8_t b[CC_BUF];
+	size_t off, len;
+};
+
+static int
+relay(int sock, const char **what)
+{
+	static struct relay_buf up, down;	/* up: stdin->sock, down: sock->stdout */
+	bool in_open = true, sock_in_open = true, out_open = true, shut_wr = false;
+	int fl;
+
+	if ((fl = fcntl(sock, F_GETFL)) < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK) < 0) {
+		*what = "fcntl";
+		return -1;
+	}
+	while ((in_open || up.len) || (sock_in_open || down.len)) {
+		struct pollfd p[3] = {
+			{ .fd = -1 }, { .fd = sock }, { .fd = -1 },
+		};
+		ssize_t n;
+
+		if (!in_open && !up.len && !shut_wr) {
+			shutdown(sock, SHUT_WR);
+			shut_wr = true;
+		}
+		if (in_open && !up.len) {
+			p[0].fd = STDIN_FILENO;
+			p[0].events = POLLIN;
+		}
+		if (up.len)
+			p[1].events |= POLLOUT;
+		if (sock_in_open && !down.len)
+			p[1].events |= POLLIN;
+		if (down.len) {
+			p[2].fd = STDOUT_FILENO;
+			p[2].events = POLLOUT;
+		}
+		if (poll(p, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			*what = "poll";
+			return -1;
+		}
+		if (p[0].revents) {
+			n = read(STDIN_FILENO, up.b, sizeof(up.b));
+			if (n > 0) {
+				up.off = 0;
+				up.len = (size_t)n;
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				in_open = false;
+			}
+		}
+		if (p[1].revents & (POLLOUT | POLLERR | POLLHUP) && up.len) {
+			n = send(sock, up.b + up.off, up.len, MSG_NOSIGNAL);
+			if (n > 0) {
+				up.off += (size_t)n;
+				up.len -= (size_t)n;
+			} else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+				/* The peer stopped reading: drop what stdin has left. */
+				up.len = 0;
+				in_open = false;
+				shut_wr = true;
+			}
+		}
+		if (p[1].revents & (POLLIN | POLLERR | POLLHUP) && sock_in_open && !down.len) {
+			n = recv(sock, down.b, sizeof(down.b), 0);
+			if (n > 0) {
+				down.off = 0;
+				down.len = (size_t)n;
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				sock_in_open = false;
+			}
+		}
+		if (p[2].revents && down.len) {
+			if (!out_open || write_all(STDOUT_FILENO, down.b + down.off, down.len) != 0) {
+				/* Nobody reads our output: stop taking the peer's. */
+				out_open = false;
+				sock_in_open = false;
+				shutdown(sock, SHUT_RD);
+			}
+			down.len = 0;
+		}
+	}
+	if (!out_open) {
+		*what = "write";
+		errno = EPIPE;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+op_net_connect(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "timeout", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+	struct cc_conn *c = NULL;
+	char host[256];
+	const char *h, *what = NULL;
+	uint16_t port;
+	unsigned ms = 0;
+	int fd = -1, ch, err, rc;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch == 't' && !parse_timeout(optarg, &ms))
+			return usage("--timeout takes a positive number of seconds");
+		if (ch != 't' && (rc = global_opt(o, ch)) != 0)
+			return rc;
+	}
+	if (argc - optind != 1)
+		return usage("net.connect takes HOST:PORT");
+	o->target = argv[optind];
+	if (!parse_hostport(o->target, host, sizeof(host), &h, &port))
+		return usage("expected HOST:PORT or [IPV6]:PORT with a port from 1 to 65535");
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_net_connect(c, h, port, ms, &fd)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	/* The broker channel is not needed while relaying. */
+	cc_close(c);
+	c = NULL;
+	rc = relay(fd, &what) == 0 ? EX_OK_ : fail_local(o, what, errno);
+out:
+	if (fd >= 0)
+		close(fd);
+	cc_close(c);
+	return rc;
+}
+
+/* The program's status as ours: 0-255 as is; a negative status is a signal
+ * number (-N), reported the way a shell does (128 + N). */
+static int
+exec_status(int32_t st)
+{
+	if (st >= 0 && st <= 255)
+		return st;
+	if (st < 0 && st >= -64)
+		return 128 - st;
+	return EX_FAIL;
+}
+
+static int
+op_proc_exec(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "timeout", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
+	struct cc_conn *c = NULL;
+	struct cc_exec *x = NULL;
+	unsigned ms = 0;
+	int ch, err, rc;
+
+	/* "+": stop at the program, whose own options are not ours. */
+	while ((ch = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		if (ch == 't' && !parse_timeout(optarg, &ms))
+			return usage("--timeout takes a positive number of seconds");
+		if (ch != 't' && (rc = global_opt(o, ch)) != 0)
+			return rc;
+	}
+	if (argc - optind < 1)
+		return usage("proc.exec takes -- CMD [ARGS...]");
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_proc_exec(c, (const char *const *)argv + optind, ms, &x)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("cmd", o->target);
+		json_kint("status", x->status);
+		json_kbytes("stdout", x->out, x->out_len);
+		json_kbytes("stderr", x->err, x->err_len);
+		json_kbool("trunc", x->trunc);
+		rc = json_end(exec_status(x->status));
+		goto out;
+	}
+	if (write_all(STDOUT_FILENO, x->out, x->out_len) != 0 ||
+	    write_all(STDERR_FILENO, x->err, x->err_len) != 0) {
+		rc = fail_local(o, "write", errno);
+		goto out;
+	}
+	if (x->trunc)
+		fprintf(stderr, "capcall: proc.exec %s: output truncated by the broker\n", o->target);
+	rc = exec_status(x->status);
+out:
+	cc_exec_free(x);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_request(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "ttl", required_argument, NULL, 't' }, { "reason", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 } };
+	struct cc_conn *c = NULL;
+	struct cc_grant *g = NULL;
+	const char *reason = NULL;
+	uint64_t ttl = 0;
+	int ch, err, rc;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch == 't' && (!parse_u64(optarg, UINT32_MAX, &ttl) || ttl == 0))
+			return usage("--ttl takes a positive number of seconds");
+		else if (ch == 'r')
+			reason = optarg;
+		else if (ch != 't' && (rc = global_opt(o, ch)) != 0)
+			return rc;
+	}
+	if (argc - optind != 1)
+		return usage("request takes one capability");
+	if (!reason || !*reason)
+		return usage("request needs --reason TEXT: a human reads it to decide");
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_request(c, o->target, ttl, reason, &g)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("cap", o->target);
+		json_kstr("tid", g->tid);
+		if (g->has_th)
+			json_kuint("th", g->th);
+		json_kstr("token", g->token);
+		rc = json_end(EX_OK_);
+		goto out;
+	}
+	printf("%s\n", g->tid);
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+out:
+	cc_grant_free(g);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_tokens(struct opts *o, int argc, char **argv)
+{
+	struct cc_conn *c = NULL;
+	struct cc_toklist *l = NULL;
+	int err, rc;
+
+	if ((rc = plain_args(o, argc, argv, 0)) != 0)
+		return rc;
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_tokens(c, &l)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_key("tokens");
+		putchar('[');
+		for (size_t i = 0; i < l->n; i++) {
+			const struct cc_tokinfo *t = &l->toks[i];
+
+			printf("%s{\"th\":%" PRIu32 ",\"id\":", i ? "," : "", t->th);
+			json_str(t->id);
+			printf(",\"caps\":[");
+			/* The broker sends them space-separated; capabilities
+			 * contain no spaces (the grammar forbids them). */
+			for (const char *p = t->caps, *e; *p; p = *e ? e + 1 : e) {
+				e = strchr(p, ' ');
+				if (!e)
+					e = p + strlen(p);
+				if (e > p) {
+					printf("%s", p == t->caps ? "" : ",");
+					json_strn(p, (size_t)(e - p));
+				}
+			}
+			printf("],\"exp\":%" PRIu64, t->exp);
+			if (t->has_uses)
+				printf(",\"uses\":%" PRIu32, t->uses);
+			printf(",\"elevated\":%s}", t->elevated ? "true" : "false");
+		}
+		putchar(']');
+		rc = json_end(EX_OK_);
+		goto out;
+	}
+	if (l->n)
+		printf("%-6s %-32s %-20s %-6s %s\n", "TH", "ID", "EXPIRES", "USES", "CAPS");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct cc_tokinfo *t = &l->toks[i];
+		time_t exp = (time_t)t->exp;
+		struct tm tm;
+		char when[32] = "?", uses[16] = "-";
+
+		if (gmtime_r(&exp, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		if (t->has_uses)
+			snprintf(uses, sizeof(uses), "%" PRIu32, t->uses);
+		printf("%-6" PRIu32 " %-32s %-20s %-6s %s%s\n", t->th, t->id, when, uses, t->caps,
+		    t->elevated ? " (elevated)" : "");
+	}
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+out:
+	cc_toklist_free(l);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_derive(struct opts *o, int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS,
+		{ "ttl", required_argument, NULL, 't' }, { "uses", required_argument, NULL, 'u' },
+		{ "aud", required_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
+	struct cc_derive d = { 0 };
+	struct cc_conn *c = NULL;
+	struct cc_grant *g = NULL;
+	uint64_t v;
+	int ch, err, rc;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		if (ch == 't') {
+			if (!parse_u64(optarg, UINT32_MAX, &d.ttl) || d.ttl == 0)
+				return usage("--ttl takes a positive number of seconds");
+		} else if (ch == 'u') {
+			if (!parse_u64(optarg, UINT32_MAX, &v) || v == 0)
+				return usage("--uses takes a positive count");
+			d.has_uses = true;
+			d.uses = (uint32_t)v;
+		} else if (ch == 'a') {
+			d.aud = optarg;
+		} else if ((rc = global_opt(o, ch)) != 0) {
+			return rc;
+		}
+	}
+	if (argc - optind < 1)
+		return usage("derive takes at least one capability");
+	d.caps = (const char *const *)argv + optind;
+	d.ncaps = (size_t)(argc - optind);
+	o->target = argv[optind];
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_token_derive(c, &d, &g)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	if (o->json) {
+		json_begin(o->op);
+		json_kstr("tid", g->tid);
+		json_kstr("token", g->token);
+		rc = json_end(EX_OK_);
+		goto out;
+	}
+	printf("%s\n", g->token);
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+out:
+	cc_grant_free(g);
+	cc_close(c);
+	return rc;
+}
+
+static int
+op_ping(struct opts *o, int argc, char **argv)
+{
+	struct cc_conn *c = NULL;
+	int err, rc;
+
+	if ((rc = plain_args(o, argc, argv, 0)) != 0)
+		return rc;
+	if ((rc = connect_broker(o, &c)) != 0)
+		goto out;
+	if ((err = cc_ping(c)) != 0) {
+		rc = fail(o, c, err);
+		goto out;
+	}
+	rc = o->json ? (json_begin(o->op), json_end(EX_OK_)) : EX_OK_;
+out:
+	cc_close(c);
+	return rc;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct opts *, int, char **);
+} ops[] = {
+	{ "fs.read", op_fs_read },
+	{ "fs.write", op_fs_write },
+	{ "fs.list", op_fs_list },
+	{ "fs.stat", op_fs_stat },
+	{ "fs.mkdir", op_fs_simple },
+	{ "fs.delete", op_fs_simple },
+	{ "fs.rename", op_fs_simple },
+	{ "net.connect", op_net_connect },
+	{ "proc.exec", op_proc_exec },
+	{ "request", op_request },
+	{ "tokens", op_tokens },
+	{ "derive", op_derive },
+	{ "ping", op_ping },
+};
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = { GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
+	struct opts o = { 0 };
+	int ch, rc;
+
+	/* A reader that went away is an error we report, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	/* "+": global options end at the operation's name. */
+	while ((ch = getopt_long(argc, argv, "+h", lo, NULL)) != -1)
+		if ((rc = global_opt(&o, ch)) != 0)
+			return rc;
+	if (optind >= argc)
+		return usage("no operation given");
+	o.op = argv[optind];
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(o.op, ops[i].name) != 0)
+			continue;
+		/* Let the operation parse its own arguments from its name on;
+		 * optind 0 makes getopt start afresh (its "+" mode included). */
+		argc -= optind;
+		argv += optind;
+		optind = 0;
+		return ops[i].fn(&o, argc, argv);
+	}
+	fprintf(stderr, "capcall: unknown operation '%s'\n", o.op);
+	return usage(NULL);
+}

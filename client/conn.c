@@ -1,0 +1,512 @@
+/*
+ * conn.c - the client's channel to its broker: framing, fd passing and
+ * matching replies to requests by id.
+ *
+ * Agent side (inside the sandbox).  The broker is trusted, but a reply is
+ * still decoded strictly through wire/ and checked against what we asked:
+ * a reply for an id we never sent, a packet that does not fit, garbage, or
+ * an fd we did not expect fails the channel cleanly instead of confusing the
+ * caller.  Every fd that arrives is either handed to the caller or closed.
+ */
+#include "client/cc_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Room for a few fds: a broker that sends more than one is wrong, but the
+ * extra ones must still be received so they can be closed, not leaked. */
+#define CC_CMSG_FDS	8
+
+_Static_assert(CC_F_CREATE == WIRE_F_CREATE && CC_F_TRUNC == WIRE_F_TRUNC &&
+    CC_F_APPEND == WIRE_F_APPEND && CC_F_EXCL == WIRE_F_EXCL, "flag values");
+_Static_assert(CC_DATA_MAX == WIRE_DATA_MAX, "data limit");
+
+static void
+cc_set_reason(struct cc_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+cc_set_reason(struct cc_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+}
+
+int
+cc_fail(struct cc_conn *c, int err, const char *why)
+{
+	c->last_err = err;
+	cc_set_reason(c, "%s", why ? why : cb_strerror(err));
+	return err;
+}
+
+/* The channel is unusable from now on; say why once. */
+static int
+cc_break(struct cc_conn *c, int err, const char *why)
+{
+	c->broken = true;
+	c->last_err = err;
+	cc_set_reason(c, "broker channel: %s", why);
+	return err;
+}
+
+static void
+cc_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- opening and closing ------------------------------------------------- */
+
+int
+cc_open_fd(int fd, struct cc_conn **out)
+{
+	struct cc_conn *c = NULL;
+	int type = 0, r;
+	socklen_t tlen = sizeof(type);
+	uint32_t seed;
+
+	*out = NULL;
+	if (fd < 0)
+		return CB_EINVAL;
+	/* Anything but our SEQPACKET channel would frame replies wrongly. */
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) != 0 || type != SOCK_SEQPACKET) {
+		r = CB_EINVAL;
+		goto out;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	c->fd = fd;
+	fd = -1;
+	for (size_t i = 0; i < CC_MAX_INFLIGHT; i++)
+		c->slots[i].fd = -1;
+	if (!(c->tx = malloc(WIRE_REQ_MAX)) || !(c->rx = malloc(WIRE_REPLY_MAX))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	if ((r = wire_dec_new(WIRE_REPLY_MAX, &c->dec)) != 0)
+		goto out;
+	/* Ids start at random so that a reply meant for another process
+	 * sharing this channel is recognised as not ours. */
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+		seed = (uint32_t)(cb_mono_ns() ^ ((uint64_t)getpid() << 16));
+	c->next_id = seed;
+	*out = c;
+	c = NULL;
+	r = 0;
+out:
+	cc_close(c);
+	cc_close_fd(&fd);
+	return r;
+}
+
+int
+cc_open_env(struct cc_conn **out)
+{
+	const char *s = getenv(CC_ENV_FD);
+	char *end = NULL;
+	long v;
+	int fd, r;
+
+	*out = NULL;
+	if (!s || !*s)
+		return CB_ENOENT;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > INT_MAX || !(s[0] >= '0' && s[0] <= '9'))
+		return CB_EINVAL;
+	/* Our own copy: cc_close() must not take the inherited fd away from
+	 * the rest of the agent; close-on-exec so it does not leak further. */
+	if ((fd = fcntl((int)v, F_DUPFD_CLOEXEC, 3)) < 0)
+		return errno == EBADF ? CB_EINVAL : CB_EIO;
+	r = cc_open_fd(fd, out);
+	return r;
+}
+
+void
+cc_close(struct cc_conn *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nslots; i++) {
+		cc_close_fd(&c->slots[i].fd);
+		free(c->slots[i].pkt);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	wire_dec_free(c->dec);
+	free(c->tx);
+	free(c->rx);
+	free(c->held);
+	free(c->tok);
+	free(c);
+}
+
+const char *
+cc_last_reason(const struct cc_conn *c)
+{
+	return c->reason;
+}
+
+int
+cc_last_error(const struct cc_conn *c)
+{
+	return c->last_err;
+}
+
+bool
+cc_is_broken(const struct cc_conn *c)
+{
+	return c->broken;
+}
+
+int
+cc_token_use(struct cc_conn *c, const char *token)
+{
+	char *t = NULL;
+
+	if (token && !(t = strdup(token)))
+		return cc_fail(c, CB_ENOMEM, NULL);
+	free(c->tok);
+	c->tok = t;
+	c->has_th = false;
+	return 0;
+}
+
+void
+cc_token_use_handle(struct cc_conn *c, uint32_t th)
+{
+	free(c->tok);
+	c->tok = NULL;
+	c->has_th = true;
+	c->th = th;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static struct cc_slot *
+cc_slot_find(struct cc_conn *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->nslots; i++)
+		if (c->slots[i].id == id)
+			return &c->slots[i];
+	return NULL;
+}
+
+/* Remove a slot, keeping the array dense.  Its packet and fd must already
+ * have been taken or released. */
+static void
+cc_slot_drop(struct cc_conn *c, struct cc_slot *s)
+{
+	size_t i = (size_t)(s - c->slots);
+
+	c->slots[i] = c->slots[--c->nslots];
+	c->slots[c->nslots] = (struct cc_slot){ .fd = -1 };
+}
+
+static void
+cc_slot_release(struct cc_conn *c, struct cc_slot *s)
+{
+	cc_close_fd(&s->fd);
+	free(s->pkt);
+	s->pkt = NULL;
+	cc_slot_drop(c, s);
+}
+
+void
+cc_discard(struct cc_conn *c, uint32_t id)
+{
+	struct cc_slot *s = cc_slot_find(c, id);
+
+	if (!s)
+		return;
+	if (s->arrived)
+		cc_slot_release(c, s);
+	else
+		s->discard = true;
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+int
+cc_send(struct cc_conn *c, struct wire_req *r, uint32_t *id)
+{
+	size_t len;
+	ssize_t n;
+	int err;
+
+	*id = 0;
+	if (c->broken)
+		return cc_fail(c, CB_ECLOSED, "broker channel closed");
+	if (c->nslots == CC_MAX_INFLIGHT)
+		return cc_fail(c, CB_EBUSY, "too many requests in flight on this connection");
+	/* Never reuse an id that is still in flight (after 2^32 requests). */
+	do
+		r->id = c->next_id++;
+	while (cc_slot_find(c, r->id));
+	if (!r->tok && !r->has_th) {
+		r->tok = c->tok;
+		r->has_th = c->has_th;
+		r->th = c->th;
+	}
+	if ((err = wire_req_encode(r, c->tx, WIRE_REQ_MAX, &len)) != 0)
+		return cc_fail(c, err, err == CB_ETOOBIG ?
+		    "request larger than the protocol allows" : "request cannot be encoded");
+	/* MSG_NOSIGNAL: a broker that went away is an error, not a SIGPIPE. */
+	do
+		n = send(c->fd, c->tx, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+		while (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				break;
+			n = send(c->fd, c->tx, len, MSG_NOSIGNAL);
+		}
+	}
+	if (n < 0) {
+		err = errno;
+		return cc_break(c, (err == EPIPE || err == ECONNRESET) ? CB_ECLOSED : CB_EIO,
+		    strerror(err));
+	}
+	if ((size_t)n != len)
+		return cc_break(c, CB_EIO, "short send");
+	c->slots[c->nslots++] = (struct cc_slot){ .id = r->id, .fd = -1 };
+	*id = r->id;
+	return 0;
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+/*
+ * Receive one packet into c->rx.  *fd gets the one fd that came with it (or
+ * -1); any further fds are closed here.  Truncated packets and truncated
+ * control data fail the channel: we cannot know which request they answer.
+ */
+static int
+cc_recv_packet(struct cc_conn *c, size_t *len, int *fd)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(CC_CMSG_FDS * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = c->rx, .iov_len = WIRE_REPLY_MAX };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+	int r = 0, extra = 0;
+
+	*fd = -1;
+	*len = 0;
+	for (;;) {
+		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n >= 0)
+			break;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return cc_break(c, CB_EIO, strerror(errno));
+			continue;
+		}
+		return cc_break(c, errno == ECONNRESET ? CB_ECLOSED : CB_EIO, strerror(errno));
+	}
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		size_t nfds;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfds; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*fd < 0) {
+				*fd = got;
+			} else {
+				close(got);
+				extra++;
+			}
+		}
+	}
+	if (n == 0 && *fd < 0)
+		return cc_break(c, CB_ECLOSED, "the broker closed the channel");
+	if (msg.msg_flags & MSG_TRUNC)
+		r = cc_break(c, CB_ETOOBIG, "reply larger than the protocol allows");
+	else if (msg.msg_flags & MSG_CTRUNC)
+		r = cc_break(c, CB_EPROTO, "reply carried more descriptors than allowed");
+	else if (extra)
+		r = cc_break(c, CB_EPROTO, "reply carried more than one descriptor");
+	if (r != 0) {
+		cc_close_fd(fd);
+		return r;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+/* Decode a packet (in c->rx or a slot's copy) as the reply it claims to be. */
+static int
+cc_decode(struct cc_conn *c, const uint8_t *pkt, size_t len, struct wire_reply *rep)
+{
+	int r = wire_reply_decode(c->dec, pkt, len, rep);
+
+	if (r != 0)
+		return cc_break(c, r == CB_ETOOBIG ? CB_ETOOBIG : CB_EPROTO,
+		    "malformed reply from the broker");
+	return 0;
+}
+
+/* The reply to id came earlier and was queued: decode it from its own copy,
+ * kept in c->held until the next call so the caller's *rep stays valid. */
+static int
+cc_take_queued(struct cc_conn *c, struct cc_slot *s, struct wire_reply *rep, int *fd)
+{
+	size_t len = s->len;
+
+	c->held = s->pkt;
+	*fd = s->fd;
+	s->pkt = NULL;
+	s->fd = -1;
+	cc_slot_drop(c, s);
+	return cc_decode(c, c->held, len, rep);
+}
+
+/* Read packets until the reply to id arrives, queueing the replies to other
+ * requests in flight (and dropping those to discarded ones). */
+static int
+cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
+{
+	struct cc_slot *s;
+	size_t len;
+	int fd = -1, r;
+
+	for (;;) {
+		if ((r = cc_recv_packet(c, &len, &fd)) != 0)
+			goto out;
+		if ((r = cc_decode(c, c->rx, len, rep)) != 0)
+			goto out;
+		if (!(s = cc_slot_find(c, rep->id)) || s->arrived) {
+			r = cc_break(c, CB_EPROTO, "reply to a request never sent");
+			goto out;
+		}
+		if (rep->id == id) {
+			cc_slot_drop(c, s);
+			break;
+		}
+		if (s->discard) {
+			cc_close_fd(&fd);
+			cc_slot_drop(c, s);
+			continue;
+		}
+		if (!(s->pkt = malloc(len))) {
+			r = cc_fail(c, CB_ENOMEM, NULL);
+			goto out;
+		}
+		memcpy(s->pkt, c->rx, len);
+		s->len = len;
+		s->fd = fd;
+		s->arrived = true;
+		fd = -1;
+	}
+	*fdp = fd;
+	fd = -1;
+	r = 0;
+out:
+	cc_close_fd(&fd);
+	return r;
+}
+
+int
+cc_recv(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
+{
+	struct cc_slot *want;
+	int fd = -1, r;
+
+	memset(rep, 0, sizeof(*rep));
+	if (fdp)
+		*fdp = -1;
+	free(c->held);
+	c->held = NULL;
+	if (!(want = cc_slot_find(c, id)) || want->discard)
+		return cc_fail(c, CB_EINVAL, "no request in flight with that id");
+	if (!want->arrived && c->broken)
+		return cc_fail(c, CB_ECLOSED, "broker channel closed");
+	if (want->arrived)
+		r = cc_take_queued(c, want, rep, &fd);
+	else
+		r = cc_read_until(c, id, rep, &fd);
+	if (r != 0)
+		goto out;
+	/* An fd must come exactly when the reply says so.  The channel is
+	 * still in step: fail this call only. */
+	if (rep->fd != (fd >= 0)) {
+		r = cc_fail(c, CB_EPROTO, rep->fd ? "reply promised a descriptor but none came" :
+		    "reply carried an unannounced descriptor");
+		goto out;
+	}
+	c->last_err = rep->err;
+	if (rep->err)
+		cc_set_reason(c, "%s", rep->reason ? rep->reason : cb_strerror(rep->err));
+	else
+		c->reason[0] = '\0';
+	if (fdp) {
+		*fdp = fd;
+		fd = -1;
+	}
+	r = 0;
+out:
+	cc_close_fd(&fd);
+	if (r != 0)
+		memset(rep, 0, sizeof(*rep));
+	return r;
+}
+
+int
+cc_call(struct cc_conn *c, struct wire_req *r, struct wire_reply *rep, int *fdp)
+{
+	uint32_t id;
+	int fd = -1, err;
+
+	if (fdp)
+		*fdp = -1;
+	if ((err = cc_send(c, r, &id)) != 0)
+		return err;
+	if ((err = cc_recv(c, id, rep, &fd)) != 0)
+		return err;
+	if (rep->err) {
+		err = rep->err;
+		goto out;
+	}
+	if (fdp && fd < 0) {
+		err = cc_fail(c, CB_EPROTO, "reply lacks the expected descriptor");
+		goto out;
+	}
+	if (fdp) {
+		*fdp = fd;
+		fd = -1;
+	}
+	err = 0;
+out:
+	cc_close_fd(&fd);
+	return err;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# 20-sandbox.sh - the sandbox end to end through the launcher API: exit
+# statuses, stdio, fail-closed setup, life cycle (nothing survives its
+# launcher), cgroups cleaned up, and the same as an unprivileged user.
+# Uses the escape suite's launcher ($CB_BUILD/escape/launch) until
+# "capbroker run" drives the same API.
+. "$(dirname "$0")/../lib.sh"
+: "${CB_BUILD:=$CB_TOP/build}"
+L="$CB_BUILD/escape/launch"
+export CAPBROKER_STUB="$CB_BIN/capbroker-stub"
+if [ ! -x "$L" ] || [ ! -x "$CAPBROKER_STUB" ]; then
+	t_skip "sandbox launcher" "not built ($L, $CAPBROKER_STUB)"
+	t_done
+	exit
+fi
+
+t_exit "low tier runs /bin/true" 0 "$L" -- /bin/true
+t_exit "the agent's exit status comes back" 3 "$L" --tier high -- /bin/sh -c 'exit 3'
+t_exit "a signal death is 128+N" 143 "$L" --tier high -- /bin/sh -c 'kill -TERM $$'
+t_exit "wall-clock timeout is 124" 124 "$L" --timeout 1 -- /bin/sleep 30
+t_exit "a missing bind source fails closed with 125" 125 "$L" --ro-bind /nonexistent/cb /x -- /bin/true
+t_match "... and says why on stderr" "$(cat "$T_TMP/err")" 'bind source /nonexistent/cb'
+t_exit "a writable bind below the high tier is refused" 125 "$L" --bind /tmp /data -- /bin/true
+t_exit "a bind destination in /proc is refused" 125 "$L" --ro-bind /usr /proc/x -- /bin/true
+t_is "stdin and stdout are relayed pipes" "$(echo hello | "$L" -- /bin/cat)" hello
+t_is "stderr is relayed separately" "$("$L" --tier high -- /bin/sh -c 'echo err >&2' 2>&1 >/dev/null)" err
+t_match "the stub reports the Landlock ABI" "$("$L" --report -- /bin/true 2>&1)" 'landlock=[0-9]+ cgroup=[01]'
+
+mkdir -m 0755 "$T_TMP/ro"
+echo data >"$T_TMP/ro/file"
+t_is "a read-only bind is visible" "$("$L" --ro-bind "$T_TMP/ro" /data -- /bin/cat /data/file)" data
+t_exit "... and read-only (sh: cannot create)" 2 "$L" --tier high --ro-bind "$T_TMP/ro" /data -- /bin/sh -c 'echo x > /data/file'
+t_match "... because the mount is read-only" "$(cat "$T_TMP/err")" 'Read-only file system'
+t_is "the host file is unchanged" "$(cat "$T_TMP/ro/file")" data
+chmod 0777 "$T_TMP/ro"
+t_exit "a writable bind in the high tier" 0 "$L" --tier high --bind "$T_TMP/ro" /data -- /bin/sh -c 'echo new > /data/new'
+t_is "... writes reach the host" "$(cat "$T_TMP/ro/new" 2>/dev/null)" new
+
+# Life cycle: killing the launcher kills the whole sandbox.
+"$L" --tier high -- /bin/sh -c '/bin/sleep 31337 & /bin/sleep 31338' &
+lpid=$!
+sleep 0.5
+t_ok "the agent's processes run" pgrep -f 'sleep 3133[78]'
+kill -9 "$lpid"
+wait "$lpid" 2>/dev/null
+for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f 'sleep 3133[78]' >/dev/null || break; sleep 0.2; done
+t_exit "nothing survives the launcher" 1 pgrep -f 'sleep 3133[78]'
+
+# Cgroups (root only) are removed when the sandbox is closed.
+"$L" -- /bin/true &
+lpid=$!
+wait "$lpid"
+t_is "no cgroup left behind" "$(find /sys/fs/cgroup -maxdepth 4 -name "capbroker.$lpid.*" 2>/dev/null)" ""
+
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 0755 "$T_TMP"
+	U=(setpriv --reuid=4242 --regid=4242 --clear-groups --)
+	t_is "as root the agent is nobody" "$("$L" --tier high -- /usr/bin/id -u)" 65534
+	t_is "as an ordinary user the agent is that user" \
+		"$("${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" --tier high -- /usr/bin/id -u)" 4242
+	t_exit "... and the low tier starts" 0 "${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" -- /bin/true
+else
+	t_skip "unprivileged pass" "needs root and setpriv"
+fi
+t_done
