@@ -96,7 +96,18 @@ $(BIN)/$(1): $$($(1)_SRCS:%.c=$(B)/%.o) $$(call modlibs,$$($(1)_LIBS))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
 endef
-$(foreach p,$(ALL_PROGS),$(eval $(call prog_rule,$(p))))
+# Programs that run inside a sandbox cannot carry AddressSanitizer: its
+# shadow memory needs terabytes of address space and the sandbox's
+# RLIMIT_AS (rightly) refuses that.  A sanitizer build uses their normal
+# builds; the broker and every library stay sanitized.
+IN_SANDBOX_PROGS := capbroker-stub capcall
+PLAIN_PROGS := $(if $(SANITIZE),$(filter $(IN_SANDBOX_PROGS),$(ALL_PROGS)))
+$(foreach p,$(filter-out $(PLAIN_PROGS),$(ALL_PROGS)),$(eval $(call prog_rule,$(p))))
+.PHONY: plain-progs
+$(PLAIN_PROGS:%=$(BIN)/%): plain-progs
+	@mkdir -p $(dir $@) && cp bin/$(notdir $@) $@
+plain-progs:
+	$(if $(PLAIN_PROGS),$(MAKE) --no-print-directory SANITIZE= $(PLAIN_PROGS:%=bin/%))
 
 # tests/unit/test_MOD[_more].c links module MOD and what MOD needs.
 define unit_rule
@@ -106,13 +117,16 @@ $(B)/t/$(1): $(B)/tests/unit/$(1).o $(B)/tests/tap.o $$(call modlibs,$$($(2)_LIB
 endef
 $(foreach t,$(UNIT_SRCS:tests/unit/%.c=%),$(eval $(call unit_rule,$(t),$(word 2,$(subst _, ,$(t))))))
 
-# Escape attempts: small programs run as the agent; they may use the client.
-$(B)/escape/%: $(B)/tests/escape/%.o $(call modlibs,$(client_LIBS))
+# Escape attempts: small attack programs run as the agent.  They are not
+# our product code and are never built with sanitizers (whose runtimes need
+# ptrace and /proc in ways the sandbox refuses).
+ESC_CFLAGS = -std=c17 -D_GNU_SOURCE -g -O2 $(WARN) -fPIE -I. $(CFLAGS)
+$(B)/escape/%: tests/escape/%.c tests/escape/escape.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ -Wl,--start-group $^ -Wl,--end-group $(ALL_LIBS)
+	$(CC) $(ESC_CFLAGS) -pie -o $@ $< $(LDFLAGS)
 
 check: deps programs $(UNIT_BINS) $(ESC_BINS)
-	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) PYTHON=$(PYTHON) \
+	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) PYTHON=$(PYTHON) CB_SANITIZE=$(SANITIZE) \
 		tests/run.sh
 
 check-asan:
@@ -136,11 +150,27 @@ bench: deps programs
 	@scripts/deps.sh bench
 	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) bench/run.sh
 
-install: programs
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
+# The C client library is installed as one static archive (the client and
+# the modules it uses), with its headers under include/capbroker/ and a
+# pkg-config file; the Python module goes where the broker binds it from.
+VERSION ?= 0.1
+CLIENT_ARCHIVES = $(call modlibs,$(client_LIBS))
+$(B)/libcapclient.a: $(CLIENT_ARCHIVES)
+	rm -f $@ && printf 'create $@\n$(foreach a,$^,addlib $(a)\n)save\nend\n' | ar -M
+
+install: programs $(B)/libcapclient.a
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/capbroker/client \
+		$(DESTDIR)$(INCLUDEDIR)/capbroker/common $(DESTDIR)$(DATADIR)/python/capbroker
 	install -m 0755 $(PROGS:%=$(BIN)/%) $(DESTDIR)$(BINDIR)/
 	$(if $(LIBEXEC_PROGS),install -m 0755 $(LIBEXEC_PROGS:%=$(BIN)/%) $(DESTDIR)$(LIBEXECDIR)/)
 	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	install -m 0644 $(B)/libcapclient.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 client/capclient.h $(DESTDIR)$(INCLUDEDIR)/capbroker/
+	install -m 0644 common/common.h $(DESTDIR)$(INCLUDEDIR)/capbroker/common/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+		client/capclient.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/capclient.pc
+	install -m 0644 client/python/capbroker/__init__.py $(DESTDIR)$(DATADIR)/python/capbroker/
 
 clean:
 	rm -rf build build-san build-fuzz bin

@@ -127,6 +127,7 @@ struct brk_opts {
 	const char *admin_path;		/* NULL: STATE/admin.sock */
 	enum brk_approve approve;
 	bool quiet;
+	bool new_audit_log;		/* start a new log although the state remembers another */
 };
 
 struct brk {

@@ -188,6 +188,10 @@ brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resou
 	if (detail) {
 		snprintf(reason, sizeof(reason), "%s: %s", cb_strerror(err), detail);
 		r.reason = reason;
+	} else if (q && resource) {
+		snprintf(reason, sizeof(reason), "%s (%s %s)", cb_strerror(err), wire_op_name(q->op),
+		    resource);
+		r.reason = reason;
 	}
 	brk_audit(s->b, AUD_OP, AUD_DENY, err, s->id, q ? wire_op_name(q->op) : "frame",
 	    resource, tid, "agent", detail);
@@ -519,7 +523,9 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 
 	if (s->dead)
 		return;
+	brk_sbx_hold(s);
 	s->dead = true;
+	brk_pending_drop_sbx(s->b, s);
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
@@ -533,7 +539,6 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 		if (!s->ev_rate || evtimer_add(s->ev_rate, &grace) != 0)
 			sbx_kill(&s->proc);
 	}
-	brk_sbx_hold(s);
 	brk_sbx_release(s);
 }
 
@@ -965,10 +970,30 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	ao.on_checkpoint = st_audit_checkpoint_cb;
 	ao.on_checkpoint_arg = b->st;
 	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
-	if ((r = aud_open(path, st_keyring(b->st), &ao, &b->aud)) != 0) {
-		snprintf(why, whylen, "audit log %s: %s (%s)", path, cb_strerror(r), strerror(errno));
+	/* The state remembers the log's id and last checkpoint: a log that was
+	 * deleted, replaced or cut back stops the broker instead of being
+	 * quietly started over the evidence.  --new-audit-log is the
+	 * deliberate way past that, and says so in the new log. */
+	{
+		struct aud_head head;
+
+		if (!o->new_audit_log &&
+		    st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
+			ao.expect = &head;
+		r = aud_open(path, st_keyring(b->st), &ao, &b->aud);
+	}
+	if (r != 0) {
+		if (ao.expect && r == CB_EAUDIT)
+			snprintf(why, whylen, "audit log %s is missing, replaced or cut short (the state "
+			    "remembers another); refusing to start. Check it with `capctl audit verify`; "
+			    "to start a new log deliberately, move it aside and use --new-audit-log", path);
+		else
+			snprintf(why, whylen, "audit log %s: %s (%s)", path, cb_strerror(r), strerror(errno));
 		goto out;
 	}
+	if (o->new_audit_log)
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
+		    "started with --new-audit-log");
 	if (!(b->base = event_base_new()) || wire_dec_new(WIRE_REQ_MAX, &b->dec) != 0 ||
 	    !(b->rbuf = malloc(WIRE_REQ_MAX + 1)) || !(b->sbuf = malloc(WIRE_REPLY_MAX))) {
 		r = CB_ENOMEM;

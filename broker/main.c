@@ -37,7 +37,7 @@ usage(FILE *f)
 	    "                     [--tier low|medium|high|NAME] [--workspace DIR] [--grant CAP]...\n"
 	    "                     [--ttl SECONDS] [--timeout SECONDS] [--ro-bind SRC[:DST]]...\n"
 	    "                     [--id NAME] [--approve tty|admin|deny] -- CMD [ARGS...]\n"
-	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH]\n"
+	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH] [--new-audit-log]\n"
 	    "       capbroker check-policy FILE\n"
 	    "       capbroker show-policy [FILE]\n");
 }
@@ -257,12 +257,17 @@ relay_free(struct relay *r)
 		event_free(r->ev_err);
 	if (r->in_dst >= 0)
 		close(r->in_dst);
+	if (r->out_src >= 0)
+		close(r->out_src);
+	if (r->err_src >= 0)
+		close(r->err_src);
 }
 
 /* ---- run ------------------------------------------------------------- */
 
 struct run_opts {
 	const char *connect, *state, *policy, *tier, *workspace, *id, *approve;
+	bool new_audit_log;
 	const char *grants[RUN_MAX_GRANTS];
 	size_t ngrants;
 	const char *binds[RUN_MAX_BINDS];
@@ -314,11 +319,11 @@ on_signal(evutil_socket_t sig, short ev, void *arg)
 static int
 run_local(struct run_opts *o)
 {
-	struct brk_opts bo = { .policy_path = o->policy };
+	struct brk_opts bo = { .policy_path = o->policy, .new_audit_log = o->new_audit_log };
 	struct brk_sbx_spec spec = { 0 };
 	struct brk *b = NULL;
 	struct brk_sbx *s;
-	struct relay r = { .in_dst = -1 };
+	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
 	struct event *sigint = NULL, *sigterm = NULL;
 	char tmp[] = "/tmp/capbroker-XXXXXX", why[1024], actor[32];
 	int code = EXIT_SETUP, e;
@@ -368,7 +373,9 @@ run_local(struct run_opts *o)
 		fprintf(stderr, "capbroker: cannot relay the agent's stdio\n");
 		goto out;
 	}
-	s->proc.stdin_fd = -1;	/* the relay owns and closes it */
+	/* The relay owns the agent's stdio now: the sandbox's record may be
+	 * freed (closing what it still holds) before the relay reads EOF. */
+	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 	sigint = evsignal_new(b->base, SIGINT, on_signal, b);
 	sigterm = evsignal_new(b->base, SIGTERM, on_signal, b);
 	if (sigint)
@@ -401,7 +408,7 @@ run_connect(struct run_opts *o)
 	struct wire_enc e;
 	struct wire_dec *d = NULL;
 	struct wire_msg m;
-	struct relay r = { .in_dst = -1 };
+	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
 	struct event_base *base = NULL;
 	struct event *ev_sock = NULL;
 	char cwd[4096];
@@ -488,7 +495,7 @@ run_connect(struct run_opts *o)
 	}
 	if (!(base = event_base_new()) || relay_start(&r, base, fds[0], fds[1], fds[2]) != 0)
 		goto out;
-	fds[0] = -1;
+	fds[0] = fds[1] = fds[2] = -1;	/* the relay's now */
 	/* Wait for the exit event while relaying. */
 	for (;;) {
 		event_base_loop(base, EVLOOP_ONCE);
@@ -508,7 +515,7 @@ run_connect(struct run_opts *o)
 out:
 	relay_free(&r);
 	for (int i = 0; i < 3; i++)
-		if (fds[i] >= 0 && i)
+		if (fds[i] >= 0)
 			close(fds[i]);
 	if (base)
 		event_base_free(base);
@@ -534,6 +541,7 @@ cmd_run(int argc, char **argv)
 		{ "ro-bind", required_argument, NULL, 'b' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "approve", required_argument, NULL, 'a' },
+		{ "new-audit-log", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -548,6 +556,7 @@ cmd_run(int argc, char **argv)
 		case 't': o.tier = optarg; break;
 		case 'w': o.workspace = optarg; break;
 		case 'i': o.id = optarg; break;
+		case 'N': o.new_audit_log = true; break;
 		case 'a':
 			if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
 				fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
@@ -611,6 +620,7 @@ cmd_serve(int argc, char **argv)
 		{ "state", required_argument, NULL, 's' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "socket", required_argument, NULL, 'S' },
+		{ "new-audit-log", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -625,6 +635,7 @@ cmd_serve(int argc, char **argv)
 		case 's': bo.state_dir = optarg; break;
 		case 'p': bo.policy_path = optarg; break;
 		case 'S': bo.admin_path = optarg; break;
+		case 'N': bo.new_audit_log = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_USAGE;
 		}

@@ -237,6 +237,36 @@ brk_net_resolved(void *arg)
 	}
 }
 
+/* Could some capability of h (or of any valid held token when h is NULL)
+ * allow host:port once resolved?  Names and wildcards are judged by the
+ * name; address capabilities (and "*") by the addresses, later. */
+static bool
+brk_net_cap_could(const struct cap *c, const char *host, int port)
+{
+	struct cap_req r = { .op = CAP_NET_CONNECT, .host = host, .port = port };
+
+	if (c->op != CAP_NET_CONNECT || (c->net.port >= 0 && c->net.port != port))
+		return false;
+	if (c->net.kind == CAP_HOST_IP || c->net.kind == CAP_HOST_ANY)
+		return true;
+	return cap_match(c, &r);
+}
+
+static int
+brk_net_could_cover(struct brk_sbx *s, struct brk_held *h, const char *host, int port)
+{
+	for (size_t i = 0; i < (h ? 1 : s->nheld); i++) {
+		struct brk_held *k = h ? h : &s->held[i];
+
+		if (!h && brk_tok_check(s, k, NULL, NULL) != 0)
+			continue;
+		for (size_t j = 0; j < k->tok->c.ncaps; j++)
+			if ((k->in_ceiling & (1u << j)) && brk_net_cap_could(k->tok->c.caps[j], host, port))
+				return 0;
+	}
+	return CB_ENOTCOVERED;
+}
+
 void
 brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 {
@@ -277,6 +307,13 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 	}
 	if (cap_addr_parse(q->host, &lit) != 0 && !pol_net_domain_allowed(s->b->pol, q->host)) {
 		brk_deny(s, q, CB_EPOLICY, res, NULL, "host not in the policy's domain allow list");
+		return;
+	}
+	/* No lookup unless a valid token could cover this host and port:
+	 * otherwise an agent without any network grant could make the broker
+	 * resolve names of its choosing (a DNS side channel). */
+	if ((e = brk_net_could_cover(s, h, q->host, (int)q->port)) != 0) {
+		brk_deny(s, q, e, res, h ? h->tok->c.id : NULL, NULL);
 		return;
 	}
 	if (!(n = calloc(1, sizeof(*n)))) {

@@ -413,20 +413,20 @@ brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
 {
 	struct brk_pending *p, *next;
 
+	/* The sandbox is gone: its requests are denied on record and their
+	 * hold on it released. */
 	for (p = b->pending; p; p = next) {
 		next = p->next;
 		if (p->s != s)
 			continue;
 		cb_ignore(st_request_deny(b->st, p->rid, "broker", cb_now(), "sandbox is gone"));
-		for (struct brk_pending **pp = &b->pending; *pp; pp = &(*pp)->next)
-			if (*pp == p) {
-				*pp = p->next;
-				break;
-			}
-		if (b->tty_current == p)
-			b->tty_current = NULL;
+		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EDENIED, s->id, "deny", p->cap->text, NULL,
+		    "broker", "sandbox is gone");
+		brk_pending_unlink(b, p);
 		brk_pending_free(p);
 	}
+	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current && b->pending)
+		brk_tty_prompt_next(b);
 }
 
 /* ---- the terminal prompt (--approve tty) ------------------------------ */

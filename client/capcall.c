@@ -817,7 +817,7 @@ static int
 relay(int sock, const char **what)
 {
 	static struct relay_buf up, down;	/* up: stdin->sock, down: sock->stdout */
-	bool in_open = true, sock_in_open = true, out_open = true, shut_wr = false;
+	bool in_open = true, sock_in_open = true, shut_wr = false;
 	int fl;
 
 	if ((fl = fcntl(sock, F_GETFL)) < 0 || fcntl(sock, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -846,6 +846,10 @@ relay(int sock, const char **what)
 			p[2].fd = STDOUT_FILENO;
 			p[2].events = POLLOUT;
 		}
+		/* Nothing wanted from the socket now: leave it out, or its
+		 * POLLHUP would spin us while stdout is slow. */
+		if (!p[1].events)
+			p[1].fd = -1;
 		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -882,20 +886,14 @@ relay(int sock, const char **what)
 				sock_in_open = false;
 			}
 		}
+		/* Nobody reads our output any more: the relay is over. */
 		if (p[2].revents && down.len) {
-			if (!out_open || write_all(STDOUT_FILENO, down.b + down.off, down.len) != 0) {
-				/* Nobody reads our output: stop taking the peer's. */
-				out_open = false;
-				sock_in_open = false;
-				shutdown(sock, SHUT_RD);
+			if (write_all(STDOUT_FILENO, down.b + down.off, down.len) != 0) {
+				*what = "write";
+				return -1;
 			}
 			down.len = 0;
 		}
-	}
-	if (!out_open) {
-		*what = "write";
-		errno = EPIPE;
-		return -1;
 	}
 	return 0;
 }
@@ -940,8 +938,9 @@ out:
 	return rc;
 }
 
-/* The program's status as ours: 0-255 as is; a negative status is a signal
- * number (-N), reported the way a shell does (128 + N). */
+/* The program's status as ours.  The broker reports it as a shell does
+ * (0-255, 128+N for signal N); a negative -N is taken as signal N too, and
+ * anything else out of range as a plain failure. */
 static int
 exec_status(int32_t st)
 {

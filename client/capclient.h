@@ -201,7 +201,7 @@ int cc_net_connect(struct cc_conn *c, const char *host, uint16_t port, unsigned 
     int *fd) CB_WARN_UNUSED;
 
 struct cc_exec {
-	int32_t status;		/* as the broker reports it (docs/client-library.md) */
+	int32_t status;		/* exit status; 128+N if killed by signal N */
 	bool trunc;		/* output cut at the broker's limit */
 	const uint8_t *out;	/* NUL-terminated for convenience */
 	size_t out_len;

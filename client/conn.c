@@ -121,7 +121,7 @@ cc_open_env(struct cc_conn **out)
 	const char *s = getenv(CC_ENV_FD);
 	char *end = NULL;
 	long v;
-	int fd, r;
+	int fd;
 
 	*out = NULL;
 	if (!s || !*s)
@@ -134,8 +134,7 @@ cc_open_env(struct cc_conn **out)
 	 * the rest of the agent; close-on-exec so it does not leak further. */
 	if ((fd = fcntl((int)v, F_DUPFD_CLOEXEC, 3)) < 0)
 		return errno == EBADF ? CB_EINVAL : CB_EIO;
-	r = cc_open_fd(fd, out);
-	return r;
+	return cc_open_fd(fd, out);
 }
 
 void

@@ -34,3 +34,4 @@ $(B)/sandbox-stub/stub_bpf.h: $(B)/sandbox-stub/stub-genbpf
 $(B)/sandbox-stub/stub_seccomp_load.o: $(B)/sandbox-stub/stub_bpf.h
 $(B)/sandbox-stub/stub_seccomp_load.o: ALL_CFLAGS += -I$(B)/sandbox-stub
 MAN1 += docs/man/capbroker-stub.1
+

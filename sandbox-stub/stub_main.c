@@ -614,15 +614,10 @@ apply_rlimits(const struct stub_cfg *c)
 {
 	const struct sbx_limits *l = &c->lim;
 
-#ifndef __SANITIZE_ADDRESS__
+	/* Never built with AddressSanitizer (see module.mk): its shadow
+	 * memory could not live under these. */
 	set_rlimit(RLIMIT_AS, "AS", l->mem_bytes * 4, l->mem_bytes * 4);
 	set_rlimit(RLIMIT_DATA, "DATA", l->mem_bytes, l->mem_bytes);
-#else
-	/* AddressSanitizer reserves terabytes of shadow address space: a
-	 * sanitizer build of the stub cannot live under these limits until
-	 * its exec.  Test builds only; the escape suite uses the normal one. */
-	(void)l;
-#endif
 	set_rlimit(RLIMIT_NOFILE, "NOFILE", l->nofile, l->nofile);
 	set_rlimit(RLIMIT_NPROC, "NPROC", l->nproc, l->nproc);
 	set_rlimit(RLIMIT_FSIZE, "FSIZE", l->fsize_bytes, l->fsize_bytes);

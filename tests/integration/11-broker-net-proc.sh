@@ -35,8 +35,15 @@ t_exit "a loopback address the grant does not name is never reachable" 77 \
 	"$CB_BIN/capbroker" run --policy "$T_TMP/p.conf" --tier medium --workspace "$W" \
 	--grant "net.connect:localhost:$P1" -- /bin/sh -c "echo | capcall net.connect localhost:$P1"
 t_match "... never-reachable range" "$(cat "$T_TMP/err")" "never-reachable"
+# No grant that could cover the name: refused before any lookup, so an
+# agent cannot use the broker's resolver as a side channel.
+t_exit "no lookup without a covering grant" 77 "$CB_BIN/capbroker" run --tier high \
+	-- /bin/sh -c "capcall net.connect exfil-data.no-such-domain.invalid:443 </dev/null"
+t_match "... refused as not covered (a lookup would say resolve-failed)" "$(cat "$T_TMP/err")" "not covered.*exfil-data"
 t_exit "the metadata address is refused" 77 run_agent "capcall net.connect 169.254.169.254:80 </dev/null"
-t_exit "an unresolvable name fails cleanly (exit 1)" 1 run_agent "capcall net.connect no-such-host.invalid:80 </dev/null"
+t_exit "an unresolvable name fails cleanly (exit 1)" 1 "$CB_BIN/capbroker" run --policy "$T_TMP/p.conf" \
+	--tier medium --workspace "$W" --grant "net.connect:127.0.0.1:80" \
+	-- /bin/sh -c "capcall net.connect no-such-host.invalid:80 </dev/null"
 t_match "... name did not resolve" "$(cat "$T_TMP/err")" "did not resolve"
 # connect refused: nothing listens on P1+1 if free; grant it explicitly.
 t_exit "a refused connection is a clear error" 1 \

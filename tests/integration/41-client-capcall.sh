@@ -135,6 +135,10 @@ fb net.connect echo:7 <"$W/net.in" >"$T_TMP/net.out" 2>"$T_TMP/err"
 t_is "net.connect: exit 0" "$?" 0
 t_ok "net.connect relays 200 KB both ways, byte-exact" cmp "$W/net.in" "$T_TMP/net.out"
 t_match "net.connect sends host and port" "$(last_req)" '"host": "echo", "port": 7'
+head -c 3000000 /dev/zero >"$W/zeros"
+( fb net.connect echo:7 <"$W/zeros" 2>"$T_TMP/err.pipe"; echo "rc=$?" >"$T_TMP/rc.pipe" ) | head -c 10 >/dev/null
+t_is "net.connect whose reader goes away ends (exit 1)" "$(cat "$T_TMP/rc.pipe")" "rc=1"
+t_match "net.connect whose reader goes away: says write failed" "$(cat "$T_TMP/err.pipe")" "write: Broken pipe"
 echo hi | fb net.connect '[::1]:8080' >"$T_TMP/out" 2>"$T_TMP/err"
 t_is "net.connect [v6]:port: exit 0" "$?" 0
 t_match "net.connect [v6]:port: host without brackets" "$(last_req)" '"host": "::1", "port": 8080'
@@ -198,7 +202,7 @@ t_ok "JSON output parses even with odd names" "$PYTHON" -c 'import json,sys; jso
 t_match "a name that is not UTF-8 gets U+FFFD" "$(cat "$T_TMP/list.json")" '"n\\u0001\\"\\ufffd"'
 
 # -- hostile or broken broker: 69, nothing leaked -------------------------------------------------
-for m in eof garbage notmap big wrongid twofds trailing badtype; do
+for m in eof garbage cut notmap big wrongid twofds trailing badtype; do
 	t_exit "broker reply '$m': 69" 69 fbm $m fs.read /w/a.txt
 	t_match "broker reply '$m': says broker unavailable" "$(err)" "^capcall: broker unavailable: "
 done

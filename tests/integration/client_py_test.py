@@ -353,7 +353,7 @@ def hostile(mode, exc=capbroker.BrokerUnavailable, breaks=True):
     return T
 
 
-for _m, _breaks in (("eof", True), ("garbage", True), ("notmap", True), ("big", True),
+for _m, _breaks in (("eof", True), ("garbage", True), ("cut", True), ("notmap", True), ("big", True),
                     ("wrongid", True), ("twofds", True), ("trailing", True), ("badtype", True),
                     ("nofd", False), ("strayfd", False)):
     globals()["TestHostile_" + _m] = hostile(_m, breaks=_breaks)

@@ -129,6 +129,9 @@ class FakeBroker:
             return False
         if m == "garbage":
             self.send_raw(b"\xc1\xc1\xc1")
+        elif m == "cut":
+            self.send_raw(msgpack.packb({"id": req["id"], "ok": False, "err": -5,
+                                         "reason": "a reason long enough to cut"})[:-5])
         elif m == "notmap":
             self.send_raw(msgpack.packb([1, 2, 3]))
         elif m == "big":
