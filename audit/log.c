@@ -479,7 +479,17 @@ json_str(struct aud_log *l, const char *s, size_t n)
 	lput(l, "\"", 1);
 	while (i < n) {
 		unsigned char c = u[i];
+		size_t run = i;
 
+		/* Copy a run of characters that need nothing at once. */
+		while (run < n && u[run] >= 0x20 && u[run] < 0x7f && u[run] != '"' &&
+		    u[run] != '\\')
+			run++;
+		if (run > i) {
+			lput(l, s + i, run - i);
+			i = run;
+			continue;
+		}
 		if (c == '"' || c == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)c;
@@ -488,9 +498,6 @@ json_str(struct aud_log *l, const char *s, size_t n)
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
 			lput(l, esc, 6);
-			i++;
-		} else if (c < 0x80) {
-			lput(l, s + i, 1);
 			i++;
 		} else if ((k = utf8_seq(u + i, n - i)) > 0) {
 			lput(l, s + i, k);
@@ -508,19 +515,65 @@ json_str(struct aud_log *l, const char *s, size_t n)
  * fixed fields. */
 #define LINE_CAP (6 * NSTR * AUD_FIELD_MAX + 1024)
 
+/* Decimal digits of v into buf (no terminator); returns the length. */
+static size_t
+fmt_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Lowercase hex of public bytes (the chain, token ids): a table, since
+ * nothing here is secret and this runs for every line. */
+static void
+fmt_hex(char *out, const uint8_t *b, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* The writer formats lines in bursts within the same second: the date and
+ * time are formatted once per second (gmtime_r and snprintf are the costly
+ * part), only the milliseconds per line.  Per thread: each log has its own
+ * writer. */
 static void
 fmt_ts(char out[AUD_TS_LEN + 1], uint64_t ns)
 {
+	static _Thread_local time_t cached = (time_t)-1;
+	static _Thread_local char prefix[AUD_TS_LEN + 1];	/* "YYYY-MM-DDTHH:MM:SS." */
 	time_t t = (time_t)(ns / 1000000000u);
-	struct tm tm;
-	char tmp[96];
+	unsigned ms = (unsigned)((ns / 1000000u) % 1000);
 
-	/* the verifier expects exactly AUD_TS_LEN bytes; years stay 4 digits */
-	gmtime_r(&t, &tm);
-	snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
-	    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (unsigned)((ns / 1000000u) % 1000));
-	memcpy(out, tmp, AUD_TS_LEN);
+	if (t != cached) {
+		struct tm tm;
+		char tmp[96];
+
+		/* the verifier expects exactly AUD_TS_LEN bytes; years stay 4 digits */
+		gmtime_r(&t, &tm);
+		snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.",
+		    (tm.tm_year + 1900) % 10000, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		    tm.tm_min, tm.tm_sec);
+		memcpy(prefix, tmp, AUD_TS_LEN - 4);
+		cached = t;
+	}
+	memcpy(out, prefix, AUD_TS_LEN - 4);
+	out[AUD_TS_LEN - 4] = (char)('0' + ms / 100);
+	out[AUD_TS_LEN - 3] = (char)('0' + ms / 10 % 10);
+	out[AUD_TS_LEN - 2] = (char)('0' + ms % 10);
+	out[AUD_TS_LEN - 1] = 'Z';
 	out[AUD_TS_LEN] = '\0';
 }
 
@@ -531,9 +584,9 @@ line_begin(struct aud_log *l, uint64_t ts_ns, const char *ev)
 	char hex[2 * AUD_HASH_LEN + 1], ts[AUD_TS_LEN + 1], num[32];
 
 	l->line_len = 0;
-	cap_hex(l->chain, AUD_HASH_LEN, hex);
+	fmt_hex(hex, l->chain, AUD_HASH_LEN);
 	fmt_ts(ts, ts_ns);
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)l->seq);
+	num[fmt_u64(num, l->seq)] = '\0';
 	lputs(l, "{\"prev\":\"");
 	lputs(l, hex);
 	lputs(l, "\",\"seq\":");
@@ -596,7 +649,7 @@ fmt_record(struct aud_log *l, const struct slot *s)
 		if (s->present & (1u << i))
 			field_str(l, names[i], p[i], s->len[i]);
 	if (s->has_token) {
-		cap_hex(s->token, CAP_ID_LEN, hex);
+		fmt_hex(hex, s->token, CAP_ID_LEN);
 		field_str(l, "token", hex, strlen(hex));
 	}
 	if (s->decision == AUD_ALLOW)

@@ -35,6 +35,7 @@
 #define BRK_RATE	20000	/* requests per second per sandbox (sustained) */
 #define BRK_BURST	2000	/* ... and burst */
 #define BRK_BATCH	32	/* packets read per wakeup, for fairness */
+#define BRK_BAD_COST	16	/* a malformed packet costs this many requests of the rate */
 #define BRK_ROOTS_MAX	16	/* cached capability roots per sandbox */
 #define BRK_SANDBOXES_MAX 4096
 

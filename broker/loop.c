@@ -396,17 +396,23 @@ brk_sbx_readable(evutil_socket_t sock, short ev, void *arg)
 		s->nreq++;
 		if (fds || (m.msg_flags & MSG_CTRUNC)) {
 			s->nbad++;
+			s->bucket -= BRK_BAD_COST - 1;
 			brk_deny(s, NULL, CB_EPROTO, NULL, NULL, "descriptors sent to the broker were closed");
 			continue;
 		}
 		if (m.msg_flags & MSG_TRUNC) {
 			s->nbad++;
+			s->bucket -= BRK_BAD_COST - 1;
 			brk_deny(s, NULL, CB_ETOOBIG, NULL, NULL, "packet larger than the 64 KiB limit");
 			continue;
 		}
 		r = wire_req_decode(b->dec, b->rbuf, (size_t)n, &q);
 		if (r != 0) {
+			/* Malformed packets cost more of the sandbox's rate: a
+			 * well-behaved agent never sends one, and each costs the
+			 * broker a denial, an audit record and a reply. */
 			s->nbad++;
+			s->bucket -= BRK_BAD_COST - 1;
 			/* A known id lets the agent match the error to its call. */
 			brk_deny(s, q.id ? &q : NULL, r, NULL, NULL, NULL);
 			continue;

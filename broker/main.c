@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -325,12 +326,20 @@ run_local(struct run_opts *o)
 	struct brk_sbx *s;
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
 	struct event *sigint = NULL, *sigterm = NULL;
-	char tmp[] = "/tmp/capbroker-XXXXXX", why[1024], actor[32];
+	char tmp[64], why[1024], actor[32];
 	int code = EXIT_SETUP, e;
 
 	if (o->state) {
 		bo.state_dir = o->state;
 	} else {
+		/* A throw-away state (removed at exit) need not pay for disk
+		 * syncs: keep it on tmpfs when there is one (about 7 ms per run).
+		 * It is private all the same (mkdtemp, 0700). */
+		struct stat st;
+
+		snprintf(tmp, sizeof(tmp), "%s/capbroker-XXXXXX",
+		    stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0 ?
+		    "/dev/shm" : "/tmp");
 		if (!mkdtemp(tmp)) {
 			fprintf(stderr, "capbroker: cannot create a state directory: %s\n", strerror(errno));
 			return EXIT_SETUP;
@@ -665,9 +674,23 @@ cmd_serve(int argc, char **argv)
 	return c;
 }
 
+/* Each sandbox costs the broker a few descriptors (channel, pidfd, status
+ * pipe, an admin connection): use the whole hard limit, not the soft 1024. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		cb_ignore(setrlimit(RLIMIT_NOFILE, &rl));
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	raise_nofile();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

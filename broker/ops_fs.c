@@ -270,8 +270,10 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 		e = CB_EFTYPE;
 		goto deny;
 	}
-	/* The agent gets an ordinary blocking file. */
-	if (fcntl(fd, F_SETFL, wr && (q->flags & WIRE_F_APPEND) ? O_APPEND : 0) != 0) {
+	/* O_NONBLOCK means nothing for a regular file on a local file system,
+	 * so a read-only fd is handed over as it is (one system call saved on
+	 * the hot path); a writable one gets plain flags. */
+	if (wr && fcntl(fd, F_SETFL, (q->flags & WIRE_F_APPEND) ? O_APPEND : 0) != 0) {
 		e = CB_EIO;
 		goto deny;
 	}
