@@ -9,7 +9,8 @@ for f in "$dir"/fuzz_*; do
 	work=$(mktemp -d)
 	seeds="tests/fuzz/corpus/$name"
 	echo "== $name: ${secs}s"
-	if ! "$f" -max_total_time="$secs" -max_len=8192 -rss_limit_mb=2048 \
+	if ! LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
+		"$f" -max_total_time="$secs" -max_len=8192 -rss_limit_mb=2048 \
 		-artifact_prefix="$dir/crash-$name-" -print_final_stats=0 \
 		"$work" ${seeds:+$( [ -d "$seeds" ] && echo "$seeds")} >"$dir/$name.log" 2>&1; then
 		echo "FAIL $name (see $dir/$name.log)"; tail -n 30 "$dir/$name.log"; failed=1

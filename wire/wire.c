@@ -11,6 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* msgpack-c gives an empty string or bin a NULL pointer, and passing NULL
+ * to memcmp, memcpy or memchr is undefined even for length 0: every such
+ * call on decoded data goes through these. */
+static bool
+wire_memeq(const void *a, const void *b, size_t n)
+{
+	return n == 0 || memcmp(a, b, n) == 0;
+}
+
+static bool
+wire_has_nul(const void *p, size_t n)
+{
+	return n != 0 && memchr(p, '\0', n) != NULL;
+}
+
+static void
+wire_copy(void *dst, const void *src, size_t n)
+{
+	if (n)
+		memcpy(dst, src, n);
+}
+
 /* ---- bounded pre-scan ------------------------------------------------- */
 
 enum { WIRE_SCAN_OK = 0, WIRE_SCAN_TRUNC = 1, WIRE_SCAN_BAD = 2 };
@@ -121,7 +143,7 @@ wire_enc_write(void *data, const char *buf, size_t len)
 		e->err = CB_ETOOBIG;
 		return -1;
 	}
-	memcpy(e->buf + e->len, buf, len);
+	wire_copy(e->buf + e->len, buf, len);
 	e->len += len;
 	return 0;
 }
@@ -350,7 +372,7 @@ wire_keyeq(const msgpack_object *k, const char *key)
 	size_t n = strlen(key);
 
 	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	    memcmp(k->via.str.ptr, key, n) == 0;
+	    wire_memeq(k->via.str.ptr, key, n);
 }
 
 static int
@@ -365,8 +387,8 @@ wire_map_check(const msgpack_object *o)
 			return CB_EPROTO;
 		for (uint32_t j = 0; j < i; j++)
 			if (kv[j].key.via.str.size == kv[i].key.via.str.size &&
-			    memcmp(kv[j].key.via.str.ptr, kv[i].key.via.str.ptr,
-				kv[i].key.via.str.size) == 0)
+			    wire_memeq(kv[j].key.via.str.ptr, kv[i].key.via.str.ptr,
+				kv[i].key.via.str.size))
 				return CB_EPROTO;
 	}
 	return 0;
@@ -473,11 +495,11 @@ wire_str_copy(struct wire_dec *d, const msgpack_object *o, const char **s)
 
 	if (o->type != MSGPACK_OBJECT_STR)
 		return CB_EPROTO;
-	if (memchr(o->via.str.ptr, '\0', o->via.str.size))
+	if (wire_has_nul(o->via.str.ptr, o->via.str.size))
 		return CB_EPROTO;
 	if (!(c = wire_arena(d, (size_t)o->via.str.size + 1, 1)))
 		return CB_ETOOBIG;
-	memcpy(c, o->via.str.ptr, o->via.str.size);
+	wire_copy(c, o->via.str.ptr, o->via.str.size);
 	c[o->via.str.size] = '\0';
 	*s = c;
 	return 0;
@@ -1001,9 +1023,9 @@ wire_tok_caps(const msgpack_object *o, struct cap_claims *c)
 			return CB_ETOK_TYPE;
 		if (s->via.str.size > CAP_STR_MAX)
 			return CB_ECAP_TOOLONG;
-		if (memchr(s->via.str.ptr, '\0', s->via.str.size))
+		if (wire_has_nul(s->via.str.ptr, s->via.str.size))
 			return CB_ECAP_NUL;
-		memcpy(buf, s->via.str.ptr, s->via.str.size);
+		wire_copy(buf, s->via.str.ptr, s->via.str.size);
 		buf[s->via.str.size] = '\0';
 		if ((r = cap_parse(buf, &c->caps[c->ncaps])) != 0)
 			return r;
@@ -1032,7 +1054,7 @@ wire_tok_field(unsigned bit, const msgpack_object *v, struct cap_claims *c)
 		if (v->type != MSGPACK_OBJECT_STR ||
 		    !cap_aud_valid(v->via.str.ptr, v->via.str.size))
 			return CB_ETOK_TYPE;
-		memcpy(c->aud, v->via.str.ptr, v->via.str.size);
+		wire_copy(c->aud, v->via.str.ptr, v->via.str.size);
 		c->aud[v->via.str.size] = '\0';
 		return 0;
 	case WT_NBF:

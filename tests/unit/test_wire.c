@@ -83,6 +83,16 @@ test_hostile(void)
 	T_ERR(req(notmap, sizeof(notmap)), CB_EPROTO, "top level must be a map");
 	T_ERR(req(c1, sizeof(c1)), CB_EPROTO, "reserved byte 0xc1 refused");
 	T_ERR(req(intkey, sizeof(intkey)), CB_EPROTO, "non-string key refused");
+	{
+		/* found by fuzz_wire_reply: several empty keys (msgpack-c gives
+		 * them NULL pointers; comparing them must not be undefined) */
+		static const uint8_t empties[] = { 0x84, 0xa0, 0xa0, 0xa0, 0x3e, 0x3e, 0x3e,
+			0x8c, 0xa0, 0xa0 };
+		struct wire_reply rp;
+
+		T_ERR(wire_reply_decode(d, empties, sizeof(empties), &rp), CB_EPROTO,
+		    "empty keys (duplicates) refused without undefined behaviour");
+	}
 	T_ERR(req(NULL, 0), CB_EPROTO, "empty frame refused");
 	for (size_t i = 0; i < sizeof(deep); i++)
 		deep[i] = 0x91;	/* [[[[...]]]] */
