@@ -124,6 +124,7 @@ ESC_CFLAGS = -std=c17 -D_GNU_SOURCE -g -O2 $(WARN) -fPIE -I. $(CFLAGS)
 $(B)/escape/%: tests/escape/%.c tests/escape/escape.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ESC_CFLAGS) -pie -o $@ $< $(LDFLAGS)
+$(B)/escape/proc_exec_slot_nofile: tests/escape/proc_exec_slot.c
 
 check: deps programs $(UNIT_BINS) $(ESC_BINS)
 	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) PYTHON=$(PYTHON) CB_SANITIZE=$(SANITIZE) \

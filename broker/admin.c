@@ -392,6 +392,10 @@ adm_pending(struct brk_admin *a, const struct wire_msg *m)
 	struct wire_enc e;
 
 	(void)m;
+	/* Requests recorded before a restart have no timer of their own (the
+	 * loop only times the ones it holds): lapse them here, so the list
+	 * never shows a request past its expiry as pending. */
+	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_arr_begin(&e, "requests");
 	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &e));
@@ -414,11 +418,15 @@ adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
 	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
 	ADM_OPT(a, wire_get_bool(m, "session", &session));
 	ADM_OPT(a, wire_get_str(m, "reason", &reason));
+	/* As in adm_pending: a lapsed request is expired, not undecided. */
+	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
 	r = brk_pending_decide(a->b, rid, approve, ttl, session, a->actor, reason);
 	if (r == CB_ENOENT)
 		brk_admin_err(a, r, "no such pending request");
 	else if (r == CB_EEXIST)
 		brk_admin_err(a, r, "that request was already decided");
+	else if (r == CB_EEXPIREDREQ)
+		brk_admin_err(a, r, "that request expired undecided (expiry means deny)");
 	else if (r)
 		brk_admin_err(a, r, NULL);
 	else
@@ -762,6 +770,11 @@ brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen)
 void
 brk_admin_close(struct brk *b)
 {
+	/* Shutdown: brk_free has already killed and freed every sandbox, so
+	 * a `run --connect` connection's sandbox pointer is stale; dropping
+	 * the connection must not touch it. */
+	for (struct brk_admin *a = b->admins; a; a = a->next)
+		a->run = NULL;
 	while (b->admins)
 		brk_admin_drop(b->admins);
 	if (b->ev_admin)

@@ -38,6 +38,8 @@
 #define BRK_BAD_COST	16	/* a malformed packet costs this many requests of the rate */
 #define BRK_ROOTS_MAX	16	/* cached capability roots per sandbox */
 #define BRK_SANDBOXES_MAX 4096
+#define BRK_MINT_MAX	1024	/* tokens one sandbox may derive in its life */
+#define BRK_BAD_MAX	4096	/* malformed packets before the channel is closed */
 
 struct event_base;
 struct event;
@@ -77,6 +79,7 @@ struct brk_handle {
 };
 
 struct brk_out;			/* a queued reply */
+struct brk_proc;		/* a running proc.exec child */
 
 struct brk_sbx {
 	struct brk *b;
@@ -118,6 +121,8 @@ struct brk_sbx {
 	int exit_code;
 	void (*on_exit)(struct brk_sbx *, void *);
 	void *on_exit_arg;
+	struct brk_proc *procs;		/* its running proc.exec children */
+	unsigned minted;		/* tokens it derived */
 	int refs;			/* async operations holding this struct */
 	bool dead;			/* channel closed; freed when refs drop to 0 */
 };
@@ -143,6 +148,7 @@ struct brk {
 	size_t nsbx;
 	struct brk_opts opts;
 	char state_dir[4096];
+	char state_real[4096];		/* its canonical path: never served */
 	char capcall_path[4096];
 	char pylib_dir[4096];
 	int admin_fd;
@@ -155,6 +161,8 @@ struct brk {
 	int tty_fd;			/* --approve tty */
 	struct event *ev_tty;
 	struct brk_pending *tty_current;
+	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
+	void *prompt_arg;
 	bool stopping;
 	int exit_code;
 };
@@ -212,6 +220,12 @@ void brk_held_clear(struct brk_sbx *s);
  * success *capi is the index of the covering capability. */
 int brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi) CB_WARN_UNUSED;
 
+/* Present token text: add it to the table and check it (coverage of r if
+ * given).  A token that fails as a forgery or another sandbox's is dropped
+ * again.  *out is NULL on such a failure. */
+int brk_held_present(struct brk_sbx *s, const char *text, const struct cap_req *r,
+    struct brk_held **out, size_t *capi) CB_WARN_UNUSED;
+
 /* Pick the token for request q needing r: the one presented (tok / th) or
  * the first held token that passes.  On failure the most telling reason. */
 int brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req *r,
@@ -236,6 +250,11 @@ void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reaso
     const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
     const char *actor, const char *detail);
 
+/* Is path the broker's state directory or inside it (or, with
+ * `or_ancestor`, a directory that contains it)?  Such paths are never
+ * served, whatever a token says: the state holds the signing keys. */
+bool brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor);
+
 /* ---- operations: each int fn(s, q) replies itself ---- */
 void brk_op_fs(struct brk_sbx *s, const struct wire_req *q);
 void brk_op_io(struct brk_sbx *s, const struct wire_req *q);
@@ -245,6 +264,8 @@ void brk_op_tokens(struct brk_sbx *s, const struct wire_req *q);
 void brk_op_token_add(struct brk_sbx *s, const struct wire_req *q);
 void brk_op_derive(struct brk_sbx *s, const struct wire_req *q);
 void brk_op_request(struct brk_sbx *s, const struct wire_req *q);
+/* Kill the sandbox's running proc.exec children (its channel closed). */
+void brk_proc_kill_all(struct brk_sbx *s);
 
 /* ---- worker threads (loop.c): fn runs off the loop, done on it ---- */
 int brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg) CB_WARN_UNUSED;

@@ -216,9 +216,11 @@ brk_job_main(void *p)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	j->fn(j->arg);
-	/* A pointer-sized write to a pipe is atomic; the loop frees j. */
+	/* A pointer-sized write to a pipe is atomic; the loop frees j.  It
+	 * fails only when the broker is shutting down (the pipe is closed):
+	 * then the completion has no one to go to. */
 	if (write(j->wfd, &j, sizeof(j)) != sizeof(j))
-		abort();	/* the broker cannot lose a completion */
+		return NULL;
 	return NULL;
 }
 
@@ -266,11 +268,10 @@ static void
 brk_op_ping(struct brk_sbx *s, const struct wire_req *q)
 {
 	struct wire_reply r = { .id = q->id };
-	uint32_t th;
+	struct brk_held *h;
 	int e;
 
-	if (q->tok && ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0 ||
-	    (e = brk_tok_check(s, &s->held[th], NULL, NULL)) != 0)) {
+	if (q->tok && (e = brk_held_present(s, q->tok, NULL, &h, NULL)) != 0) {
 		brk_deny(s, q, e, "ping", NULL, NULL);
 		return;
 	}
@@ -419,6 +420,9 @@ brk_sbx_readable(evutil_socket_t sock, short ev, void *arg)
 		}
 		brk_table[q.op].fn(s, &q);
 	}
+	/* An agent that keeps sending garbage has nothing to say. */
+	if (!s->dead && s->nbad > BRK_BAD_MAX)
+		brk_sbx_close_channel(s, "too many malformed packets");
 	brk_sbx_release(s);
 }
 
@@ -532,6 +536,7 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	brk_sbx_hold(s);
 	s->dead = true;
 	brk_pending_drop_sbx(s->b, s);
+	brk_proc_kill_all(s);
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
@@ -824,7 +829,10 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	 * open-files limit is clamped (stricter, never weaker). */
 	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes,
 		lim->open_files < SBX_NOFILE_MAX ? lim->open_files : SBX_NOFILE_MAX,
-		lim->file_size, lim->cpu, spec->timeout ? spec->timeout : lim->wall, lim->tmp_size };
+		lim->file_size, lim->cpu,
+		/* --timeout may shorten the tier's wall clock, never lengthen it */
+		spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
+		lim->tmp_size };
 	cfg.broker_fd = sv[1];
 	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;
 	cfg.pylib_dir = b->pylib_dir[0] ? b->pylib_dir : NULL;
@@ -965,6 +973,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		snprintf(why, whylen, "state %s: %s (%s)", b->state_dir, cb_strerror(r), strerror(errno));
 		goto out;
 	}
+	if (!realpath(b->state_dir, b->state_real))
+		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
 	aud_opts_default(&ao);
 	switch (pol_audit_fsync(b->pol)) {
 	case POL_FSYNC_ALWAYS: ao.fsync = AUD_FSYNC_ALWAYS; break;
@@ -1040,6 +1050,21 @@ out:
 		snprintf(why, whylen, "%s", cb_strerror(r));
 	brk_free(b);
 	return r;
+}
+
+bool
+brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor)
+{
+	size_t sl = strlen(b->state_real), pl = strlen(path);
+
+	if (!sl)
+		return false;
+	/* inside (or equal) */
+	if (pl >= sl && strncmp(path, b->state_real, sl) == 0 && (path[sl] == '/' || path[sl] == '\0'))
+		return true;
+	/* an ancestor: "/" or a proper prefix ending at a component */
+	return or_ancestor && pl < sl && strncmp(b->state_real, path, pl) == 0 &&
+	    (b->state_real[pl] == '/' || pl == 1);
 }
 
 void

@@ -296,6 +296,26 @@ rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 	return remove(p);
 }
 
+/* Hold the agent's output while the approval prompt is on the terminal. */
+static void
+run_prompt(void *arg, bool open)
+{
+	struct relay *r = arg;
+
+	if (r->ev_out && !r->out_eof) {
+		if (open)
+			event_del(r->ev_out);
+		else
+			event_add(r->ev_out, NULL);
+	}
+	if (r->ev_err && !r->err_eof) {
+		if (open)
+			event_del(r->ev_err);
+		else
+			event_add(r->ev_err, NULL);
+	}
+}
+
 static void
 run_exited(struct brk_sbx *s, void *arg)
 {
@@ -378,6 +398,14 @@ run_local(struct run_opts *o)
 	r.b = b;
 	s->on_exit = run_exited;
 	s->on_exit_arg = &r;
+	b->prompt_hook = run_prompt;
+	b->prompt_arg = &r;
+	/* The terminal answers the approval prompt: it is not also the
+	 * agent's stdin (two readers of one terminal would race for lines). */
+	if (bo.approve == BRK_APPROVE_TTY && isatty(STDIN_FILENO)) {
+		close(s->proc.stdin_fd);
+		s->proc.stdin_fd = -1;
+	}
 	if (relay_start(&r, b->base, s->proc.stdin_fd, s->proc.stdout_fd, s->proc.stderr_fd) != 0) {
 		fprintf(stderr, "capbroker: cannot relay the agent's stdio\n");
 		goto out;

@@ -13,10 +13,11 @@
  *    kernel refuse instead of walking out of the root.
  *  - The root itself is opened with the same flags from "/", so the agent
  *    cannot swap a component of the root for a symlink either.
- *  - Files are opened O_NONBLOCK | O_NOCTTY (a FIFO cannot stall the loop,
- *    a terminal cannot become ours) and must then be regular files: device
- *    nodes, FIFOs and sockets are refused; directories are listed by the
- *    broker, never handed over (openat(dirfd, "..") would escape).
+ *  - Only regular files are ever opened (brk_open_regular: resolve with
+ *    O_PATH, check the type, reopen that inode): device nodes, FIFOs and
+ *    sockets are refused without being opened, so opening cannot act on
+ *    them; directories are listed by the broker, never handed over
+ *    (openat(dirfd, "..") would escape).
  *  - Created files get mode & 0777 (no set-id bits).
  */
 #include "broker/broker.h"
@@ -71,6 +72,58 @@ brk_errno(int e)
 	default:
 		return CB_EIO;
 	}
+}
+
+/*
+ * Open rel beneath dirfd for reading or writing without ever opening a
+ * FIFO, socket or device: opening one can act (a blocked FIFO writer is
+ * released, a watchdog arms).  The path is resolved with O_PATH, which
+ * opens nothing, the type checked, and that very inode reopened through
+ * its /proc/self/fd magic link (no second path walk an agent could race).
+ * A new file is created with O_EXCL, so it is a regular file of our own.
+ * Returns an fd or -1 with errno set (EFTYPE-like refusals: ENXIO).
+ */
+static int
+brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
+{
+	char proc[64];
+	struct stat st = { 0 };
+	int pfd, fd, e;
+
+	for (int tries = 0; tries < 2; tries++) {
+		pfd = brk_openat2(dirfd, rel, O_PATH, 0);
+		if (pfd < 0 && errno == ENOENT && (flags & O_CREAT))
+			fd = brk_openat2(dirfd, rel, (flags & ~(uint64_t)O_TRUNC) | O_EXCL, mode);
+		else
+			fd = -2;
+		if (fd >= 0)
+			return fd;
+		if (fd == -1 && errno == EEXIST && !(flags & O_EXCL))
+			continue;	/* created meanwhile: look at it again */
+		if (pfd < 0)
+			return -1;
+		if ((flags & O_EXCL) && (flags & O_CREAT)) {
+			close(pfd);
+			errno = EEXIST;
+			return -1;
+		}
+		if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			e = errno;
+			if (e == 0 || !S_ISREG(st.st_mode))
+				e = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
+			close(pfd);
+			errno = e;
+			return -1;
+		}
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+		fd = open(proc, (int)(flags & ~(uint64_t)(O_CREAT | O_EXCL)) | O_CLOEXEC);
+		e = errno;
+		close(pfd);
+		errno = e;
+		return fd;
+	}
+	errno = EEXIST;
+	return -1;
 }
 
 /* The pinned directory fd of a capability root. */
@@ -134,6 +187,15 @@ struct brk_fsctx {
 	const char *rel;
 };
 
+/* Under /proc or /sys?  procfs shows the broker's own memory
+ * (/proc/PID/mem) and descriptors; sysfs the machine's knobs. */
+static bool
+brk_is_kernfs(const char *p)
+{
+	return (strncmp(p, "/proc", 5) == 0 && (p[5] == '/' || p[5] == '\0')) ||
+	    (strncmp(p, "/sys", 4) == 0 && (p[4] == '/' || p[4] == '\0'));
+}
+
 /* Check the path, pick the token for (op, path), find its root. */
 static int
 brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, const char *path,
@@ -152,6 +214,16 @@ brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, cons
 		return e;
 	if ((e = cap_path_root(c->h->tok->c.caps[c->capi]->res, root, sizeof(root))) != 0)
 		return e;
+	/* Whatever a token says: the broker's state (its signing keys) is
+	 * never served, nor may a change move or remove a directory that
+	 * holds it; /proc and /sys only to a capability rooted inside them
+	 * (fs.read:/ followed by ** is not a grant of the broker's memory).
+	 * The path is checked as a string, which is sound because it is then
+	 * resolved with no symlink followed. */
+	if (brk_path_is_state(s->b, path, op != CAP_FS_READ && op != CAP_FS_LIST))
+		return CB_EPERM;
+	if (brk_is_kernfs(path) && !brk_is_kernfs(root))
+		return CB_EPERM;
 	/* A request for the root itself (the directory a trailing ** covers) resolves from
 	 * the root's parent and touches only that one entry: mkdir of the
 	 * root, or delete of it, then work like any other name. */
@@ -244,7 +316,7 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 {
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
-	uint64_t flags = O_NONBLOCK | O_NOCTTY | (wr ? O_WRONLY : O_RDONLY);
+	uint64_t flags = O_NOCTTY | (wr ? O_WRONLY : O_RDONLY);
 	struct stat st;
 	int e, fd = -1;
 
@@ -261,20 +333,13 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 	}
 	if ((e = brk_commit(s, c.h)) != 0)
 		goto deny;
-	fd = brk_openat2(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777);
+	fd = brk_open_regular(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777);
 	if (fd < 0) {
 		e = brk_errno(errno);
 		goto deny;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		e = CB_EFTYPE;
-		goto deny;
-	}
-	/* O_NONBLOCK means nothing for a regular file on a local file system,
-	 * so a read-only fd is handed over as it is (one system call saved on
-	 * the hot path); a writable one gets plain flags. */
-	if (wr && fcntl(fd, F_SETFL, (q->flags & WIRE_F_APPEND) ? O_APPEND : 0) != 0) {
-		e = CB_EIO;
 		goto deny;
 	}
 	if (wr && q->has_data) {
@@ -564,8 +629,11 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q)
 		brk_reply(s, &rp, -1);
 		return;
 	}
-	if (hd->th >= s->nheld || (e = brk_tok_check(s, &s->held[hd->th], NULL, NULL)) != 0 ||
-	    (e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
+	/* The use was charged when the handle was opened; what can change
+	 * since is the clock, revocation and the key. */
+	if (hd->th < s->nheld && (e = brk_tok_check(s, &s->held[hd->th], NULL, NULL)) == CB_ESPENT)
+		e = 0;
+	if (hd->th >= s->nheld || e != 0 || (e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
 		if (e == 0)
 			e = CB_EREVOKED;
 		close(hd->fd);

@@ -122,25 +122,51 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 	brk_net_free(n);
 }
 
-/* Judge one resolved address: a covering, valid token, then the policy. */
+/* Judge one resolved address: some valid token (the presented one, or any
+ * held) with a capability inside the ceiling that covers it and that the
+ * policy's never-reachable ranges do not refuse.  On failure, the first
+ * reason met. */
 static int
 brk_net_judge(struct brk_net *n, const struct cap_addr *a, struct brk_held **out)
 {
 	struct brk_sbx *s = n->s;
 	struct cap_req r = { .op = CAP_NET_CONNECT, .host = n->host, .port = n->port, .addr = a };
-	struct wire_req q = { .has_th = n->presented, .th = n->th };
-	struct brk_held *h;
-	size_t capi;
-	int e;
+	int first = CB_ENOTCOVERED;
 
-	if ((e = brk_tok_select(s, &q, &r, &h, &capi)) != 0) {
-		*out = h;
-		return e;
+	*out = NULL;
+	for (size_t i = 0; i < (n->presented ? 1 : s->nheld); i++) {
+		struct brk_held *h = n->presented ? &s->held[n->th] : &s->held[i];
+		int e;
+
+		if ((e = brk_tok_check(s, h, NULL, NULL)) != 0) {
+			if (first == CB_ENOTCOVERED && n->presented)
+				first = e;
+			continue;
+		}
+		for (size_t j = 0; j < h->tok->c.ncaps; j++) {
+			const struct cap *c = h->tok->c.caps[j];
+
+			if (!cap_match(c, &r))
+				continue;
+			if (!(h->in_ceiling & (1u << j))) {
+				if (first == CB_ENOTCOVERED) {
+					first = CB_EPOLICY;
+					*out = h;
+				}
+				continue;
+			}
+			if (pol_net_blocked(s->b->pol, a, c)) {
+				if (first == CB_ENOTCOVERED || first == CB_EPOLICY) {
+					first = CB_ENETBLOCKED;
+					*out = h;
+				}
+				continue;
+			}
+			*out = h;
+			return 0;
+		}
 	}
-	*out = h;
-	if (pol_net_blocked(s->b->pol, a, h->tok->c.caps[capi]))
-		return CB_ENETBLOCKED;
-	return 0;
+	return first;
 }
 
 static void
@@ -291,10 +317,11 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 		uint32_t th = q->th;
 
 		if (q->tok) {
-			if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0) {
-				brk_deny(s, q, e, res, NULL, NULL);
+			if ((e = brk_held_present(s, q->tok, NULL, &h, NULL)) != 0) {
+				brk_deny(s, q, e, res, h ? h->tok->c.id : NULL, NULL);
 				return;
 			}
+			th = (uint32_t)(h - s->held);
 		} else if (th >= s->nheld) {
 			brk_deny(s, q, CB_ENOTOKEN, res, NULL, NULL);
 			return;

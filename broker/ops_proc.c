@@ -30,6 +30,7 @@
 #define BRK_PROC_BINDS 8
 
 struct brk_proc {
+	struct brk_proc *next;		/* in its sandbox's list */
 	struct brk_sbx *s;
 	uint32_t id;
 	char res[CAP_STR_MAX + 1];
@@ -45,6 +46,11 @@ struct brk_proc {
 static void
 brk_proc_free(struct brk_proc *x)
 {
+	for (struct brk_proc **pp = &x->s->procs; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
 	if (x->ev_status)
 		event_free(x->ev_status);
 	if (x->ev_exit)
@@ -172,12 +178,16 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 /* Add a read-only bind of a directory or file outside what every sandbox
  * sees, if not yet listed. */
 static void
-brk_proc_bind(struct sbx_bind *b, size_t *nb, char *store, size_t storelen, const char *dir)
+brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store, size_t storelen,
+    const char *dir)
 {
 	static const char *const seen[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
 	struct stat st;
 
 	if (*nb >= BRK_PROC_BINDS || strcmp(dir, "/") == 0 || strlen(dir) >= storelen)
+		return;
+	/* Never show the broker's state, nor a directory that contains it. */
+	if (brk_path_is_state(br, dir, true))
 		return;
 	for (size_t i = 0; seen[i]; i++) {
 		size_t l = strlen(seen[i]);
@@ -250,7 +260,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 		snprintf(dir, sizeof(dir), "%s", q->argv[0]);
 		if ((slash = strrchr(dir, '/')) && slash != dir) {
 			*slash = '\0';
-			brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), dir);
+			brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
 		}
 		for (size_t k = 0; k < s->nheld; k++) {
 			struct brk_held *hk = &s->held[k];
@@ -264,12 +274,12 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 				if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
 					continue;
 				if (!strchr(c->res, '*'))
-					brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), c->res);
+					brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), c->res);
 				else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
 				    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
 					memcpy(dir, c->res, l - 3);
 					dir[l - 3] = '\0';
-					brk_proc_bind(binds, &nb, store[nb], sizeof(store[0]), dir);
+					brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
 				}
 			}
 		}
@@ -280,7 +290,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
 	low = pol_tier_get(s->b->pol, POL_TIER_LOW);
 	lim = pol_tier_limits(low);
-	timeout = q->timeout_ms ? (q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
+	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
 	if (timeout > lim->wall)
 		timeout = lim->wall;
 	memset(&cfg, 0, sizeof(cfg));
@@ -310,6 +320,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	x->p.stdin_fd = -1;
 	brk_sbx_hold(s);
 	s->inflight++;
+	x->next = s->procs;
+	s->procs = x;
 	x->ev_status = event_new(s->b->base, x->p.status_fd, EV_READ | EV_PERSIST, brk_proc_status, x);
 	x->ev_exit = event_new(s->b->base, x->p.pidfd, EV_READ | EV_PERSIST, brk_proc_exit, x);
 	x->ev_out = event_new(s->b->base, x->p.stdout_fd, EV_READ | EV_PERSIST, brk_proc_out, x);
@@ -337,4 +349,14 @@ fail:
 		free(x->err);
 		free(x);
 	}
+}
+
+/* The sandbox's channel closed: its children die with it (they are reaped
+ * and freed by their exit events as usual). */
+void
+brk_proc_kill_all(struct brk_sbx *s)
+{
+	for (struct brk_proc *x = s->procs; x; x = x->next)
+		if (!x->exited)
+			cb_ignore(sbx_kill(&x->p));
 }

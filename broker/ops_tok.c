@@ -75,20 +75,19 @@ void
 brk_op_token_add(struct brk_sbx *s, const struct wire_req *q)
 {
 	struct wire_reply rp = { .id = q->id };
-	uint32_t th;
+	struct brk_held *h;
 	int e;
 
 	if (!q->tok) {
 		brk_deny(s, q, CB_EINVAL, NULL, NULL, "no token given");
 		return;
 	}
-	if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0 ||
-	    (e = brk_tok_check(s, &s->held[th], NULL, NULL)) != 0) {
+	if ((e = brk_held_present(s, q->tok, NULL, &h, NULL)) != 0) {
 		brk_deny(s, q, e, "token.add", NULL, NULL);
 		return;
 	}
 	rp.has_th = true;
-	rp.th = th;
+	rp.th = (uint32_t)(h - s->held);
 	brk_reply(s, &rp, -1);
 }
 
@@ -113,6 +112,18 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	}
 	if ((e = brk_tok_select(s, q, NULL, &p, NULL)) != 0) {
 		brk_deny(s, q, e, "derive", p ? p->tok->c.id : NULL, NULL);
+		return;
+	}
+	/* A human approved an elevation for this sandbox, having seen its
+	 * command: it is not this sandbox's to hand on. */
+	if (p->tok->c.elevated && strcmp(aud, s->id) != 0) {
+		brk_deny(s, q, CB_ENARROW, "derive", p->tok->c.id,
+		    "an elevated token cannot be derived for another sandbox");
+		return;
+	}
+	/* Each minted token is a durable row and an audit line. */
+	if (s->minted >= BRK_MINT_MAX) {
+		brk_deny(s, q, CB_EBUSY, "derive", p->tok->c.id, "this sandbox derived too many tokens");
 		return;
 	}
 	if (!cap_aud_valid(aud, strlen(aud)) || q->ncaps == 0) {
@@ -147,6 +158,7 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 		brk_deny(s, q, e, "derive", p->tok->c.id, NULL);
 		goto out;
 	}
+	s->minted++;
 	cap_hex(id, CAP_ID_LEN, tid);
 	rp.token = text;
 	rp.tid = tid;
@@ -404,7 +416,7 @@ brk_pending_tick(struct brk *b)
 		brk_pending_unlink(b, p);
 		brk_pending_free(p);
 	}
-	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current && b->pending)
+	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
 		brk_tty_prompt_next(b);
 }
 
@@ -425,7 +437,7 @@ brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
 		brk_pending_unlink(b, p);
 		brk_pending_free(p);
 	}
-	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current && b->pending)
+	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
 		brk_tty_prompt_next(b);
 }
 
@@ -467,15 +479,40 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+/* The agent chose its reason and command line: before they reach the
+ * approver's terminal, every control character (C0, DEL, and C1 in its
+ * UTF-8 form) becomes '?', so an agent cannot clear the screen, move the
+ * cursor or paint a prompt of its own. */
+static const char *
+brk_tty_clean(const char *in, char *out, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t o = 0;
+
+	for (; *p && o + 1 < len; p++) {
+		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			out[o++] = '?';
+			p++;
+		} else {
+			out[o++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
 void
 brk_tty_prompt_next(struct brk *b)
 {
 	struct brk_pending *p, *oldest = NULL;
-	char msg[1024];
+	char msg[1024], cmd[256], why[ST_TEXT_MAX + 1];
 	int n;
 
-	if (b->tty_fd < 0) {
-		b->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (b->tty_fd < 0 && b->pending) {
+		/* Our own open file description: O_NONBLOCK here never touches
+		 * the terminal's other users, and a read can never stall the
+		 * loop. */
+		b->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 		if (b->tty_fd < 0)
 			return;	/* no terminal: requests wait, then expire (deny) */
 		b->ev_tty = event_new(b->base, b->tty_fd, EV_READ | EV_PERSIST, brk_tty_read, b);
@@ -485,13 +522,18 @@ brk_tty_prompt_next(struct brk *b)
 	for (p = b->pending; p; p = p->next)
 		oldest = p;	/* the list is newest first */
 	b->tty_current = oldest;
+	/* While a question is on the terminal the agents' output is held
+	 * back, so an agent cannot draw over the prompt the human reads. */
+	if (b->prompt_hook)
+		b->prompt_hook(b->prompt_arg, oldest != NULL);
 	if (!oldest)
 		return;
 	n = snprintf(msg, sizeof(msg),
 	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
 	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",
-	    oldest->s->id, oldest->s->command ? oldest->s->command : "", oldest->cap->text,
-	    (unsigned long long)oldest->ttl, oldest->reason[0] ? oldest->reason : "(none given)");
+	    oldest->s->id, brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
+	    oldest->cap->text, (unsigned long long)oldest->ttl,
+	    oldest->reason[0] ? brk_tty_clean(oldest->reason, why, sizeof(why)) : "(none given)");
 	if (n > 0)
 		(void)!write(b->tty_fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }

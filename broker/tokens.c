@@ -131,11 +131,36 @@ brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, si
 }
 
 int
+brk_held_present(struct brk_sbx *s, const char *text, const struct cap_req *r,
+    struct brk_held **out, size_t *capi)
+{
+	size_t before = s->nheld;
+	uint32_t th;
+	int e;
+
+	*out = NULL;
+	if ((e = brk_held_add(s, text, strlen(text), false, &th)) != 0)
+		return e;
+	*out = &s->held[th];
+	e = brk_tok_check(s, *out, r, capi);
+	/* A presented token that is not genuinely this sandbox's (bad
+	 * signature, other audience, unknown key or id) is not kept:
+	 * forgeries must not fill the table. */
+	if (th == before && (e == CB_EBADSIG || e == CB_EAUDIENCE || e == CB_EUNKNOWNKEY ||
+	    e == CB_EUNKNOWNTOK || e == CB_ERETIRED)) {
+		cap_token_free(s->held[th].tok);
+		free(s->held[th].text);
+		s->nheld--;
+		*out = NULL;
+	}
+	return e;
+}
+
+int
 brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req *r,
     struct brk_held **out, size_t *capi)
 {
 	int first = 0, e;
-	uint32_t th;
 
 	*out = NULL;
 	if (q->has_th) {
@@ -144,12 +169,8 @@ brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req
 		*out = &s->held[q->th];
 		return brk_tok_check(s, *out, r, capi);
 	}
-	if (q->tok) {
-		if ((e = brk_held_add(s, q->tok, strlen(q->tok), false, &th)) != 0)
-			return e;
-		*out = &s->held[th];
-		return brk_tok_check(s, *out, r, capi);
-	}
+	if (q->tok)
+		return brk_held_present(s, q->tok, r, out, capi);
 	/* Nothing presented: the first held token that covers the request
 	 * and passes.  If some covered but failed, say why the first failed
 	 * (more useful than "not covered"). */

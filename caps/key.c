@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,14 @@
 
 #define CAP_KEYFILE_MAGIC "capbroker-ed25519-secret-v1\n"
 #define CAP_KEYFILE_MAX 256
+
+/*
+ * A secret key's page is PROT_NONE except while it is used.  Two threads
+ * signing at once (the broker's loop minting a token while the audit writer
+ * seals a checkpoint) would each flip the protection under the other, so
+ * every window in which a secret is readable is taken under this lock.
+ */
+static pthread_mutex_t cap_sk_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct cap_key {
 	uint8_t pk[crypto_sign_PUBLICKEYBYTES];
@@ -168,9 +177,11 @@ cap_key_save(const struct cap_key *k, const char *path)
 		r = CB_ENOMEM;
 		goto out;
 	}
+	pthread_mutex_lock(&cap_sk_lock);
 	sodium_mprotect_readonly(k->sk);
 	crypto_sign_ed25519_sk_to_seed(seed, k->sk);
 	sodium_mprotect_noaccess(k->sk);
+	pthread_mutex_unlock(&cap_sk_lock);
 	memcpy(text, CAP_KEYFILE_MAGIC, magiclen);
 	sodium_bin2base64(text + magiclen, b64len, seed, 32,
 	    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
@@ -425,10 +436,12 @@ cap_sign(const struct cap_keyring *kr, const char *domain, const uint8_t *msg, s
 	e = &kr->e[kr->signer];
 	if ((r = cap_domain_msg(domain, msg, len, &m, &mlen)) != 0)
 		return r;
+	pthread_mutex_lock(&cap_sk_lock);
 	sodium_mprotect_readonly(e->key->sk);
 	if (crypto_sign_detached(sig, NULL, m, mlen, e->key->sk) != 0)
 		r = CB_EINTERNAL;
 	sodium_mprotect_noaccess(e->key->sk);
+	pthread_mutex_unlock(&cap_sk_lock);
 	memcpy(kid, e->kid, CAP_KID_LEN);
 	free(m);
 	return r;

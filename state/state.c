@@ -724,8 +724,10 @@ st_token_state(const struct st *st, const uint8_t id[CAP_ID_LEN])
 		return CB_ENOENT;
 	if (tm_revoked(&st->tm, e))
 		return CB_EREVOKED;
-	if (st->tm.ents[e].flags & TM_SPENT)
-		return CB_ESPENT;
+	/* A spent ancestor leaves nothing for its descendants either. */
+	for (uint32_t d = 0; e != TM_NONE && d <= ST_MAX_DEPTH; e = st->tm.ents[e].parent, d++)
+		if (st->tm.ents[e].flags & TM_SPENT)
+			return CB_ESPENT;
 	return 0;
 }
 
@@ -733,38 +735,79 @@ int
 st_use(struct st *st, const uint8_t id[CAP_ID_LEN], uint32_t *left)
 {
 	sqlite3_stmt *s = NULL;
-	uint32_t e;
+	uint32_t chain[ST_MAX_DEPTH + 1], nchain = 0, e;
 	int rc, step;
 
 	if (left != NULL)
 		*left = ST_UNLIMITED;
 	if ((rc = st_token_state(st, id)) != 0)
 		return rc;
-	e = tm_find(&st->tm, id);
-	if (!(st->tm.ents[e].flags & TM_LIMITED))
+	/* A derived token shares its limited ancestors' budgets: a use of it
+	 * is a use of each of them, so a child can never multiply its
+	 * parent's uses.  Collect the limited ones on the way up. */
+	for (e = tm_find(&st->tm, id); e != TM_NONE && nchain <= ST_MAX_DEPTH;
+	     e = st->tm.ents[e].parent)
+		if (st->tm.ents[e].flags & TM_LIMITED)
+			chain[nchain++] = e;
+	if (nchain == 0)
 		return 0;
 	pthread_mutex_lock(&st->mu);
-	/* the decrement is committed (and synced) before the operation runs:
-	 * a crash may waste a use, never grant one twice */
-	if ((rc = db_prep(st, "UPDATE tokens SET uses_left = uses_left - 1 "
-	    "WHERE id = ?1 AND uses_left > 0 RETURNING uses_left", &s)) != 0)
+	/* the decrements are committed (and synced) before the operation
+	 * runs: a crash may waste a use, never grant one twice */
+	if ((rc = db_begin(st)) != 0)
 		goto out;
-	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		uint64_t l = u64col(s, 0);
+	if ((rc = db_prep(st, "UPDATE tokens SET uses_left = uses_left - 1 "
+	    "WHERE id = ?1 AND uses_left > 0 RETURNING uses_left", &s)) != 0) {
+		db_rollback(st);
+		goto out;
+	}
+	for (uint32_t i = 0; i < nchain; i++) {
+		struct tm_ent *t = &st->tm.ents[chain[i]];
 
-		if (left != NULL)
-			*left = (uint32_t)l;
-		if (l == 0)
-			st->tm.ents[e].flags |= TM_SPENT;
-		step = sqlite3_step(s);	/* finish: the commit happens here */
-		rc = db_err(step);
-	} else if (step == SQLITE_DONE) {
-		st->tm.ents[e].flags |= TM_SPENT;
-		rc = CB_ESPENT;
-	} else
-		rc = db_err(step);
+		sqlite3_reset(s);
+		sqlite3_bind_blob(s, 1, t->id, CAP_ID_LEN, SQLITE_STATIC);
+		step = sqlite3_step(s);
+		if (step == SQLITE_ROW) {
+			uint64_t l = u64col(s, 0);
+
+			if (i == 0 && left != NULL && chain[0] == tm_find(&st->tm, id))
+				*left = (uint32_t)l;
+			step = sqlite3_step(s);
+			if ((rc = db_err(step)) != 0)
+				break;
+		} else if (step == SQLITE_DONE) {
+			t->flags |= TM_SPENT;	/* none left: true whatever we decide */
+			rc = CB_ESPENT;
+			break;
+		} else {
+			rc = db_err(step);
+			break;
+		}
+	}
+	sqlite3_finalize(s);
+	s = NULL;
+	if (rc != 0) {
+		db_rollback(st);
+		goto out;
+	}
+	if ((rc = db_commit(st)) != 0)
+		goto out;
+	/* Only now, with the decrements on disk, mark what reached zero. */
+	{
+		sqlite3_stmt *q = NULL;
+
+		if (db_prep(st, "SELECT uses_left FROM tokens WHERE id = ?1", &q) == 0) {
+			for (uint32_t i = 0; i < nchain; i++) {
+				struct tm_ent *t = &st->tm.ents[chain[i]];
+
+				sqlite3_reset(q);
+				sqlite3_bind_blob(q, 1, t->id, CAP_ID_LEN, SQLITE_STATIC);
+				if (sqlite3_step(q) == SQLITE_ROW && u64col(q, 0) == 0)
+					t->flags |= TM_SPENT;
+			}
+			sqlite3_finalize(q);
+		}
+	}
 out:
 	sqlite3_finalize(s);
 	pthread_mutex_unlock(&st->mu);

@@ -1,8 +1,15 @@
 /*
- * launch.c - the escape suite's stand-in for "capbroker run": starts one
- * program in a sandbox through the launcher API (sandbox-stub/sandbox.h),
- * relays its stdio, answers every packet the agent sends on CAPBROKER_FD
- * with "echo:" + the packet, and exits with the sandbox's status.
+ * launch.c - a bare driver of the launcher API (sandbox-stub/sandbox.h):
+ * starts one program in a sandbox, relays its stdio, answers every packet
+ * the agent sends on CAPBROKER_FD with "echo:" + the packet, and exits with
+ * the sandbox's status.
+ *
+ * The escape suite no longer uses it: every attempt runs as the agent of a
+ * real `capbroker run` (run.sh).  It stays for what `capbroker run` does not
+ * offer: tests/integration/20-sandbox.sh tests the launcher API itself
+ * (--report: the stub's ready line and the start time docs/sandbox.md
+ * quotes; --no-broker; --pty; limits and binds given directly rather than
+ * through a policy).
  *
  * Trust domain: the broker's side (it is what the broker would do).
  *

@@ -5,7 +5,11 @@
  * the attempt failed in the expected way.  Metadata read by run.sh:
  * TIER: low
  * EXIT: 0
+ *
+ * PYTHONPATH=/capbroker/python is part of the set exactly when the broker
+ * bound its Python client there (docs/sandbox.md: only with pylib_dir).
  */
+#include <sys/stat.h>
 
 #include "tests/escape/escape.h"
 
@@ -16,16 +20,19 @@ main(void)
 	    "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp", "CAPBROKER_FD=3",
 	    "CAPBROKER_SANDBOX=escape" };
 	extern char **environ;
-	size_t n = 0;
+	struct stat st;
+	bool pylib = stat("/capbroker/python", &st) == 0 && S_ISDIR(st.st_mode);
+	size_t n = 0, nwant = sizeof(want) / sizeof(want[0]) + (pylib ? 1 : 0);
 
 	for (char **e = environ; *e != NULL; e++, n++) {
 		bool ok = false;
 
 		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 			ok |= strcmp(*e, want[i]) == 0;
+		ok |= pylib && strcmp(*e, "PYTHONPATH=/capbroker/python") == 0;
 		if (!ok)
 			esc_escaped("unexpected variable %.60s", *e);
 	}
-	esc_true(n == sizeof(want) / sizeof(want[0]), "variables missing");
-	return esc_done("%zu variables, all expected", n);
+	esc_true(n == nwant, "variables missing");
+	return esc_done("%zu variables, all expected%s", n, pylib ? " (with the Python client)" : "");
 }

@@ -2,6 +2,7 @@
  * test_caps_token.c - keys, keyrings, token issue/decode/verify, derivation.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,9 +482,40 @@ test_derive(void)
 	cap_claims_clear(&p);
 }
 
+static void *
+sign_loop(void *arg)
+{
+	const struct cap_keyring *kr = arg;
+	uint8_t sig[64], kid[CAP_KID_LEN], msg[32] = { 1 };
+
+	for (int i = 0; i < 20000; i++)
+		if (cap_sign(kr, CAP_SIG_DOMAIN_AUDIT, msg, sizeof(msg), sig, kid) != 0)
+			return (void *)1;
+	return NULL;
+}
+
+/* The broker signs tokens on its loop while the audit writer signs
+ * checkpoints with the same key: the key page's protection must not be
+ * flipped under a signer (this crashed before the lock in key.c). */
+static void
+test_concurrent_sign(void)
+{
+	struct cap_keyring *kr = ring(3);
+	pthread_t a, b;
+	void *ra = (void *)1, *rb = (void *)1;
+
+	pthread_create(&a, NULL, sign_loop, kr);
+	pthread_create(&b, NULL, sign_loop, kr);
+	pthread_join(a, &ra);
+	pthread_join(b, &rb);
+	T_OK(ra == NULL && rb == NULL, "two threads sign 20000 times each with one key");
+	cap_keyring_free(kr);
+}
+
 int
 main(void)
 {
+	test_concurrent_sign();
 	test_golden();
 	test_roundtrip_and_flips();
 	test_reasons();
