@@ -106,40 +106,62 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	int e;
 
 	memset(&child, 0, sizeof(child));
-	if (!q->tok && !q->has_th) {
-		brk_deny(s, q, CB_EINVAL, NULL, NULL, "derive needs the parent token (tok or th)");
+	if (!cap_aud_valid(aud, strlen(aud)) || q->ncaps == 0) {
+		brk_deny(s, q, CB_EINVAL, "derive", NULL, "need capabilities and a valid audience");
 		return;
 	}
-	if ((e = brk_tok_select(s, q, NULL, &p, NULL)) != 0) {
-		brk_deny(s, q, e, "derive", p ? p->tok->c.id : NULL, NULL);
-		return;
+	for (size_t i = 0; i < q->ncaps; i++) {
+		if ((e = cap_parse(q->caps[i], &caps[ncaps])) != 0) {
+			brk_deny(s, q, e, q->caps[i], NULL, NULL);
+			goto out;
+		}
+		ncaps++;
+	}
+	if (q->tok || q->has_th) {
+		if ((e = brk_tok_select(s, q, NULL, &p, NULL)) != 0) {
+			brk_deny(s, q, e, "derive", p ? p->tok->c.id : NULL, NULL);
+			goto out;
+		}
+	} else {
+		/* No parent named: the first valid held token that contains
+		 * every capability asked for. */
+		for (size_t k = 0; k < s->nheld && !p; k++) {
+			struct brk_held *h = &s->held[k];
+			bool all = brk_tok_check(s, h, NULL, NULL) == 0;
+
+			for (size_t i = 0; i < ncaps && all; i++) {
+				bool in = false;
+
+				for (size_t j = 0; j < h->tok->c.ncaps && !in; j++)
+					in = cap_contains(h->tok->c.caps[j], caps[i]);
+				all = in;
+			}
+			if (all)
+				p = h;
+		}
+		if (!p) {
+			brk_deny(s, q, CB_ENOTCOVERED, "derive", NULL,
+			    "no token held contains the capabilities asked for");
+			goto out;
+		}
 	}
 	/* A human approved an elevation for this sandbox, having seen its
 	 * command: it is not this sandbox's to hand on. */
 	if (p->tok->c.elevated && strcmp(aud, s->id) != 0) {
 		brk_deny(s, q, CB_ENARROW, "derive", p->tok->c.id,
 		    "an elevated token cannot be derived for another sandbox");
-		return;
+		goto out;
 	}
 	/* Each minted token is a durable row and an audit line. */
 	if (s->minted >= BRK_MINT_MAX) {
 		brk_deny(s, q, CB_EBUSY, "derive", p->tok->c.id, "this sandbox derived too many tokens");
-		return;
-	}
-	if (!cap_aud_valid(aud, strlen(aud)) || q->ncaps == 0) {
-		brk_deny(s, q, CB_EINVAL, "derive", p->tok->c.id, "need capabilities and a valid audience");
-		return;
-	}
-	for (size_t i = 0; i < q->ncaps; i++) {
-		if ((e = cap_parse(q->caps[i], &caps[ncaps])) != 0) {
-			brk_deny(s, q, e, q->caps[i], p->tok->c.id, NULL);
-			goto out;
-		}
-		ncaps++;
+		goto out;
 	}
 	/* The child as it would be signed, judged before signing. */
 	child.nbf = now > p->tok->c.nbf ? now : p->tok->c.nbf;
-	child.exp = q->ttl && now + q->ttl < p->tok->c.exp ? now + q->ttl : p->tok->c.exp;
+	/* never past the parent's expiry; no overflow for a huge ttl */
+	child.exp = q->ttl && p->tok->c.exp > now && q->ttl < p->tok->c.exp - now ?
+	    now + q->ttl : p->tok->c.exp;
 	child.has_uses = q->has_uses || p->tok->c.has_uses;
 	child.uses = q->has_uses ? q->uses : p->tok->c.uses;
 	child.has_parent = true;
