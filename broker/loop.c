@@ -901,9 +901,19 @@ out:
 static void
 brk_tick(evutil_socket_t fd, short ev, void *arg)
 {
+	struct brk *b = arg;
+	static unsigned n;
+
 	(void)fd;
 	(void)ev;
-	brk_pending_tick(arg);
+	brk_pending_tick(b);
+	/* Requests restored from the state after a restart have no waiter in
+	 * memory: expire them on the same clock, every 10 s. */
+	if (++n % 10 == 0) {
+		size_t k;
+
+		cb_ignore(st_request_expire(b->st, cb_now(), &k));
+	}
 }
 
 static void
@@ -969,6 +979,18 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		goto out;
 	}
 	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
+	{
+		struct stat sd;
+
+		/* A state directory others may write to is not ours to trust:
+		 * they could swap the database, keys or log under us. */
+		if (stat(b->state_dir, &sd) == 0 && (sd.st_mode & 0022)) {
+			snprintf(why, whylen, "state directory %s is writable by group or others "
+			    "(mode %04o); make it 0700", b->state_dir, (unsigned)(sd.st_mode & 07777));
+			r = CB_EPERM;
+			goto out;
+		}
+	}
 	if ((r = st_open(b->state_dir, &b->st)) != 0) {
 		snprintf(why, whylen, "state %s: %s (%s)", b->state_dir, cb_strerror(r), strerror(errno));
 		goto out;

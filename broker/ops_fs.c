@@ -13,10 +13,10 @@
  *    kernel refuse instead of walking out of the root.
  *  - The root itself is opened with the same flags from "/", so the agent
  *    cannot swap a component of the root for a symlink either.
- *  - Only regular files are ever opened (brk_open_regular: resolve with
- *    O_PATH, check the type, reopen that inode): device nodes, FIFOs and
- *    sockets are refused without being opened, so opening cannot act on
- *    them; directories are listed by the broker, never handed over
+ *  - Only regular files are opened (brk_open_regular: the type is read
+ *    with statx first, and checked again on the open fd): device nodes,
+ *    FIFOs and sockets are refused without being opened, so opening cannot
+ *    act on them; directories are listed by the broker, never handed over
  *    (openat(dirfd, "..") would escape).
  *  - Created files get mode & 0777 (no set-id bits).
  */
@@ -75,55 +75,50 @@ brk_errno(int e)
 }
 
 /*
- * Open rel beneath dirfd for reading or writing without ever opening a
- * FIFO, socket or device: opening one can act (a blocked FIFO writer is
- * released, a watchdog arms).  The path is resolved with O_PATH, which
- * opens nothing, the type checked, and that very inode reopened through
- * its /proc/self/fd magic link (no second path walk an agent could race).
- * A new file is created with O_EXCL, so it is a regular file of our own.
- * Returns an fd or -1 with errno set (EFTYPE-like refusals: ENXIO).
+ * Open rel beneath dirfd for reading or writing without opening a FIFO,
+ * socket or device: opening one can act (a blocked FIFO writer is
+ * released, a watchdog arms).  statx() first tells the type without
+ * opening anything, and only a regular file (or a name that does not exist
+ * yet, for O_CREAT) is opened; the fstat() after openat2() stays the
+ * authority.  The window between the two is the one residual case: a party
+ * with write access to the directory swapping in an existing FIFO or device
+ * at that instant makes the open act, and the file is still refused.  (A
+ * race-free reopen through /proc/self/fd costs about four times as much on
+ * every open; see docs/threat-model.md.)
+ * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
 static int
 brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
 {
-	char proc[64];
-	struct stat st = { 0 };
-	int pfd, fd, e;
+	struct statx sx;
+	struct stat st;
+	int fd, e;
 
-	for (int tries = 0; tries < 2; tries++) {
-		pfd = brk_openat2(dirfd, rel, O_PATH, 0);
-		if (pfd < 0 && errno == ENOENT && (flags & O_CREAT))
-			fd = brk_openat2(dirfd, rel, (flags & ~(uint64_t)O_TRUNC) | O_EXCL, mode);
-		else
-			fd = -2;
-		if (fd >= 0)
-			return fd;
-		if (fd == -1 && errno == EEXIST && !(flags & O_EXCL))
-			continue;	/* created meanwhile: look at it again */
-		if (pfd < 0)
-			return -1;
-		if ((flags & O_EXCL) && (flags & O_CREAT)) {
-			close(pfd);
-			errno = EEXIST;
+	if (statx(dirfd, rel, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) == 0) {
+		if (!S_ISREG(sx.stx_mode)) {
+			errno = S_ISDIR(sx.stx_mode) ? EISDIR : S_ISLNK(sx.stx_mode) ? ELOOP : ENXIO;
 			return -1;
 		}
-		if (fstat(pfd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			e = errno;
-			if (e == 0 || !S_ISREG(st.st_mode))
-				e = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
-			close(pfd);
-			errno = e;
-			return -1;
-		}
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-		fd = open(proc, (int)(flags & ~(uint64_t)(O_CREAT | O_EXCL)) | O_CLOEXEC);
-		e = errno;
-		close(pfd);
-		errno = e;
-		return fd;
+	} else if (errno == ENOENT && !(flags & O_CREAT)) {
+		return -1;
 	}
-	errno = EEXIST;
-	return -1;
+	/* Other statx errors: openat2 gives the precise one (ELOOP, EXDEV). */
+	fd = brk_openat2(dirfd, rel, flags | O_NONBLOCK, mode);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		e = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	/* Regular files ignore O_NONBLOCK; a writable fd gets plain flags. */
+	if ((flags & O_ACCMODE) != O_RDONLY &&
+	    fcntl(fd, F_SETFL, (int)(flags & O_APPEND)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* The pinned directory fd of a capability root. */

@@ -521,7 +521,7 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 	struct wire_msg m;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 's': sid = optarg; break;
 		case 'c':
@@ -708,9 +708,9 @@ ctl_list_one(struct ctl *c, const struct wire_msg *t, bool first, uint64_t now)
 		putchar('}');
 		return;
 	}
-	printf("%-32s  %-8s  ", id, state);
+	printf("%-32s  %-8s  %-20s  ", id, state, ctl_time(exp, tb, sizeof(tb)));
 	ctl_text(stdout, sbx);
-	printf("  %s  ", ctl_time(exp, tb, sizeof(tb)));
+	printf("  ");
 	if (has_uses)
 		printf("%" PRIu64 " uses  ", uses);
 	if (parent)
@@ -746,7 +746,7 @@ ctl_list(struct ctl *c, int argc, char **argv)
 	bool more = true;
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 's': sid = optarg; break;
 		case 'j': c->json = true; break;
@@ -757,11 +757,6 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		return ctl_usage("list: unexpected argument '%s'", argv[optind]);
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	if (c->json)
-		printf("[");
-	else
-		printf("%-32s  %-8s  SANDBOX  EXPIRES  [USES] [PARENT] BY\n    CAPABILITIES\n", "ID",
-		    "STATE");
 	while (more) {
 		struct wire_enc e;
 		struct wire_msg m;
@@ -778,6 +773,11 @@ ctl_list(struct ctl *c, int argc, char **argv)
 			fprintf(stderr, "capctl: malformed list reply\n");
 			return CTL_PROTO;
 		}
+		if (offset == 0 && c->json)
+			printf("[");
+		else if (offset == 0)
+			printf("%-32s  %-8s  %-20s  SANDBOX  [USES] [PARENT] [ELEVATED] BY\n"
+			    "    CAPABILITIES\n", "ID", "STATE", "EXPIRES");
 		for (size_t i = 0; i < n; i++)
 			ctl_list_one(c, &v[i], total + i == 0, now);
 		total += n;
@@ -1015,7 +1015,7 @@ ctl_decide(struct ctl *c, int argc, char **argv, bool approve)
 	char ridtext[24];
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 't':
 			if (!approve)
@@ -1151,7 +1151,8 @@ ctl_watch_answer(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, ch
 		struct pollfd p[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
 			{ .fd = c->fd, .events = POLLIN } };
 		uint64_t now = cb_now();
-		int timeout = q->expires > now ? (int)(q->expires - now) * 1000 + 500 : 0;
+		uint64_t left = q->expires > now ? q->expires - now : 0;
+		int timeout = left ? (int)(left < 3600 ? left : 3600) * 1000 + 500 : 0;
 		ssize_t n;
 		char ch;
 		bool got;
@@ -1228,6 +1229,8 @@ ctl_watch_decide(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, co
 		if ((r = ctl_watch_pump(c, w, CTL_TIMEOUT_MS, want, &m, &got)) != CTL_OK)
 			return r;
 	cb_ignore(wire_get_bool(&m, "ok", &ok));
+	if (!isatty(STDIN_FILENO))
+		putchar('\n');	/* no echoed answer ended the prompt's line */
 	if (ok) {
 		printf("%s request %" PRIu64 "%s\n", approve ? "approved" : "denied", q->rid,
 		    session ? " for this session" : "");
@@ -1469,7 +1472,6 @@ ctl_offline_verify(struct ctl *c)
 	r = aud_verify(path, kr, hp, &rep);
 	if (r != 0 && r != CB_EAUDIT) {
 		fprintf(stderr, "capctl: cannot read %s: %s\n", path, cb_strerror(r));
-		code = r == CB_ENOENT ? CTL_FAIL : CTL_FAIL;
 		if (r == CB_ENOENT)
 			printf(c->json ? "{\"intact\":false,\"problem\":\"missing\"}\n" :
 			    "NOT INTACT (missing): the audit log is gone\n");
@@ -1527,7 +1529,7 @@ ctl_audit(struct ctl *c, int argc, char **argv)
 	bool follow = false;
 	int o;
 
-	while ((o = getopt_long(argc, argv, "+f", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
 		switch (o) {
 		case 'f': follow = true; break;
 		case 'j': c->json = true; break;
@@ -1560,7 +1562,7 @@ ctl_keygen(struct ctl *c, int argc, char **argv)
 	char kidhex[2 * CAP_KID_LEN + 1], pkhex[65], def[64];
 	int o, r;
 
-	while ((o = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 'o': out = optarg; break;
 		case 'j': c->json = true; break;
@@ -1704,7 +1706,8 @@ main(int argc, char **argv)
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
-	optind = 1;	/* each command parses its own options from argv[1] */
+	optind = 0;	/* each command parses its own options from argv[1]; 0 makes
+			 * glibc start afresh (and permute again) */
 	signal(SIGPIPE, SIG_IGN);
 	if (!(c.tx = malloc(WIRE_REQ_MAX)) || !(c.rx = malloc(WIRE_REPLY_MAX)) ||
 	    wire_dec_new(WIRE_REPLY_MAX, &c.dec) != 0) {

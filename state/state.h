@@ -2,8 +2,9 @@
  * state.h - the broker's durable state: signing keys, issued tokens,
  * revocations, use counts, elevation requests and the audit log's last
  * checkpoint, in STATE/state.db (SQLite, WAL mode, synchronous=FULL) and
- * STATE/keys/.  Runs in the broker (trusted); capctl reaches it only
- * through the broker's admin socket.
+ * STATE/keys/.  Runs in the broker (trusted); capctl reaches it through the
+ * broker's admin socket, or opens it itself (`capctl --state DIR audit
+ * verify`) only when no broker holds it.
  *
  * Durability: every function that changes state returns only after its
  * transaction is committed and synced, so a revocation, a spent use or an

@@ -1,0 +1,103 @@
+# tests/integration/admin_lib.sh - helpers for the capctl and approval tests
+# (5*-admin*.sh, 6*-approve*.sh), sourced after tests/lib.sh.
+#
+# srv_start STATE [ARGS]   capbroker serve in the background (SRV = its pid),
+#                          waits until it answers `capctl status`
+# srv_stop / srv_kill9     SIGTERM (clean: final checkpoint) / SIGKILL
+# agent_start ID [ARGS]    `capbroker run --connect` of a shell agent that runs
+#                          each line sent by agent_do/agent_send, in order
+# agent_do ID CMD          run CMD in the agent, wait; AOUT = its output
+#                          (stdout+stderr), ARC = its exit status
+# agent_send ID CMD        the same without waiting (ASEQ = its number);
+#                          agent_wait ID ASEQ [TENTHS] waits for it later
+# jget EXPR                read JSON on stdin, print the Python expression
+#                          EXPR of it (d is the document)
+# Every process started here is killed at exit.
+CTL="$CB_BIN/capctl"
+CB="$CB_BIN/capbroker"
+_adm_pids=()
+declare -A AFD ASEQS APID
+
+adm_cleanup() {
+	local p
+	for p in "${_adm_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${_adm_pids[@]}"; do wait "$p" 2>/dev/null; done
+	t_cleanup
+}
+trap adm_cleanup EXIT
+
+# wait_for TENTHS CMD...: retry CMD every 0.1 s
+wait_for() {
+	local n=$1; shift
+	while [ "$n" -gt 0 ]; do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+srv_start() {
+	local s=$1; shift
+	SRV_STATE=$s
+	"$CB" serve --state "$s" "$@" >>"$T_TMP/serve.log" 2>&1 &
+	SRV=$!
+	_adm_pids+=("$SRV")
+	wait_for 100 "$CTL" --state "$s" status
+}
+srv_stop() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
+srv_kill9() { kill -9 "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
+
+# The agent's loop: read "N command", run it with stderr on stdout, then
+# print a marker with N and the status.  Medium tier: sh may exec capcall.
+_AGENT_LOOP='while read -r n x; do eval "$x" 2>&1; r=$?; echo; echo "@@$n rc=$r"; done'
+
+agent_start() {
+	local id=$1 fd; shift
+	rm -f "$T_TMP/$id.in"
+	mkfifo "$T_TMP/$id.in"
+	"$CB" run --connect "$SRV_STATE/admin.sock" --id "$id" "$@" -- /bin/sh -c "$_AGENT_LOOP" \
+		<"$T_TMP/$id.in" >"$T_TMP/$id.out" 2>"$T_TMP/$id.err" &
+	APID[$id]=$!
+	_adm_pids+=("$!")
+	exec {fd}>"$T_TMP/$id.in"
+	AFD[$id]=$fd
+	ASEQS[$id]=0
+	# ready when it answers a no-op
+	agent_do "$id" true
+}
+
+agent_send() {
+	local id=$1
+	ASEQ=$((ASEQS[$id] + 1))
+	ASEQS[$id]=$ASEQ
+	echo "$ASEQ $2" >&"${AFD[$id]}"
+}
+
+# agent_wait ID N [TENTHS]: 0 when command N finished (AOUT, ARC set)
+agent_wait() {
+	local id=$1 n=$2 t=${3:-200}
+	if ! wait_for "$t" grep -q "^@@$n rc=" "$T_TMP/$id.out"; then
+		AOUT=$(cat "$T_TMP/$id.out" "$T_TMP/$id.err"); ARC=timeout
+		return 1
+	fi
+	AOUT=$(awk -v n="$n" 'BEGIN { on = (n == 1) }
+		/^@@[0-9]+ rc=/ { k = substr($1, 3) + 0; if (k == n) exit; if (k == n - 1) on = 1; next }
+		on { print }' "$T_TMP/$id.out")
+	ARC=$(sed -n "s/^@@$n rc=//p" "$T_TMP/$id.out")
+}
+
+agent_do() { agent_send "$1" "$2"; agent_wait "$1" "$ASEQ" "${3:-200}"; }
+
+agent_stop() {
+	local id=$1
+	local fd=${AFD[$id]:-}
+	[ -n "$fd" ] && exec {fd}>&-
+	AFD[$id]=
+	wait "${APID[$id]}" 2>/dev/null
+	AEXIT=$?
+}
+
+jget() { "$PYTHON" -c 'import json, sys
+d = json.load(sys.stdin)
+print(eval(sys.argv[1]))' "$1"; }
