@@ -465,6 +465,19 @@ run_connect(struct run_opts *o)
 		    strerror(errno));
 		goto out;
 	}
+	{
+		struct ucred cr;
+		socklen_t l = sizeof(cr);
+
+		/* Our task and its grants go only to a broker run by root or by
+		 * ourselves, not to whoever serves a socket at that path. */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 ||
+		    (cr.uid != 0 && cr.uid != geteuid())) {
+			fprintf(stderr, "capbroker: %s is served by uid %u, not by root or you: refusing\n",
+			    o->connect, (unsigned)cr.uid);
+			goto out;
+		}
+	}
 	if (!(buf = malloc(WIRE_REPLY_MAX)) || wire_dec_new(WIRE_REPLY_MAX, &d) != 0)
 		goto out;
 	wire_enc_init(&e, buf, WIRE_REPLY_MAX);
@@ -718,6 +731,9 @@ raise_nofile(void)
 int
 main(int argc, char **argv)
 {
+	/* Everything the broker creates (state, keys, database, log) is its
+	 * own: nothing for group or others, whatever the caller's umask. */
+	umask(077);
 	raise_nofile();
 	if (argc < 2) {
 		usage(stderr);

@@ -251,8 +251,23 @@ ctl_connect(struct ctl *c, bool quiet)
 		fprintf(stderr, "capctl: socket: %s\n", strerror(errno));
 		return CTL_FAIL;
 	}
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		struct ucred cr;
+		socklen_t l = sizeof(cr);
+
+		/* Talk only to a broker run by root or by ourselves: a socket
+		 * another local user serves (say, at a path in /tmp) must not
+		 * receive our commands, nor answer them. */
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 ||
+		    (cr.uid != 0 && cr.uid != geteuid())) {
+			fprintf(stderr, "capctl: %s is served by uid %u, not by root or you: refusing\n",
+			    path, (unsigned)cr.uid);
+			close(c->fd);
+			c->fd = -1;
+			return CTL_PERM;
+		}
 		return CTL_OK;
+	}
 	e = errno;
 	close(c->fd);
 	c->fd = -1;
