@@ -18,6 +18,8 @@ cat >"$T_TMP/c.c" <<'EOT'
 int main(void) { struct cc_conn *c; return cc_open_env(&c) == CB_ENOENT ? 0 : 1; }
 EOT
 flags=$(PKG_CONFIG_PATH="$D/opt/cb/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D" pkg-config --cflags --libs capclient)
-t_ok "a program builds against the installed library via pkg-config" cc -o "$T_TMP/c" "$T_TMP/c.c" $flags
+# A sanitizer build installs a sanitized archive: link the program alike.
+san=${CB_SANITIZE:+-fsanitize=$CB_SANITIZE}
+t_ok "a program builds against the installed library via pkg-config" cc $san -o "$T_TMP/c" "$T_TMP/c.c" $flags
 t_ok "... and runs (no CAPBROKER_FD: a clear not-found)" env -u CAPBROKER_FD "$T_TMP/c"
 t_done
