@@ -143,7 +143,8 @@ ctl_utf8_len(const unsigned char *s)
 	return n;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped,
+/* A JSON string: quotes, backslashes and control characters (C0, DEL and
+ * C1, which some terminals act on even in JSON printed to them) escaped,
  * invalid UTF-8 replaced by U+FFFD, so the output always parses. */
 static void
 ctl_json_str(FILE *f, const char *s)
@@ -167,6 +168,8 @@ ctl_json_str(FILE *f, const char *s)
 			fputs("\\t", f);
 		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(f, "\\u%04x", *p);
+		else if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+			fprintf(f, "\\u%04x", p[1]);	/* C1 controls: escaped too */
 		else
 			fwrite(p, 1, n, f);
 		p += n;
