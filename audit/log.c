@@ -500,7 +500,19 @@ json_str(struct aud_log *l, const char *s, size_t n)
 			lput(l, esc, 6);
 			i++;
 		} else if ((k = utf8_seq(u + i, n - i)) > 0) {
-			lput(l, s + i, k);
+			uint32_t cp = k == 2 ? ((u[i] & 0x1fu) << 6 | (u[i + 1] & 0x3fu)) :
+			    k == 3 ? ((u[i] & 0x0fu) << 12 | (u[i + 1] & 0x3fu) << 6 | (u[i + 2] & 0x3fu)) : 0;
+
+			/* Valid but dangerous to a terminal reading the log: C1
+			 * controls, line/paragraph separators, bidi overrides and
+			 * isolates are written escaped (the text stays the same). */
+			if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x2028 && cp <= 0x202e) ||
+			    (cp >= 0x2066 && cp <= 0x2069)) {
+				snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+				lput(l, esc, 6);
+			} else {
+				lput(l, s + i, k);
+			}
 			i += k;
 		} else {
 			snprintf(esc, sizeof(esc), "\\udc%02x", c);

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #define BRK_ADMIN_PAGE 200
+/* Room kept free in a reply page: one more entry always fits. */
+#define ADM_PAGE_ROOM (4 * ST_TEXT_MAX + 2 * CAP_STR_MAX + 1024)
 
 struct brk_admin {
 	struct brk_admin *next;
@@ -103,8 +105,19 @@ brk_admin_begin(struct brk_admin *a, struct wire_enc *e, int err, const char *re
 static void
 brk_admin_finish(struct brk_admin *a, struct wire_enc *e)
 {
+	int r;
+
 	wire_map_end(e);
-	if (brk_admin_send(a, e, NULL, 0) != 0)
+	r = brk_admin_send(a, e, NULL, 0);
+	if (r == CB_ETOOBIG) {
+		/* Say so rather than hang up: the caller should page. */
+		struct wire_enc e2;
+
+		brk_admin_begin(a, &e2, CB_ETOOBIG, "reply too large");
+		wire_map_end(&e2);
+		r = brk_admin_send(a, &e2, NULL, 0);
+	}
+	if (r != 0)
 		brk_admin_drop(a);
 }
 
@@ -244,7 +257,9 @@ adm_revoke(struct brk_admin *a, const struct wire_msg *m)
 	}
 	snprintf(detail, sizeof(detail), "%zu token(s) revoked with descendants", count);
 	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", hex, id, a->actor, detail);
-	if ((r = aud_flush(b->aud)) != 0) {
+	/* Sealed by a signed checkpoint before it is acknowledged: cutting the
+	 * line from the log after a crash cannot go unnoticed. */
+	if ((r = aud_checkpoint(b->aud)) != 0) {
 		brk_admin_err(a, r, "revoked, but the audit log could not be flushed");
 		return;
 	}
@@ -269,7 +284,7 @@ adm_list_one(void *arg, const struct st_token *t)
 		l->skip--;
 		return 0;
 	}
-	if (l->n == BRK_ADMIN_PAGE) {
+	if (l->n == BRK_ADMIN_PAGE || l->e->len + ADM_PAGE_ROOM + ST_CAPS_MAX > l->e->cap) {
 		l->more = true;
 		return 1;
 	}
@@ -375,14 +390,29 @@ adm_put_request(struct wire_enc *e, const struct st_request *r)
 	wire_put_str(e, "state", st_req_state_name(r->state));
 }
 
+struct adm_page {
+	struct wire_enc *e;
+	uint64_t skip;
+	bool more;
+};
+
+
 static int
 adm_pending_one(void *arg, const struct st_request *r)
 {
-	struct wire_enc *e = arg;
+	struct adm_page *p = arg;
 
-	wire_map_begin(e, NULL);
-	adm_put_request(e, r);
-	wire_map_end(e);
+	if (p->skip) {
+		p->skip--;
+		return 0;
+	}
+	if (p->e->len + ADM_PAGE_ROOM > p->e->cap) {
+		p->more = true;
+		return 1;
+	}
+	wire_map_begin(p->e, NULL);
+	adm_put_request(p->e, r);
+	wire_map_end(p->e);
 	return 0;
 }
 
@@ -391,15 +421,18 @@ adm_pending(struct brk_admin *a, const struct wire_msg *m)
 {
 	struct wire_enc e;
 
-	(void)m;
 	/* Requests recorded before a restart have no timer of their own (the
 	 * loop only times the ones it holds): lapse them here, so the list
 	 * never shows a request past its expiry as pending. */
 	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
+	struct adm_page pg = { .e = &e };
+
+	ADM_OPT(a, wire_get_u64(m, "offset", &pg.skip));
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_arr_begin(&e, "requests");
-	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &e));
+	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &pg));
 	wire_arr_end(&e);
+	wire_put_bool(&e, "more", pg.more);
 	brk_admin_finish(a, &e);
 }
 

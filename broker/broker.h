@@ -40,6 +40,7 @@
 #define BRK_SANDBOXES_MAX 4096
 #define BRK_MINT_MAX	1024	/* tokens one sandbox may derive in its life */
 #define BRK_BAD_MAX	4096	/* malformed packets before the channel is closed */
+#define BRK_PENDING_MAX	4	/* elevation requests one sandbox may have waiting */
 
 struct event_base;
 struct event;
@@ -122,6 +123,8 @@ struct brk_sbx {
 	void (*on_exit)(struct brk_sbx *, void *);
 	void *on_exit_arg;
 	struct brk_proc *procs;		/* its running proc.exec children */
+	uint8_t elevated[64][CAP_ID_LEN];	/* approvals granted to this instance */
+	size_t nelevated;
 	unsigned minted;		/* tokens it derived */
 	int refs;			/* async operations holding this struct */
 	bool dead;			/* channel closed; freed when refs drop to 0 */

@@ -537,6 +537,16 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	s->dead = true;
 	brk_pending_drop_sbx(s->b, s);
 	brk_proc_kill_all(s);
+	/* Approved elevations belong to this instance: revoked (with what was
+	 * derived from them) when it ends. */
+	for (size_t i = 0; i < s->nelevated; i++) {
+		size_t n;
+
+		if (st_revoke(s->b->st, s->elevated[i], cb_now(), &n) == 0 && n)
+			brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "revoke", NULL, s->elevated[i],
+			    "broker", "elevation ends with its sandbox");
+	}
+	s->nelevated = 0;
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
@@ -948,6 +958,54 @@ brk_find_helpers(struct brk *b)
 	b->pylib_dir[0] = '\0';
 }
 
+struct brk_elev_scan {
+	uint8_t (*ids)[CAP_ID_LEN];
+	size_t n, cap;
+	uint64_t now;
+};
+
+static int
+brk_elev_collect(void *arg, const struct st_token *t)
+{
+	struct brk_elev_scan *e = arg;
+
+	if (!t->elevated || t->revoked_at || t->exp < e->now)
+		return 0;
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? 2 * e->cap : 64;
+		void *p = reallocarray(e->ids, nc, CAP_ID_LEN);
+
+		if (!p)
+			return CB_ENOMEM;
+		e->ids = p;
+		e->cap = nc;
+	}
+	memcpy(e->ids[e->n++], t->id, CAP_ID_LEN);
+	return 0;
+}
+
+/* No sandbox runs when the broker starts, so no approval granted to one
+ * can still belong to anyone: a crash left them valid, revoke them. */
+static int
+brk_revoke_stale_elevations(struct brk *b)
+{
+	struct brk_elev_scan e = { .now = cb_now() };
+	int r = st_token_list(b->st, NULL, brk_elev_collect, &e);
+
+	for (size_t i = 0; r == 0 && i < e.n; i++) {
+		size_t n;
+
+		r = st_revoke(b->st, e.ids[i], e.now, &n);
+		if (r == CB_EREVOKED)
+			r = 0;
+		if (r == 0)
+			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", NULL, e.ids[i], "broker",
+			    "elevation of a sandbox that no longer runs (broker restart)");
+	}
+	free(e.ids);
+	return r;
+}
+
 int
 brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 {
@@ -1032,6 +1090,10 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	if (o->new_audit_log)
 		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
 		    "started with --new-audit-log");
+	if ((r = brk_revoke_stale_elevations(b)) != 0) {
+		snprintf(why, whylen, "revoking stale elevations: %s", cb_strerror(r));
+		goto out;
+	}
 	if (!(b->base = event_base_new()) || wire_dec_new(WIRE_REQ_MAX, &b->dec) != 0 ||
 	    !(b->rbuf = malloc(WIRE_REQ_MAX + 1)) || !(b->sbuf = malloc(WIRE_REPLY_MAX))) {
 		r = CB_ENOMEM;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 struct brk_pending {
@@ -240,11 +241,17 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 	    session ? "session" : "once");
 	if (e == 0) {
 		brk_audit(b, AUD_ADMIN, AUD_ALLOW, 0, s->id, "approve", cap->text, rec.id, by, detail);
-		/* The approval is on disk (state and audit) before anyone
-		 * learns of it. */
-		e = aud_flush(b->aud);
+		/* The approval is on disk (state and audit, sealed by a signed
+		 * checkpoint so that cutting the line after a crash shows)
+		 * before anyone learns of it. */
+		e = aud_checkpoint(b->aud);
 	}
 	if (e == 0) {
+		/* A human approved this for this sandbox instance: it dies with
+		 * it (brk_sbx_close_channel), so a later sandbox given the same
+		 * id never inherits it. */
+		if (s->nelevated < sizeof(s->elevated) / sizeof(s->elevated[0]))
+			memcpy(s->elevated[s->nelevated++], rec.id, CAP_ID_LEN);
 		cap_hex(rec.id, CAP_ID_LEN, tid);
 		rp.token = text;
 		rp.tid = tid;
@@ -309,6 +316,17 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 	if (b->opts.approve == BRK_APPROVE_DENY) {
 		brk_deny(s, q, CB_EDENIED, cap->text, NULL, "approval mode is deny");
 		goto out;
+	}
+	{
+		size_t mine = 0;
+
+		for (struct brk_pending *o = b->pending; o; o = o->next)
+			mine += o->s == s;
+		/* One agent's flood must not bury everyone else's requests. */
+		if (mine >= BRK_PENDING_MAX) {
+			brk_deny(s, q, CB_EBUSY, cap->text, NULL, "too many requests already waiting");
+			goto out;
+		}
 	}
 	memset(&rq, 0, sizeof(rq));
 	snprintf(rq.sandbox, sizeof(rq.sandbox), "%s", s->id);
@@ -386,7 +404,7 @@ brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool
 			    reason ? reason : "");
 			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EDENIED, p->s->id, "deny", p->cap->text,
 			    NULL, by, reason);
-			e = aud_flush(b->aud);
+			e = aud_checkpoint(b->aud);
 			if (e == 0) {
 				struct wire_reply rp = { .id = q.id, .err = CB_EDENIED, .reason = why };
 
@@ -527,7 +545,7 @@ void
 brk_tty_prompt_next(struct brk *b)
 {
 	struct brk_pending *p, *oldest = NULL;
-	char msg[1024], cmd[256], why[ST_TEXT_MAX + 1];
+	char msg[2048], cmd[256], why[ST_TEXT_MAX + 1], capt[CAP_STR_MAX + 1];
 	int n;
 
 	if (b->tty_fd < 0 && b->pending) {
@@ -550,11 +568,13 @@ brk_tty_prompt_next(struct brk *b)
 		b->prompt_hook(b->prompt_arg, oldest != NULL);
 	if (!oldest)
 		return;
+	/* Keys typed for an earlier prompt must not answer this one. */
+	tcflush(b->tty_fd, TCIFLUSH);
 	n = snprintf(msg, sizeof(msg),
 	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
 	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",
 	    oldest->s->id, brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
-	    oldest->cap->text, (unsigned long long)oldest->ttl,
+	    brk_tty_clean(oldest->cap->text, capt, sizeof(capt)), (unsigned long long)oldest->ttl,
 	    oldest->reason[0] ? brk_tty_clean(oldest->reason, why, sizeof(why)) : "(none given)");
 	if (n > 0)
 		(void)!write(b->tty_fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);

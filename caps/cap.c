@@ -50,6 +50,36 @@ cap_op_is_fs(enum cap_op op)
 	    op == CAP_FS_DELETE;
 }
 
+/*
+ * Characters no capability or path may hold: C0 and DEL, C1 controls
+ * (U+0080-009F, which terminals may act on), the line and paragraph
+ * separators and the bidirectional overrides and isolates (U+2028-202E,
+ * U+2066-2069), which could make a capability shown to an approver read
+ * as something else.  Returns the length of such a character at s, or 0.
+ */
+static size_t
+cap_bad_char(const unsigned char *s, size_t n)
+{
+	if (s[0] < 0x20 || s[0] == 0x7f)
+		return 1;
+	if (n >= 2 && s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f)
+		return 2;
+	if (n >= 3 && s[0] == 0xe2 && s[1] == 0x80 && s[2] >= 0xa8 && s[2] <= 0xae)
+		return 3;
+	if (n >= 3 && s[0] == 0xe2 && s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)
+		return 3;
+	return 0;
+}
+
+static bool
+cap_has_bad_char(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cap_bad_char((const unsigned char *)s + i, n - i))
+			return true;
+	return false;
+}
+
 /* ---- paths and globs ------------------------------------------------ */
 
 struct cap_comp {
@@ -69,9 +99,8 @@ cap_split(const char *p, bool glob, struct cap_comp *comp, size_t *ncomp)
 		return CB_ECAP_TOOLONG;
 	if (p[0] != '/')
 		return CB_ECAP_RELATIVE;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
-			return CB_ECAP_NUL;
+	if (cap_has_bad_char(p, len))
+		return CB_ECAP_NUL;
 	if (len == 1) {
 		*ncomp = 0;
 		return 0;
@@ -509,9 +538,8 @@ cap_parse(const char *s, struct cap **out)
 	len = strnlen(s, CAP_STR_MAX + 1);
 	if (len > CAP_STR_MAX)
 		return CB_ECAP_TOOLONG;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return CB_ECAP_NUL;
+	if (cap_has_bad_char(s, len))
+		return CB_ECAP_NUL;
 	if (!(colon = strchr(s, ':')))
 		return CB_ECAP_SYNTAX;
 	if ((r = cap_op_parse(s, (size_t)(colon - s), &op)) != 0)

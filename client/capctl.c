@@ -954,7 +954,9 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 	static struct wire_msg v[CTL_PAGE_MAX];
 	struct wire_enc e;
 	struct wire_msg m;
-	size_t n = 0;
+	uint64_t offset = 0;
+	size_t n = 0, shown = 0;
+	bool more = true;
 	int r;
 
 	(void)argv;
@@ -962,42 +964,49 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 		return ctl_usage("pending takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "pending");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
-		return r;
-	if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-		fprintf(stderr, "capctl: malformed reply\n");
-		return CTL_PROTO;
-	}
 	if (c->json)
 		printf("[");
 	else
 		printf("%-6s %-20s %6s %-20s %-20s  CAPABILITY / COMMAND / REASON\n", "ID", "SANDBOX",
 		    "TTL", "ASKED", "EXPIRES");
-	for (size_t i = 0; i < n; i++) {
-		struct ctl_req q;
-		char t1[32], t2[32];
-
-		ctl_req_get(&v[i], &q);
-		if (c->json) {
-			printf("%s\n ", i ? "," : "");
-			ctl_req_json(&q, NULL);
-			continue;
+	/* The broker pages by size: many long requests never hide the rest. */
+	while (more) {
+		ctl_begin(c, &e, "pending");
+		wire_put_u64(&e, "offset", offset);
+		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+			return r;
+		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
+			fprintf(stderr, "capctl: malformed reply\n");
+			return CTL_PROTO;
 		}
-		printf("%-6" PRIu64 " ", q.rid);
-		ctl_text(stdout, q.sandbox);
-		printf("%*s %5" PRIu64 "s %-20s %-20s  ",
-		    strlen(q.sandbox) < 20 ? (int)(20 - strlen(q.sandbox)) : 0, "", q.ttl,
-		    ctl_time(q.asked, t1, sizeof(t1)), ctl_time(q.expires, t2, sizeof(t2)));
-		ctl_text(stdout, q.cap);
-		printf("\n       command: ");
-		ctl_text(stdout, q.command);
-		printf("\n       reason:  ");
-		ctl_text(stdout, q.reason);
-		putchar('\n');
+		if (wire_get_bool(&m, "more", &more) != 0 || n == 0)
+			more = false;
+		offset += n;
+		for (size_t i = 0; i < n; i++) {
+			struct ctl_req q;
+			char t1[32], t2[32];
+
+			ctl_req_get(&v[i], &q);
+			if (c->json) {
+				printf("%s\n ", shown++ ? "," : "");
+				ctl_req_json(&q, NULL);
+				continue;
+			}
+			printf("%-6" PRIu64 " ", q.rid);
+			ctl_text(stdout, q.sandbox);
+			printf("%*s %5" PRIu64 "s %-20s %-20s  ",
+			    strlen(q.sandbox) < 20 ? (int)(20 - strlen(q.sandbox)) : 0, "", q.ttl,
+			    ctl_time(q.asked, t1, sizeof(t1)), ctl_time(q.expires, t2, sizeof(t2)));
+			ctl_text(stdout, q.cap);
+			printf("\n       command: ");
+			ctl_text(stdout, q.command);
+			printf("\n       reason:  ");
+			ctl_text(stdout, q.reason);
+			putchar('\n');
+		}
 	}
 	if (c->json)
-		printf("%s]\n", n ? "\n" : "");
+		printf("%s]\n", shown ? "\n" : "");
 	return CTL_OK;
 }
 
@@ -1282,15 +1291,22 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 	ctl_begin(c, &e, "watch");
 	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "pending");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
-		return r;
-	if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-		fprintf(stderr, "capctl: malformed reply\n");
-		return CTL_PROTO;
+	for (uint64_t offset = 0, more = 1; more;) {
+		bool mb = false;
+
+		ctl_begin(c, &e, "pending");
+		wire_put_u64(&e, "offset", offset);
+		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+			return r;
+		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
+			fprintf(stderr, "capctl: malformed reply\n");
+			return CTL_PROTO;
+		}
+		for (size_t i = 0; i < n; i++)
+			ctl_watch_add(c, &w, &v[i]);
+		more = wire_get_bool(&m, "more", &mb) == 0 && mb && n > 0;
+		offset += n;
 	}
-	for (size_t i = 0; i < n; i++)
-		ctl_watch_add(c, &w, &v[i]);
 	if (!c->json) {
 		printf("watching for elevation requests (Ctrl-C to stop)\n");
 		fflush(stdout);

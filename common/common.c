@@ -52,7 +52,7 @@ static const struct cb_errinfo cb_errs[] = {
 	{ CB_ECAP_RELATIVE, "cap-relative", "path is not absolute" },
 	{ CB_ECAP_DOTDOT, "cap-dotdot", "path has a . or .. component" },
 	{ CB_ECAP_EMPTY, "cap-empty-component", "path has an empty component" },
-	{ CB_ECAP_NUL, "cap-control-char", "capability has a NUL or control character" },
+	{ CB_ECAP_NUL, "cap-control-char", "capability or path has a control or bidi character" },
 	{ CB_ECAP_HOST, "cap-host", "malformed host, address or CIDR" },
 	{ CB_ECAP_PORT, "cap-port", "malformed port" },
 	{ CB_ECAP_GLOB, "cap-glob", "malformed glob" },

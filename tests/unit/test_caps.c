@@ -94,6 +94,12 @@ test_parse_errors(void)
 	T_ERR(perr("fs.read:/a/"), CB_ECAP_EMPTY, "trailing slash refused");
 	T_ERR(perr("fs.read:/a\nb"), CB_ECAP_NUL, "newline refused");
 	T_ERR(perr("fs.read:/a\x7f"), CB_ECAP_NUL, "DEL refused");
+	T_ERR(perr("fs.read:/a\xc2\x9b" "2J"), CB_ECAP_NUL, "C1 control (U+009B CSI) refused");
+	T_ERR(perr("fs.read:/a\xe2\x80\xae" "txt.exe"), CB_ECAP_NUL, "right-to-left override refused");
+	T_ERR(perr("fs.read:/a\xe2\x81\xa6x"), CB_ECAP_NUL, "bidi isolate refused");
+	T_ERR(perr("fs.read:/a\xe2\x80\xa8x"), CB_ECAP_NUL, "line separator refused");
+	T_ERR(perr("fs.read:/a\xc2\xa0x"), 0, "no-break space (not a control) allowed");
+	T_ERR(cap_path_check("/a\xc2\x85"), CB_ECAP_NUL, "a request path with a C1 control refused");
 	T_ERR(perr("fs.read:/a**"), CB_ECAP_GLOB, "** inside a component refused");
 	T_ERR(perr("fs.read:/***"), CB_ECAP_GLOB, "*** refused");
 	T_ERR(perr("fs.read:/"), 0, "root alone parses");
