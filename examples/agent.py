@@ -25,9 +25,9 @@ def show(what, fn):
         result = fn()
         print("%2d. %-50s ALLOWED  %s" % (step, what, str(result).replace(ws, "WS")))
     except capbroker.Denied as e:
-        print("%2d. %-50s DENIED   %s" % (step, what, e.reason))
+        print("%2d. %-50s DENIED   %s" % (step, what, e.reason.replace(ws, "WS")))
     except capbroker.Error as e:
-        print("%2d. %-50s FAILED   %s" % (step, what, e.reason))
+        print("%2d. %-50s FAILED   %s" % (step, what, e.reason.replace(ws, "WS")))
     sys.stdout.flush()
 
 
