@@ -179,6 +179,11 @@ void brk_stop(struct brk *b, int code);
 
 /* ---- sandboxes (loop.c) ---- */
 
+/* A tier's limits as the sandbox takes them: wall is the wall clock to use
+ * (already at most the tier's); open files are clamped to what the sandbox
+ * allows (stricter, never weaker). */
+void brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out);
+
 struct brk_sbx_spec {
 	const char *id;			/* NULL: generated */
 	const char *tier;		/* NULL: policy default */

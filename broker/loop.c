@@ -623,6 +623,15 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 		    "no delegated cgroup: rlimits bound memory and processes");
 }
 
+void
+brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out)
+{
+	/* The sandbox reserves its top descriptor slots. */
+	*out = (struct sbx_limits){ l->memory, l->processes,
+		l->open_files < SBX_NOFILE_MAX ? l->open_files : SBX_NOFILE_MAX,
+		l->file_size, l->cpu, wall, l->tmp_size };
+}
+
 static void
 brk_join_argv(char *const *argv, char **out)
 {
@@ -835,14 +844,9 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	cfg.nbinds = nb;
 	cfg.exec_allow = pexec;
 	cfg.nexec_allow = npe;
-	/* The sandbox reserves its top descriptor slots: a policy's larger
-	 * open-files limit is clamped (stricter, never weaker). */
-	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes,
-		lim->open_files < SBX_NOFILE_MAX ? lim->open_files : SBX_NOFILE_MAX,
-		lim->file_size, lim->cpu,
-		/* --timeout may shorten the tier's wall clock, never lengthen it */
-		spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
-		lim->tmp_size };
+	/* --timeout may shorten the tier's wall clock, never lengthen it */
+	brk_sbx_limits(lim, spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
+	    &cfg.limits);
 	cfg.broker_fd = sv[1];
 	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;
 	cfg.pylib_dir = b->pylib_dir[0] ? b->pylib_dir : NULL;

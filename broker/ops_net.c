@@ -332,6 +332,22 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 			return;
 		}
 	}
+	/* The host is an IP literal or a DNS name the capability grammar
+	 * accepts (LDH labels, no all-digit last label): nothing else reaches
+	 * the resolver. */
+	if (cap_addr_parse(q->host, &lit) != 0) {
+		char buf[300];
+		struct cap *c = NULL;
+		bool name;
+
+		snprintf(buf, sizeof(buf), "net.connect:%s:1", q->host);
+		name = cap_parse(buf, &c) == 0 && c->net.kind == CAP_HOST_NAME;
+		cap_free(c);
+		if (!name) {
+			brk_deny(s, q, CB_ECAP_HOST, res, NULL, "not an IP address or a host name");
+			return;
+		}
+	}
 	if (cap_addr_parse(q->host, &lit) != 0 && !pol_net_domain_allowed(s->b->pol, q->host)) {
 		brk_deny(s, q, CB_EPOLICY, res, NULL, "host not in the policy's domain allow list");
 		return;

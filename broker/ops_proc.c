@@ -299,9 +299,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	cfg.argv = argv;
 	cfg.binds = binds;
 	cfg.nbinds = nb;
-	cfg.limits = (struct sbx_limits){ lim->memory, lim->processes,
-		lim->open_files < SBX_NOFILE_MAX ? lim->open_files : SBX_NOFILE_MAX,
-		lim->file_size, lim->cpu, timeout, lim->tmp_size };
+	brk_sbx_limits(lim, timeout, &cfg.limits);
 	cfg.broker_fd = -1;
 	if (!(x = calloc(1, sizeof(*x))) || !(x->out = malloc(WIRE_OUT_MAX)) ||
 	    !(x->err = malloc(WIRE_OUT_MAX))) {

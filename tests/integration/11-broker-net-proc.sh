@@ -40,6 +40,11 @@ t_match "... never-reachable range" "$(cat "$T_TMP/err")" "never-reachable"
 t_exit "no lookup without a covering grant" 77 "$CB_BIN/capbroker" run --tier high \
 	-- /bin/sh -c "capcall net.connect exfil-data.no-such-domain.invalid:443 </dev/null"
 t_match "... refused as not covered (a lookup would say resolve-failed)" "$(cat "$T_TMP/err")" "not covered.*exfil-data"
+# Even with every host granted, only an IP literal or a proper host name
+# reaches the resolver.
+"$CB_BIN/capbroker" run --tier high --grant 'net.connect:*:*' \
+	-- /bin/sh -c 'capcall net.connect "bad host%x.example:80" </dev/null' >/dev/null 2>"$T_TMP/err"
+t_match "a malformed host name never reaches the resolver" "$(cat "$T_TMP/err")" "not an IP address or a host name"
 t_exit "the metadata address is refused" 77 run_agent "capcall net.connect 169.254.169.254:80 </dev/null"
 t_exit "an unresolvable name fails cleanly (exit 1)" 1 "$CB_BIN/capbroker" run --policy "$T_TMP/p.conf" \
 	--tier medium --workspace "$W" --grant "net.connect:127.0.0.1:80" \
