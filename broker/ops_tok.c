@@ -519,25 +519,21 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-/* The agent chose its reason and command line: before they reach the
- * approver's terminal, every control character (C0, DEL, and C1 in its
- * UTF-8 form) becomes '?', so an agent cannot clear the screen, move the
- * cursor or paint a prompt of its own. */
+/* The agent chose its reason and command line: they reach the approver's
+ * terminal only through the one escaper (common/text.c), so an agent
+ * cannot clear the screen, move the cursor, paint a prompt of its own or
+ * reorder what the human reads with bidi controls.  Text too long for the
+ * prompt is cut visibly. */
 static const char *
 brk_tty_clean(const char *in, char *out, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)in;
-	size_t o = 0;
+	static const char cut[] = "[...]";
 
-	for (; *p && o + 1 < len; p++) {
-		if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			out[o++] = '?';
-			p++;
-		} else {
-			out[o++] = *p < 0x20 || *p == 0x7f ? '?' : (char)*p;
-		}
+	/* cb_text_esc cuts between escapes, never inside one */
+	if (cb_text_esc(out, len, in) >= len && len >= sizeof(cut)) {
+		(void)cb_text_esc(out, len - sizeof(cut) + 1, in);
+		memcpy(out + strlen(out), cut, sizeof(cut));
 	}
-	out[o] = '\0';
 	return out;
 }
 
@@ -545,7 +541,8 @@ void
 brk_tty_prompt_next(struct brk *b)
 {
 	struct brk_pending *p, *oldest = NULL;
-	char msg[2048], cmd[256], why[ST_TEXT_MAX + 1], capt[CAP_STR_MAX + 1];
+	char msg[CB_ESC_SIZE(ST_TEXT_MAX) + CB_ESC_SIZE(CAP_STR_MAX) + 1536], cmd[512];
+	char sid[CB_ESC_SIZE(CAP_AUD_MAX)], why[CB_ESC_SIZE(ST_TEXT_MAX)], capt[CB_ESC_SIZE(CAP_STR_MAX)];
 	int n;
 
 	if (b->tty_fd < 0 && b->pending) {
@@ -573,7 +570,8 @@ brk_tty_prompt_next(struct brk *b)
 	n = snprintf(msg, sizeof(msg),
 	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
 	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",
-	    oldest->s->id, brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
+	    brk_tty_clean(oldest->s->id, sid, sizeof(sid)),
+	    brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
 	    brk_tty_clean(oldest->cap->text, capt, sizeof(capt)), (unsigned long long)oldest->ttl,
 	    oldest->reason[0] ? brk_tty_clean(oldest->reason, why, sizeof(why)) : "(none given)");
 	if (n > 0)

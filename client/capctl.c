@@ -10,9 +10,10 @@
  * peer is an administrator (SO_PEERCRED) and closes the connection without
  * a reply when it is not.  Replies are trusted no further than the broker,
  * but text in them that came from an agent (a request's reason, a
- * sandbox's command line) is shown to a person only after control
- * characters are made visible, so an agent cannot paint a fake prompt on
- * the approver's terminal.  --json output is escaped for the same reason.
+ * sandbox's command line) is shown to a person only through cb_text_fputs,
+ * which makes controls, bidi overrides and invisible characters visible,
+ * so an agent cannot paint a fake prompt on the approver's terminal or
+ * make a request read as another.  --json output is escaped for the same reason.
  *
  * Two commands work without a broker: `keygen` (a local key file) and,
  * with --state DIR, `audit` and `audit verify`, which open the stopped
@@ -177,28 +178,14 @@ ctl_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* Text for a person: control characters (C0, DEL, C1) and invalid UTF-8
- * are shown as \xNN, so an agent's text cannot move the cursor, clear the
- * screen or fake a prompt. */
+/* Text for a person: the one escaper (common/text.c) makes controls,
+ * bidi overrides, invisible characters and invalid UTF-8 visible, so an
+ * agent's text cannot move the cursor, clear the screen, fake a prompt or
+ * read as something else. */
 static void
 ctl_text(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	while (*p) {
-		size_t n = ctl_utf8_len(p);
-
-		if (n == 0 || *p < 0x20 || *p == 0x7f || (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
-			size_t k = n ? n : 1;
-
-			for (size_t i = 0; i < k; i++)
-				fprintf(f, "\\x%02x", p[i]);
-			p += k;
-			continue;
-		}
-		fwrite(p, 1, n, f);
-		p += n;
-	}
+	cb_ignore(cb_text_fputs(s, f));
 }
 
 static const char *

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CB_WARN_UNUSED __attribute__((warn_unused_result))
 
@@ -104,5 +105,39 @@ uint64_t cb_now(void);
 
 /* Monotonic nanoseconds. */
 uint64_t cb_mono_ns(void);
+
+/* ---- text an agent wrote, shown to a person (text.c) ---- */
+
+/* The longest escape one character becomes ("\U000e0020"). */
+#define CB_ESC_UNIT	10
+/* A buffer that holds the escaped form of n input bytes, whatever they are
+ * (one byte becomes at most 4: "\xNN"). */
+#define CB_ESC_SIZE(n)	(4 * (size_t)(n) + 1)
+
+/* Is code point cp one that must not reach a person's terminal as itself:
+ * a C0 or C1 control or DEL, a bidirectional mark, embedding, override or
+ * isolate (U+061C, U+200E-200F, U+202A-202E, U+2066-2069), a zero-width or
+ * other invisible format character (U+200B-200D, U+2060-2064, U+FEFF, tags
+ * U+E0000-E007F ...), a line or paragraph separator, a filler that renders
+ * as nothing, or a variation selector?  docs/approval.md lists the set. */
+bool cb_text_invisible(uint32_t cp);
+
+/*
+ * The one escaper for text an agent wrote (a reason, a command line, an
+ * audience, a path) before a person sees it, used by every display: the
+ * tty prompt of `capbroker run`, capctl's tables, `pending` and `watch`,
+ * and check-policy's messages.  Visible text is copied; a character for
+ * which cb_text_invisible() holds becomes \xNN (below U+0080) or \uXXXX /
+ * \UXXXXXXXX; a byte that is not part of valid UTF-8 becomes \xNN; a
+ * backslash becomes \\, so the display is unambiguous.
+ *
+ * cb_text_esc writes at most len bytes including the terminating NUL to
+ * dst (when len > 0), never splitting an escape or a character, and
+ * returns the length of the whole escaped text, like snprintf: a return
+ * >= len means the display was cut.  A NULL s is the empty string.
+ * cb_text_fputs writes the whole escaped text to f: 0, or CB_EIO.
+ */
+size_t cb_text_esc(char *dst, size_t len, const char *s);
+int cb_text_fputs(const char *s, FILE *f);
 
 #endif

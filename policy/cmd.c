@@ -44,14 +44,22 @@ pol_cmd_check(int argc, char **argv)
 		return help ? 0 : POL_EX_USAGE;
 	}
 	if ((r = pol_load(path, &p, stderr)) != 0) {
-		if (r != CB_EINVAL)
-			fprintf(stderr, "%s: %s\n", path, cb_strerror(r));
+		if (r != CB_EINVAL) {
+			cb_ignore(cb_text_fputs(path, stderr));
+			fprintf(stderr, ": %s\n", cb_strerror(r));
+		}
 		return 1;
 	}
-	printf("%s: ok (tiers:", path);
-	for (size_t i = 0; i < pol_tier_count(p); i++)
-		printf(" %s", pol_tier_name(pol_tier_at(p, i)));
-	printf("; default tier %s)\n", pol_default_tier(p));
+	/* Names from the file reach a person: through the one escaper. */
+	cb_ignore(cb_text_fputs(path, stdout));
+	fputs(": ok (tiers:", stdout);
+	for (size_t i = 0; i < pol_tier_count(p); i++) {
+		fputc(' ', stdout);
+		cb_ignore(cb_text_fputs(pol_tier_name(pol_tier_at(p, i)), stdout));
+	}
+	fputs("; default tier ", stdout);
+	cb_ignore(cb_text_fputs(pol_default_tier(p), stdout));
+	fputs(")\n", stdout);
 	pol_free(p);
 	return 0;
 }

@@ -46,6 +46,46 @@ src_file(struct lctx *x, const config_setting_t *s)
 
 static unsigned setting_line(struct lctx *x, const config_setting_t *s);
 
+/* Write one message line to errs.  Every message a policy load prints
+ * goes through here and so through the one escaper for text a person reads
+ * (common/text.c): the strings it quotes come from a file, and a file is
+ * not always the administrator's own (check-policy is run on files others
+ * wrote), so a control, bidi or invisible character in it is shown, not
+ * acted on. */
+static void pol_vmsg(FILE *errs, const char *where, unsigned line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static void
+pol_vmsg(FILE *errs, const char *where, unsigned line, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+
+	if (!errs)
+		return;
+	cb_ignore(cb_text_fputs(where, errs));
+	if (line)
+		fprintf(errs, ":%u", line);
+	fputs(": ", errs);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	cb_ignore(cb_text_fputs(msg ? msg : "(out of memory)", errs));
+	fputc('\n', errs);
+	free(msg);
+}
+
+static void pol_msg(FILE *errs, const char *where, unsigned line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+pol_msg(FILE *errs, const char *where, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pol_vmsg(errs, where, line, fmt, ap);
+	va_end(ap);
+}
+
 /* Print "file:line: message" and count it. */
 static void
 perr(struct lctx *x, const config_setting_t *s, const char *fmt, ...)
@@ -53,16 +93,9 @@ perr(struct lctx *x, const config_setting_t *s, const char *fmt, ...)
 	va_list ap;
 
 	x->nerr++;
-	if (!x->errs)
-		return;
-	if (s)
-		fprintf(x->errs, "%s:%u: ", src_file(x, s), setting_line(x, s));
-	else
-		fprintf(x->errs, "%s: ", x->file);
 	va_start(ap, fmt);
-	vfprintf(x->errs, fmt, ap);
+	pol_vmsg(x->errs, s ? src_file(x, s) : x->file, s ? setting_line(x, s) : 0, fmt, ap);
 	va_end(ap);
-	fputc('\n', x->errs);
 }
 
 static const char *
@@ -1065,13 +1098,9 @@ print_at(struct lctx *x, const struct pol_spec *sp, const char *fmt, ...)
 	va_list ap;
 
 	x->nerr++;
-	if (!x->errs)
-		return;
-	fprintf(x->errs, "%s:%u: ", sp->file, sp->line);
 	va_start(ap, fmt);
-	vfprintf(x->errs, fmt, ap);
+	pol_vmsg(x->errs, sp->file, sp->line, fmt, ap);
 	va_end(ap);
-	fputc('\n', x->errs);
 }
 
 static int
@@ -1128,11 +1157,9 @@ apply_text(struct lctx *x, const char *text, const char *incdir)
 		config_set_include_dir(&cf, incdir);
 	x->text = text;
 	if (!config_read_string(&cf, text)) {
-		if (x->errs)
-			fprintf(x->errs, "%s:%d: syntax error: %s (expected libconfig syntax: "
-			    "name = value; see docs/policy.md)\n",
-			    config_error_file(&cf) ? config_error_file(&cf) : x->file,
-			    config_error_line(&cf), config_error_text(&cf));
+		pol_msg(x->errs, config_error_file(&cf) ? config_error_file(&cf) : x->file,
+		    (unsigned)config_error_line(&cf), "syntax error: %s (expected libconfig syntax: "
+		    "name = value; see docs/policy.md)", config_error_text(&cf));
 		x->nerr++;
 		goto out;
 	}
@@ -1176,7 +1203,7 @@ read_text(const char *path, char **out, FILE *errs)
 	*out = NULL;
 	if (!(f = fopen(path, "re"))) {
 		if (errs)
-			fprintf(errs, "%s: cannot open: %s\n", path, strerror(errno));
+			pol_msg(errs, path, 0, "cannot open: %s", strerror(errno));
 		return errno == ENOENT ? CB_ENOENT : CB_EIO;
 	}
 	if (!(buf = malloc(POL_FILE_MAX + 1))) {
@@ -1186,15 +1213,15 @@ read_text(const char *path, char **out, FILE *errs)
 	n = fread(buf, 1, POL_FILE_MAX + 1, f);
 	if (ferror(f)) {
 		if (errs)
-			fprintf(errs, "%s: cannot read: %s\n", path, strerror(errno));
+			pol_msg(errs, path, 0, "cannot read: %s", strerror(errno));
 		r = CB_EIO;
 	} else if (n > POL_FILE_MAX) {
 		if (errs)
-			fprintf(errs, "%s: too large (expected at most %d bytes)\n", path, POL_FILE_MAX);
+			pol_msg(errs, path, 0, "too large (expected at most %d bytes)", POL_FILE_MAX);
 		r = CB_ETOOBIG;
 	} else if (memchr(buf, '\0', n)) {
 		if (errs)
-			fprintf(errs, "%s: contains a NUL byte (expected a text file)\n", path);
+			pol_msg(errs, path, 0, "contains a NUL byte (expected a text file)");
 		r = CB_EINVAL;
 	} else {
 		buf[n] = '\0';
@@ -1231,9 +1258,7 @@ pol_load(const char *path, struct pol **out, FILE *errs)
 	if ((r = apply_text(&x, text, slash ? dir : NULL)) != 0)
 		goto out;
 	if (x.nerr) {
-		if (errs)
-			fprintf(errs, "%s: %d error%s; policy refused\n", path, x.nerr,
-			    x.nerr == 1 ? "" : "s");
+		pol_msg(errs, path, 0, "%d error%s; policy refused", x.nerr, x.nerr == 1 ? "" : "s");
 		r = CB_EINVAL;
 		goto out;
 	}

@@ -92,7 +92,8 @@ tty_run "$T_TMP/s5" n "if [ -t 0 ] || [ -t 1 ] || [ -t 2 ]; then echo AGENT-HAS-
 t_match "the agent ran to its end" "$TOUT" "done"
 t_ok "the agent's stdio is not the terminal" sh -c "! grep -q AGENT-HAS-TTY '$T_TMP/tty.out'"
 t_ok "the agent cannot open /dev/tty" sh -c "! grep -q AGENT-OPENED-TTY '$T_TMP/tty.out'"
-t_ok "the agent's reason reached the prompt" grep -q 'because: x?\[2J?\[Hyou may approve safely?' "$T_TMP/tty.out"
+t_ok "the agent's reason reached the prompt, its controls shown as escapes" \
+	grep -qF 'because: x\x1b[2J\x1b[Hyou may approve safely\x0d' "$T_TMP/tty.out"
 t_ok "... with its escape sequences defused" sh -c "! grep -q \"\$(printf '\\033')\" '$T_TMP/tty.out'"
 
 # -- no terminal at all: the request waits, then expires (deny) --------------------------------------
