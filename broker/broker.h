@@ -10,6 +10,7 @@
  * Files: loop.c (channels, framing, dispatch table, limits), tokens.c (the
  * per-sandbox token table and the check pipeline), ops_fs.c, ops_net.c,
  * ops_proc.c, ops_tok.c (request/derive/tokens), admin.c (admin socket),
+ * hostaddr.c (the host's own addresses, for net.connect),
  * run.c (capbroker run / serve), main.c (command line).
  */
 #ifndef CB_BROKER_H
@@ -164,6 +165,7 @@ struct brk {
 	int tty_fd;			/* --approve tty */
 	struct event *ev_tty;
 	struct brk_pending *tty_current;
+	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
 	bool stopping;
@@ -252,6 +254,19 @@ int brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps
 int brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
     uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
     const char *by, char **text, uint8_t id[CAP_ID_LEN]) CB_WARN_UNUSED;
+
+/* ---- the host's own addresses (hostaddr.c) ---- */
+struct brk_hostaddr;
+/* Start watching the host's addresses on the loop (b->base must exist).
+ * CB_ENOMEM; a netlink socket that cannot be opened is not an error (the
+ * list is then read for every judgment). */
+int brk_hostaddr_open(struct brk *b) CB_WARN_UNUSED;
+void brk_hostaddr_close(struct brk *b);
+/* The addresses of every interface of the broker's network namespace, as
+ * of now (re-read when the kernel said they changed).  The array belongs
+ * to b and lives until the next call.  CB_EIO/CB_ENOMEM: unknown; the
+ * caller must refuse what it was about to judge. */
+int brk_hostaddr_get(struct brk *b, const struct cap_addr **a, size_t *n) CB_WARN_UNUSED;
 
 /* ---- audit helper ---- */
 void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,

@@ -1116,6 +1116,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		goto out;
 	}
 	event_add(b->ev_wake, NULL);
+	if ((r = brk_hostaddr_open(b)) != 0)
+		goto out;
 	{
 		struct timeval tv = { 1, 0 };
 
@@ -1192,6 +1194,7 @@ brk_free(struct brk *b)
 		brk_sbx_free(s);
 	}
 	brk_admin_close(b);
+	brk_hostaddr_close(b);
 	if (b->ev_wake)
 		event_free(b->ev_wake);
 	if (b->ev_tick)

@@ -7,9 +7,12 @@
  *    on DNS), and every address is judged: a token capability must cover
  *    it (a name capability covers the name asked for, an address capability
  *    the address itself) and the policy's never-reachable ranges (loopback,
- *    private, link-local and the metadata address, multicast, and their
- *    IPv4-mapped and NAT64 forms) refuse it unless the covering capability
- *    names that range explicitly.
+ *    private, link-local and the metadata address, multicast, documentation,
+ *    every address of the host's own interfaces, and the IPv6 forms that
+ *    carry any of those: mapped, NAT64, 6to4, Teredo...) refuse it unless
+ *    the covering capability names that range explicitly.  The host's
+ *    addresses are read as of the judgment (hostaddr.c), so an interface
+ *    that came up a moment ago is covered.
  *  - The broker connects to exactly the address it judged: there is no
  *    second lookup, so DNS rebinding cannot swap the target.
  *  - TCP only; the connect is non-blocking with a timeout; the agent gets
@@ -127,7 +130,8 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
  * policy's never-reachable ranges do not refuse.  On failure, the first
  * reason met. */
 static int
-brk_net_judge(struct brk_net *n, const struct cap_addr *a, struct brk_held **out)
+brk_net_judge(struct brk_net *n, const struct cap_addr *a, const struct cap_addr *host,
+    size_t nhost, struct brk_held **out)
 {
 	struct brk_sbx *s = n->s;
 	struct cap_req r = { .op = CAP_NET_CONNECT, .host = n->host, .port = n->port, .addr = a };
@@ -155,7 +159,7 @@ brk_net_judge(struct brk_net *n, const struct cap_addr *a, struct brk_held **out
 				}
 				continue;
 			}
-			if (pol_net_blocked(s->b->pol, a, c)) {
+			if (pol_net_blocked_host(s->b->pol, a, c, host, nhost)) {
 				if (first == CB_ENOTCOVERED || first == CB_EPOLICY) {
 					first = CB_ENETBLOCKED;
 					*out = h;
@@ -181,6 +185,8 @@ brk_net_resolved(void *arg)
 	socklen_t salen;
 	int e = CB_ERESOLVE;
 	char detail[128] = "";
+	const struct cap_addr *host;
+	size_t nhost;
 
 	if (s->dead) {
 		brk_net_free(n);
@@ -191,10 +197,15 @@ brk_net_resolved(void *arg)
 		brk_net_fail(n, CB_ERESOLVE, detail);
 		return;
 	}
+	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0) {
+		brk_net_fail(n, e, "the host's own addresses cannot be read");
+		return;
+	}
+	e = CB_ERESOLVE;
 	/* First address that passes wins; otherwise the first refusal. */
 	for (size_t i = 0; i < n->naddr; i++) {
 		struct brk_held *h = NULL;
-		int r = brk_net_judge(n, &n->addr[i], &h);
+		int r = brk_net_judge(n, &n->addr[i], host, nhost, &h);
 		char at[64];
 
 		if (r == 0) {

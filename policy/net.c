@@ -4,9 +4,16 @@
  * addresses that an agent's net.connect resolved to.
  *
  * The ranges stop server-side request forgery: an agent granted
- * net.connect:*:443 must still not reach the host's loopback services, the
- * LAN or the cloud metadata service, neither directly nor through an IPv6
- * form that embeds one of those IPv4 addresses.
+ * net.connect:*:443 must still not reach the host's own services (on
+ * loopback or on any address of its interfaces), the LAN or the cloud
+ * metadata service, neither directly nor through an IPv6 form that embeds
+ * one of those IPv4 addresses.
+ *
+ * An address is judged through each of its views: the address itself, and
+ * every IPv4 address an IPv6 form carries inside it (NAT64, 6to4, Teredo
+ * server and client, IPv4-compatible and -translated).  Each view that
+ * falls in a never-reachable range must be named by the granting
+ * capability, or the address is refused.
  */
 #include "policy/pol_int.h"
 
@@ -27,8 +34,11 @@ static const struct pol_range v4_ranges[] = {
 	{ { 169, 254, 0, 0 }, 16 },	/* link-local, 169.254.169.254 metadata */
 	{ { 172, 16, 0, 0 }, 12 },	/* RFC 1918 */
 	{ { 192, 0, 0, 0 }, 24 },	/* IETF protocol assignments */
+	{ { 192, 0, 2, 0 }, 24 },	/* documentation (TEST-NET-1) */
 	{ { 192, 168, 0, 0 }, 16 },	/* RFC 1918 */
 	{ { 198, 18, 0, 0 }, 15 },	/* benchmarking */
+	{ { 198, 51, 100, 0 }, 24 },	/* documentation (TEST-NET-2) */
+	{ { 203, 0, 113, 0 }, 24 },	/* documentation (TEST-NET-3) */
 	{ { 224, 0, 0, 0 }, 4 },	/* multicast */
 	{ { 240, 0, 0, 0 }, 4 },	/* reserved, 255.255.255.255 broadcast */
 };
@@ -38,98 +48,163 @@ static const struct pol_range v6_ranges[] = {
 	{ { [15] = 1 }, 128 },				/* ::1 loopback */
 	{ { 0x01, 0x00 }, 64 },				/* 100::/64 discard */
 	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48 },	/* 64:ff9b:1::/48 local NAT64 */
+	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32 },		/* 2001:db8::/32 documentation */
+	{ { 0x3f, 0xff }, 20 },				/* 3fff::/20 documentation */
 	{ { 0xfc }, 7 },				/* unique local (fd00:ec2::254 metadata) */
 	{ { 0xfe, 0x80 }, 10 },				/* link-local */
 	{ { 0xfe, 0xc0 }, 10 },				/* site-local (deprecated) */
 	{ { 0xff }, 8 },				/* multicast */
 };
 
-/* IPv6 forms that carry an IPv4 address: each IPv4 range above is also
- * never reachable under each of these prefixes. */
-static const struct {
-	uint8_t b[16];
-	unsigned prefix;	/* bits before the IPv4 address */
+/* IPv6 forms that carry an IPv4 address: an address inside net/prefix has
+ * an IPv4 address at bit off, inverted when inv (Teredo obscures its
+ * client).  IPv4-mapped ::ffff:0:0/96 is not here: it is turned into the
+ * IPv4 address itself first. */
+static const struct pol_embed {
+	uint8_t net[16];
+	unsigned prefix;
+	unsigned off;
+	bool inv;
 } v6_embed[] = {
-	{ { [10] = 0xff, [11] = 0xff }, 96 },		/* ::ffff:0:0/96 mapped */
-	{ { [8] = 0xff, [9] = 0xff }, 96 },		/* ::ffff:0:0:0/96 translated */
-	{ { 0x00, 0x64, 0xff, 0x9b }, 96 },		/* 64:ff9b::/96 NAT64 */
-	{ { 0 }, 96 },					/* ::/96 compatible */
-	{ { 0x20, 0x02 }, 16 },				/* 2002::/16 6to4 */
+	{ { [8] = 0xff, [9] = 0xff }, 96, 96, false },		/* ::ffff:0:0:0/96 translated */
+	{ { 0x00, 0x64, 0xff, 0x9b }, 96, 96, false },		/* 64:ff9b::/96 NAT64 */
+	{ { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48, 96, false }, /* local NAT64, /96 layout */
+	{ { 0 }, 96, 96, false },				/* ::/96 compatible */
+	{ { 0x20, 0x02 }, 16, 16, false },			/* 2002::/16 6to4 */
+	{ { 0x20, 0x01, 0x00, 0x00 }, 32, 32, false },		/* 2001::/32 Teredo server */
+	{ { 0x20, 0x01, 0x00, 0x00 }, 32, 96, true },		/* 2001::/32 Teredo client */
 };
 
 #define NV4 (sizeof(v4_ranges) / sizeof(v4_ranges[0]))
 #define NV6 (sizeof(v6_ranges) / sizeof(v6_ranges[0]))
 #define NEMB (sizeof(v6_embed) / sizeof(v6_embed[0]))
 
-/* The i-th never-reachable range, over IPv4, native IPv6 and every IPv4
- * range under every embedding prefix.  False past the end. */
-static bool
-range_at(size_t i, struct cap_addr *net, unsigned *prefix)
+static struct cap_addr
+embed_net(const struct pol_embed *e)
 {
-	memset(net, 0, sizeof(*net));
-	if (i < NV4) {
-		net->family = AF_INET;
-		memcpy(net->b, v4_ranges[i].b, 4);
-		*prefix = v4_ranges[i].prefix;
-		return true;
-	}
-	i -= NV4;
-	if (i < NV6) {
-		net->family = AF_INET6;
-		memcpy(net->b, v6_ranges[i].b, 16);
-		*prefix = v6_ranges[i].prefix;
-		return true;
-	}
-	i -= NV6;
-	if (i < NEMB * NV4) {
-		size_t e = i / NV4, v = i % NV4;
+	struct cap_addr n = { .family = AF_INET6 };
 
-		net->family = AF_INET6;
-		memcpy(net->b, v6_embed[e].b, 16);
-		memcpy(net->b + v6_embed[e].prefix / 8, v4_ranges[v].b, 4);
-		*prefix = v6_embed[e].prefix + v4_ranges[v].prefix;
-		return true;
-	}
-	return false;
+	memcpy(n.b, e->net, 16);
+	return n;
 }
 
-/* Does granting name this range explicitly: an IP capability containing a
- * whose whole range lies inside net/prefix? */
-static bool
-names_range(const struct cap *g, const struct cap_addr *a, const struct cap_addr *net,
-    unsigned prefix)
+/* The IPv4 address at e's offset inside the IPv6 address a (off is a
+ * multiple of 16: the bytes are whole). */
+static struct cap_addr
+embed_decode(const struct cap_addr *a, const struct pol_embed *e)
 {
-	return g && g->op == CAP_NET_CONNECT && g->net.kind == CAP_HOST_IP &&
-	    g->net.addr.family == net->family && g->net.prefix >= prefix &&
-	    cap_addr_in(&g->net.addr, net, prefix) &&
-	    cap_addr_in(a, &g->net.addr, g->net.prefix);
+	struct cap_addr v = { .family = AF_INET };
+
+	memcpy(v.b, a->b + e->off / 8, 4);
+	if (e->inv)
+		for (int i = 0; i < 4; i++)
+			v.b[i] = (uint8_t)~v.b[i];
+	return v;
 }
 
-bool
-pol_net_blocked(const struct pol *p, const struct cap_addr *addr, const struct cap *granting)
+/*
+ * Does granting name net/prefix explicitly for address a seen through
+ * embedding e (NULL: a itself)?  The capability must be an IP capability
+ * of a's family that contains a and fixes every bit of the range: for a
+ * itself, its range lies inside net/prefix; through an embedding, it lies
+ * inside the embedding's prefix and fixes the embedded IPv4 bits of the
+ * range (so naming 64:ff9b::/96 does not name 64:ff9b::127.0.0.1, nor
+ * 127.0.0.1 its NAT64 form).
+ */
+static bool
+names_range(const struct cap *g, const struct cap_addr *a, const struct pol_embed *e,
+    const struct cap_addr *net, unsigned prefix)
+{
+	struct cap_addr en, gv;
+
+	if (!g || g->op != CAP_NET_CONNECT || g->net.kind != CAP_HOST_IP ||
+	    g->net.addr.family != a->family || !cap_addr_in(a, &g->net.addr, g->net.prefix))
+		return false;
+	if (!e)
+		return g->net.prefix >= prefix && cap_addr_in(&g->net.addr, net, prefix);
+	en = embed_net(e);
+	if (g->net.prefix < e->prefix || g->net.prefix < e->off + prefix ||
+	    !cap_addr_in(&g->net.addr, &en, e->prefix))
+		return false;
+	gv = embed_decode(&g->net.addr, e);
+	return cap_addr_in(&gv, net, prefix);
+}
+
+/* One form for IPv4-mapped addresses, as caps.h stores them. */
+static struct cap_addr
+unmap(const struct cap_addr *addr)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
-	struct cap_addr a = *addr, net;
-	unsigned prefix;
-	bool blocked = false;
+	struct cap_addr a = *addr;
 
-	(void)p;	/* the ranges are fixed; the policy only adds allow lists */
-	if (a.family != AF_INET && a.family != AF_INET6)
-		return true;
-	/* One form for IPv4-mapped addresses, as caps.h stores them. */
 	if (a.family == AF_INET6 && memcmp(a.b, mapped, 12) == 0) {
 		memmove(a.b, a.b + 12, 4);
 		memset(a.b + 4, 0, 12);
 		a.family = AF_INET;
 	}
-	for (size_t i = 0; range_at(i, &net, &prefix); i++) {
-		if (!cap_addr_in(&a, &net, prefix))
-			continue;
-		if (names_range(granting, &a, &net, prefix))
-			return false;
-		blocked = true;
+	return a;
+}
+
+/* Is the view v (a itself when e is NULL, else the IPv4 address e carries
+ * in a) in a never-reachable range or one of the host's addresses that g
+ * does not name? */
+static bool
+view_blocked(const struct cap_addr *a, const struct pol_embed *e, const struct cap_addr *v,
+    const struct cap *g, const struct cap_addr *host, size_t nhost)
+{
+	const struct pol_range *rs = v->family == AF_INET ? v4_ranges : v6_ranges;
+	size_t nr = v->family == AF_INET ? NV4 : NV6;
+	unsigned bits = v->family == AF_INET ? 32 : 128;
+	struct cap_addr net;
+
+	for (size_t i = 0; i < nr; i++) {
+		memset(&net, 0, sizeof(net));
+		net.family = v->family;
+		memcpy(net.b, rs[i].b, bits / 8);
+		if (cap_addr_in(v, &net, rs[i].prefix) && !names_range(g, a, e, &net, rs[i].prefix))
+			return true;
 	}
-	return blocked;
+	/* The host's own addresses: each a range of one address, named only
+	 * by a capability that names that very address. */
+	for (size_t i = 0; i < nhost; i++) {
+		struct cap_addr h = unmap(&host[i]);
+
+		if (cap_addr_in(v, &h, bits) && !names_range(g, a, e, &h, bits))
+			return true;
+	}
+	return false;
+}
+
+bool
+pol_net_blocked_host(const struct pol *p, const struct cap_addr *addr, const struct cap *granting,
+    const struct cap_addr *host, size_t nhost)
+{
+	struct cap_addr a;
+
+	(void)p;	/* the ranges are fixed; the policy only adds allow lists */
+	if (addr->family != AF_INET && addr->family != AF_INET6)
+		return true;
+	a = unmap(addr);
+	if (view_blocked(&a, NULL, &a, granting, host, nhost))
+		return true;
+	if (a.family != AF_INET6)
+		return false;
+	for (size_t i = 0; i < NEMB; i++) {
+		struct cap_addr en = embed_net(&v6_embed[i]), v;
+
+		if (!cap_addr_in(&a, &en, v6_embed[i].prefix))
+			continue;
+		v = embed_decode(&a, &v6_embed[i]);
+		if (view_blocked(&a, &v6_embed[i], &v, granting, host, nhost))
+			return true;
+	}
+	return false;
+}
+
+bool
+pol_net_blocked(const struct pol *p, const struct cap_addr *addr, const struct cap *granting)
+{
+	return pol_net_blocked_host(p, addr, granting, NULL, 0);
 }
 
 bool

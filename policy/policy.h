@@ -160,14 +160,22 @@ int pol_requestable(const struct pol_tier *t, const char *workspace, const struc
 
 /* Is address a in a never-reachable range (loopback, private, CGNAT,
  * link-local incl. 169.254.169.254, multicast, unspecified, broadcast,
- * reserved; IPv6 ::1, ::, fc00::/7, fe80::/10, fec0::/10, ff00::/8 and the
- * IPv4-mapped, -compatible, -translated, NAT64 and 6to4 forms of the IPv4
- * ranges) that `granting` does not name explicitly?  Explicitly means:
- * granting is an IP or CIDR capability that contains a and whose whole range
- * lies inside a never-reachable range containing a.  So
- * net.connect:127.0.0.1:8080 unlocks 127.0.0.1; net.connect:*:* ,
- * 0.0.0.0/0 or a host name resolving to 127.0.0.1 do not.  granting may be
- * NULL (nothing unlocked). */
+ * reserved, documentation; IPv6 ::1, ::, fc00::/7, fe80::/10, fec0::/10,
+ * ff00::/8, 2001:db8::/32, 3fff::/20), one of the host's own addresses
+ * (host[0..nhost)), or an IPv6 form carrying such an IPv4 address
+ * (IPv4-mapped, -compatible, -translated, NAT64 64:ff9b::/96 and
+ * 64:ff9b:1::/48, 6to4, Teredo server and client), that `granting` does not
+ * name explicitly?  Explicitly means: granting is an IP or CIDR capability
+ * that contains a and, for every never-reachable range a falls in (through
+ * any of those forms), fixes that whole range: its own range lies inside it.
+ * So net.connect:127.0.0.1:8080 unlocks 127.0.0.1; net.connect:*:* ,
+ * 0.0.0.0/0 or a host name resolving to 127.0.0.1 do not; a host address
+ * is unlocked only by naming that very address.  granting may be NULL
+ * (nothing unlocked); host may be NULL when nhost is 0. */
+bool pol_net_blocked_host(const struct pol *p, const struct cap_addr *a, const struct cap *granting,
+    const struct cap_addr *host, size_t nhost);
+
+/* pol_net_blocked_host without host addresses. */
 bool pol_net_blocked(const struct pol *p, const struct cap_addr *a, const struct cap *granting);
 
 /* Is host (a DNS name as the agent asked for it) allowed by the policy's

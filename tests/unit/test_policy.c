@@ -441,6 +441,98 @@ test_net(void)
 	pol_free(p);
 }
 
+/* Judged with the host's own addresses hosts (comma-separated). */
+static bool
+blocked_h(const char *addr, const char *granting, const char *hosts)
+{
+	struct cap_addr a, h[8];
+	struct cap *g = granting ? C(granting) : NULL;
+	char buf[256], *save = NULL;
+	size_t nh = 0;
+	bool r;
+
+	snprintf(buf, sizeof(buf), "%s", hosts);
+	for (char *t = strtok_r(buf, ",", &save); t && nh < 8; t = strtok_r(NULL, ",", &save))
+		if (cap_addr_parse(t, &h[nh++]) != 0)
+			abort();
+	if (cap_addr_parse(addr, &a) != 0) {
+		printf("# cannot parse address %s\n", addr);
+		abort();
+	}
+	r = pol_net_blocked_host(NULL, &a, g, h, nh);
+	cap_free(g);
+	return r;
+}
+
+/* Issue 10, hole 10: the host's own addresses in every spelling, the
+ * documentation ranges, and the IPv4 inside Teredo, 6to4 and NAT64. */
+static void
+test_net_views(void)
+{
+	/* 11.0.0.7 is a host address here; each spelling reaches it. */
+	static const char *host_forms[] = {
+		"11.0.0.7", "::ffff:11.0.0.7", "::ffff:0:b00:7", "64:ff9b::b00:7",
+		"64:ff9b:1::b00:7", "::b00:7", "2002:b00:7::1", "2002:b00:7:ffff::9",
+		"2001:0:b00:7::1",				/* Teredo server */
+		"2001:0:4136:e378:8000:63bf:f4ff:fff8",		/* Teredo client ~11.0.0.7 */
+		"2606:4700::7",					/* the host's IPv6 address */
+	};
+	static const char *never[] = {
+		"192.0.2.1", "192.0.2.255", "198.51.100.1", "203.0.113.200", "2001:db8::1",
+		"2001:db8:ffff::1", "3fff::1", "64:ff9b::c000:201", "2002:c633:6401::",
+		"::ffff:203.0.113.9",
+		"2001:0:4136:e378:8000:63bf:80ff:fffe",		/* Teredo client 127.0.0.1 */
+		"2001:0:4136:e378:8000:63bf:3fff:fdd2",		/* RFC 4380's 192.0.2.45 */
+		"2001:0:a9fe:a9fe::f7f7:f7f7",			/* Teredo server 169.254.169.254 */
+		"2001:0:a00:1:0:0:f7f7:f7f7",			/* Teredo server 10.0.0.1 */
+		"64:ff9b:1::7f00:1",
+	};
+	static const char *reachable[] = {
+		"11.0.0.8", "192.0.3.1", "198.51.101.1", "203.0.114.1", "2001:db9::1",
+		"2001:0:4136:e378:8000:63bf:f7f7:f7f7",		/* Teredo 65.54.227.120 / 8.8.8.8 */
+		"2002:808:808::1", "64:ff9b::808:808", "2606:4700::8", "::ffff:0:808:808",
+	};
+	const char *hosts = "11.0.0.7,2606:4700::7";
+
+	for (size_t i = 0; i < sizeof(host_forms) / sizeof(host_forms[0]); i++) {
+		T_OK(blocked_h(host_forms[i], NULL, hosts), "host address never reachable: %s", host_forms[i]);
+		T_OK(blocked_h(host_forms[i], "net.connect:*:8080", hosts), "*:PORT does not reach %s",
+		    host_forms[i]);
+	}
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		T_OK(blocked_h(never[i], NULL, hosts), "never reachable: %s", never[i]);
+	for (size_t i = 0; i < sizeof(reachable) / sizeof(reachable[0]); i++)
+		T_OK(!blocked_h(reachable[i], "net.connect:*:*", hosts), "reachable: %s", reachable[i]);
+	T_OK(!blocked("11.0.0.7", NULL), "without host addresses 11.0.0.7 is an ordinary address");
+
+	/* Naming a host address explicitly is honoured; naming a range is not. */
+	T_OK(!blocked_h("11.0.0.7", "net.connect:11.0.0.7:8080", hosts), "naming 11.0.0.7 unlocks it");
+	T_OK(blocked_h("11.0.0.7", "net.connect:11.0.0.0/8:8080", hosts), "11.0.0.0/8 does not unlock the host");
+	T_OK(blocked_h("11.0.0.7", "net.connect:11.0.0.6/31:8080", hosts), "a /31 does not either");
+	T_OK(!blocked_h("11.0.0.6", "net.connect:11.0.0.6/31:8080", hosts), "... but reaches its other address");
+	T_OK(!blocked_h("10.0.0.5", "net.connect:10.0.0.5:22", "10.0.0.5"), "a host 10.0.0.5 named exactly");
+	T_OK(blocked_h("10.0.0.5", "net.connect:10.0.0.0/8:22", "10.0.0.5"),
+	    "10.0.0.0/8 unlocks the LAN, not the host's own 10.0.0.5");
+	T_OK(!blocked_h("10.0.0.6", "net.connect:10.0.0.0/8:22", "10.0.0.5"), "... and still the LAN");
+	T_OK(!blocked_h("2606:4700::7", "net.connect:[2606:4700::7]:443", hosts), "naming the IPv6 host");
+	T_OK(blocked_h("2606:4700::7", "net.connect:[2606:4700::/32]:443", hosts), "not its /32");
+	T_OK(!blocked_h("64:ff9b::b00:7", "net.connect:[64:ff9b::b00:7]:80", hosts),
+	    "the NAT64 form unlocked by naming it");
+	T_OK(blocked_h("64:ff9b::b00:7", "net.connect:11.0.0.7:80", hosts),
+	    "naming 11.0.0.7 does not unlock its NAT64 form");
+	T_OK(!blocked_h("2001:0:4136:e378:8000:63bf:f4ff:fff8",
+	    "net.connect:[2001:0:4136:e378:8000:63bf:f4ff:fff8]:80", hosts), "a Teredo form named exactly");
+	T_OK(blocked_h("2001:0:4136:e378:8000:63bf:f4ff:fff8", "net.connect:[2001::/32]:80", hosts),
+	    "the Teredo prefix does not name its client");
+	T_OK(!blocked("192.0.2.7", "net.connect:192.0.2.0/24:443"), "the documentation range named");
+	T_OK(!blocked("2001:db8::1", "net.connect:[2001:db8::/32]:443"), "2001:db8::/32 named");
+	T_OK(blocked("64:ff9b:1::7f00:1", "net.connect:[64:ff9b:1::/48]:80"),
+	    "naming local NAT64 does not unlock the loopback inside it");
+	T_OK(!blocked("64:ff9b:1::808:808", "net.connect:[64:ff9b:1::/48]:80"),
+	    "... but reaches a public address inside it");
+	T_OK(blocked_h("::ffff:11.0.0.7", NULL, "::ffff:11.0.0.7"), "a mapped host address is its IPv4");
+}
+
 static void
 test_overrides(void)
 {
@@ -482,6 +574,7 @@ main(void)
 	test_ceilings();
 	test_requestable();
 	test_net();
+	test_net_views();
 	test_overrides();
 	{
 		char cmd[64];
