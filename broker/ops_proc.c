@@ -11,6 +11,9 @@
  *    environment.  It sees the system runtime plus read-only binds of the
  *    program's directory (outside /usr) and of the fs.read roots the
  *    presenting token names; it has no broker channel.
+ *  - Input is bounded: the request's data (at most WIRE_DATA_MAX) is the
+ *    program's stdin, written without blocking (the pipe is non-blocking and
+ *    an event writes what did not fit at once); then stdin is closed.
  *  - Output is bounded (WIRE_OUT_MAX per stream, the rest discarded and
  *    flagged), and a wall-clock timeout kills it.  All waiting happens in
  *    events: the loop never blocks on the child.
@@ -36,9 +39,9 @@ struct brk_proc {
 	char res[CAP_STR_MAX + 1];
 	uint8_t tid[CAP_ID_LEN];
 	struct sbx_proc p;
-	struct event *ev_status, *ev_exit, *ev_out, *ev_err;
-	uint8_t *out, *err;
-	size_t nout, nerr;
+	struct event *ev_status, *ev_exit, *ev_out, *ev_err, *ev_in;
+	uint8_t *out, *err, *in;	/* in: stdin not yet written */
+	size_t nout, nerr, nin, offin;
 	bool trunc, exited, out_eof, err_eof, failed;
 	int status;
 };
@@ -59,7 +62,10 @@ brk_proc_free(struct brk_proc *x)
 		event_free(x->ev_out);
 	if (x->ev_err)
 		event_free(x->ev_err);
+	if (x->ev_in)
+		event_free(x->ev_in);
 	sbx_proc_close(&x->p);
+	free(x->in);
 	free(x->out);
 	free(x->err);
 	x->s->inflight--;
@@ -113,6 +119,35 @@ brk_proc_read(struct brk_proc *x, int fd, uint8_t *buf, size_t *n, bool *eof, st
 				x->trunc = true;	/* keep draining so it never blocks */
 		}
 	}
+}
+
+/* Write what stdin still has; at the end (or when the program stopped
+ * reading) close it, so the program reads EOF. */
+static void
+brk_proc_in(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+
+	(void)fd;
+	(void)ev;
+	while (x->offin < x->nin) {
+		ssize_t n = write(x->p.stdin_fd, x->in + x->offin, x->nin - x->offin);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (x->ev_in)
+				event_add(x->ev_in, NULL);
+			return;
+		}
+		if (n <= 0)
+			break;	/* EPIPE: it does not want the rest */
+		x->offin += (size_t)n;
+	}
+	if (x->ev_in)
+		event_del(x->ev_in);
+	close(x->p.stdin_fd);
+	x->p.stdin_fd = -1;
 }
 
 static void
@@ -302,7 +337,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	brk_sbx_limits(lim, timeout, &cfg.limits);
 	cfg.broker_fd = -1;
 	if (!(x = calloc(1, sizeof(*x))) || !(x->out = malloc(WIRE_OUT_MAX)) ||
-	    !(x->err = malloc(WIRE_OUT_MAX))) {
+	    !(x->err = malloc(WIRE_OUT_MAX)) ||
+	    (q->has_data && q->data_len && !(x->in = malloc(q->data_len)))) {
 		e = CB_ENOMEM;
 		goto fail;
 	}
@@ -312,10 +348,13 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
 	x->p.pid = -1;
 	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = -1;
+	if (x->in) {
+		/* the request's buffer is gone when this handler returns */
+		memcpy(x->in, q->data, q->data_len);
+		x->nin = q->data_len;
+	}
 	if ((e = sbx_spawn_start(&cfg, &x->p)) != 0)
 		goto fail;
-	close(x->p.stdin_fd);	/* the program reads EOF */
-	x->p.stdin_fd = -1;
 	brk_sbx_hold(s);
 	s->inflight++;
 	x->next = s->procs;
@@ -324,7 +363,9 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	x->ev_exit = event_new(s->b->base, x->p.pidfd, EV_READ | EV_PERSIST, brk_proc_exit, x);
 	x->ev_out = event_new(s->b->base, x->p.stdout_fd, EV_READ | EV_PERSIST, brk_proc_out, x);
 	x->ev_err = event_new(s->b->base, x->p.stderr_fd, EV_READ | EV_PERSIST, brk_proc_err, x);
-	if (!x->ev_status || !x->ev_exit || !x->ev_out || !x->ev_err) {
+	if (x->nin)
+		x->ev_in = event_new(s->b->base, x->p.stdin_fd, EV_WRITE, brk_proc_in, x);
+	if (!x->ev_status || !x->ev_exit || !x->ev_out || !x->ev_err || (x->nin && !x->ev_in)) {
 		/* cannot watch it: kill it and reap synchronously (rare) */
 		int ws;
 
@@ -338,11 +379,14 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	event_add(x->ev_exit, NULL);
 	event_add(x->ev_out, NULL);
 	event_add(x->ev_err, NULL);
+	/* Without data the program reads EOF at once. */
+	brk_proc_in(x->p.stdin_fd, EV_WRITE, x);
 	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, "proc.exec", q->argv[0], x->tid, "agent", NULL);
 	return;
 fail:
 	brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 	if (x) {
+		free(x->in);
 		free(x->out);
 		free(x->err);
 		free(x);

@@ -50,6 +50,9 @@ brk_tokinfo(struct brk_sbx *s, size_t i, struct wire_tokinfo *ti, char *idhex, c
 		l += (size_t)snprintf(caps + l, capslen - l, "%s%s", k ? " " : "", c->caps[k]->text);
 	*ti = (struct wire_tokinfo){ .th = (uint32_t)i, .id = idhex, .caps = caps, .exp = c->exp,
 		.elevated = c->elevated };
+	/* Whether it would pass now (clock, revocation, uses, signature), so
+	 * an agent can see that a token it holds has stopped working. */
+	ti->state = brk_tok_check(s, &s->held[i], NULL, NULL);
 	if (c->has_uses && st_token_get(s->b->st, c->id, &rec) == 0) {
 		ti->has_uses = true;
 		ti->uses = rec.uses_left;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "client/capclient.h"
+#include "client/mcp.h"
 
 #define EX_OK_		0
 #define EX_FAIL		1
@@ -53,6 +54,7 @@ static const char *const usage_text =
     "  proc.exec [--timeout S] -- CMD [ARGS...]   exits with the program's status\n"
     "  request CAP [--ttl S] --reason TEXT   ask a human; prints the new token id\n"
     "  tokens | ping\n"
+    "  mcp [--poll-ms N]          a Model Context Protocol server on stdin/stdout\n"
     "  derive CAP... [--ttl S] [--uses N] [--aud ID]   prints a narrower token\n"
     "exit: 0 done, 77 denied, 64 usage, 69 broker unavailable, 75 timed out or expired\n";
 
@@ -1225,6 +1227,8 @@ main(int argc, char **argv)
 	if (optind >= argc)
 		return usage("no operation given");
 	o.op = argv[optind];
+	if (strcmp(o.op, "mcp") == 0)
+		return cc_mcp_main(argc - optind, argv + optind);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (strcmp(o.op, ops[i].name) != 0)
 			continue;

@@ -95,6 +95,8 @@ struct cc_tokinfo {
 	bool has_uses;
 	uint32_t uses;		/* uses left */
 	bool elevated;		/* minted by an approved request */
+	int state;		/* 0 usable now; else why not: CB_EEXPIRED, CB_ENOTYET,
+				 * CB_EREVOKED, CB_ESPENT, ... (the broker's check) */
 };
 
 struct cc_toklist {
@@ -213,6 +215,10 @@ struct cc_exec {
  * own.  timeout_ms 0: the broker's default.  *out freed with cc_exec_free(). */
 int cc_proc_exec(struct cc_conn *c, const char *const *argv, unsigned timeout_ms,
     struct cc_exec **out) CB_WARN_UNUSED;
+/* The same, with len bytes (at most CC_DATA_MAX) as the program's stdin
+ * (which then reaches EOF).  CB_ETOOBIG above the limit. */
+int cc_proc_exec_in(struct cc_conn *c, const char *const *argv, unsigned timeout_ms,
+    const void *in, size_t len, struct cc_exec **out) CB_WARN_UNUSED;
 void cc_exec_free(struct cc_exec *x);
 
 /* ---- low level: several requests in flight ---------------------------------- */

@@ -302,15 +302,25 @@ cc_net_connect(struct cc_conn *c, const char *host, uint16_t port, unsigned time
 int
 cc_proc_exec(struct cc_conn *c, const char *const *argv, unsigned timeout_ms, struct cc_exec **out)
 {
-	struct wire_req r = { .op = WIRE_OP_PROC_EXEC, .timeout_ms = timeout_ms };
+	return cc_proc_exec_in(c, argv, timeout_ms, NULL, 0, out);
+}
+
+int
+cc_proc_exec_in(struct cc_conn *c, const char *const *argv, unsigned timeout_ms,
+    const void *in, size_t len, struct cc_exec **out)
+{
+	struct wire_req r = { .op = WIRE_OP_PROC_EXEC, .timeout_ms = timeout_ms,
+		.has_data = len > 0, .data = in, .data_len = len };
 	struct wire_reply rep;
 	struct cc_exec *x;
 	uint8_t *p;
 	int err;
 
 	*out = NULL;
-	if (cc_need(c, argv && argv[0], "no program") != 0)
+	if (cc_need(c, argv && argv[0] && (in || len == 0), "no program or no input") != 0)
 		return CB_EINVAL;
+	if (len > CC_DATA_MAX)
+		return cc_fail(c, CB_ETOOBIG, "more input than one request may carry");
 	for (r.argc = 0; argv[r.argc]; r.argc++) {
 		if (r.argc == WIRE_ARGV_MAX)
 			return cc_fail(c, CB_ETOOBIG, "more arguments than the protocol allows");
@@ -394,6 +404,7 @@ cc_tokens(struct cc_conn *c, struct cc_toklist **out)
 		to->has_uses = ti->has_uses;
 		to->uses = ti->uses;
 		to->elevated = ti->elevated;
+		to->state = ti->state;
 		memcpy(p, ti->id, a);
 		to->id = p;
 		memcpy(p + a, ti->caps, b);

@@ -813,6 +813,8 @@ wire_reply_encode(const struct wire_reply *r, uint8_t *buf, size_t cap, size_t *
 				wire_put_u64(&e, "uses", ti->uses);
 			if (ti->elevated)
 				wire_put_bool(&e, "elev", true);
+			if (ti->state)
+				wire_put_i64(&e, "st", ti->state);
 			wire_map_end(&e);
 		}
 		wire_arr_end(&e);
@@ -938,6 +940,11 @@ wire_reply_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wir
 				b = false;
 				WIRE_OPT(wire_get_bool(&sub[i], "elev", &b));
 				ti[i].elevated = b;
+				i64 = 0;
+				WIRE_OPT(wire_get_i64(&sub[i], "st", &i64));
+				if (i64 > 0 || i64 < -1000)
+					return CB_EPROTO;
+				ti[i].state = (int)i64;
 			}
 			out->tokens = ti;
 			out->ntokens = n;

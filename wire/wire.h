@@ -179,6 +179,7 @@ struct wire_tokinfo {
 	bool has_uses;
 	uint32_t uses;
 	bool elevated;
+	int state;		/* 0 usable now, else why not (CB_EEXPIRED, CB_EREVOKED...) */
 };
 
 struct wire_reply {

@@ -55,6 +55,19 @@ test_roundtrip(void)
 	T_ERR(wire_reply_encode(&rp, buf, sizeof(buf), &len), 0, "encode an error reply");
 	T_OK(wire_reply_decode(d, buf, len, &rout) == 0 && rout.err == CB_EPOLICY &&
 	    strcmp(rout.reason, "exceeds policy") == 0, "error reply carries code and reason");
+	{
+		struct wire_tokinfo ti[2] = {
+			{ .th = 0, .id = "aa", .caps = "fs.read:/w/**", .exp = 5 },
+			{ .th = 1, .id = "bb", .caps = "fs.list:/w", .exp = 6, .elevated = true,
+			  .state = CB_EREVOKED },
+		};
+
+		rp = (struct wire_reply){ .id = 2, .tokens = ti, .ntokens = 2 };
+		T_ERR(wire_reply_encode(&rp, buf, sizeof(buf), &len), 0, "encode a token list");
+		T_OK(wire_reply_decode(d, buf, len, &rout) == 0 && rout.ntokens == 2 &&
+		    rout.tokens[0].state == 0 && rout.tokens[1].state == CB_EREVOKED &&
+		    rout.tokens[1].elevated, "a token's state (usable or why not) survives");
+	}
 }
 
 static void
