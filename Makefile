@@ -5,6 +5,7 @@
 #   make check-asan      the same under AddressSanitizer + UBSan (build-san/)
 #   make fuzz            run each libFuzzer target for FUZZ_SECONDS (clang)
 #   make demo            run the main job (examples/agent.py under capbroker run)
+#   make demo-mcp        an MCP session with capcall mcp (examples/demo-mcp.sh)
 #   make bench           the benchmark (bench/results.json)
 #   make install         honours PREFIX, DESTDIR, BINDIR, LIBEXECDIR, MANDIR
 #
@@ -71,7 +72,7 @@ ALL_PROGS  := $(PROGS) $(LIBEXEC_PROGS)
 ALL_LIB_SRCS := $(foreach m,$(MODULES),$($(m)_SRCS))
 modlibs     = $(foreach m,$(1),$(B)/lib$(m).a)
 
-.PHONY: all deps check check-asan fuzz demo bench install clean
+.PHONY: all deps check check-asan fuzz demo demo-mcp bench install clean
 all: deps programs
 .PHONY: programs
 programs: $(ALL_PROGS:%=$(BIN)/%)
@@ -146,6 +147,9 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/%)
 
 demo: deps programs
 	@CB_BIN=$(abspath $(BIN)) PYTHON=$(PYTHON) examples/demo.sh
+
+demo-mcp: deps programs
+	@CB_BIN=$(abspath $(BIN)) PYTHON=$(PYTHON) examples/demo-mcp.sh
 
 bench: deps programs
 	@scripts/deps.sh bench
