@@ -230,6 +230,11 @@ void brk_held_clear(struct brk_sbx *s);
  * success *capi is the index of the covering capability. */
 int brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi) CB_WARN_UNUSED;
 
+/* Is h an elevated token whose operation r a never rule of the sandbox's
+ * tier names?  Such an operation is refused (CB_EPOLICY) whatever the
+ * approval said: never rules win (docs/policy.md). */
+bool brk_tok_never(const struct brk_sbx *s, const struct brk_held *h, const struct cap_req *r);
+
 /* Present token text: add it to the table and check it (coverage of r if
  * given).  A token that fails as a forgery or another sandbox's is dropped
  * again.  *out is NULL on such a failure. */

@@ -152,7 +152,7 @@ brk_net_judge(struct brk_net *n, const struct cap_addr *a, const struct cap_addr
 
 			if (!cap_match(c, &r))
 				continue;
-			if (!(h->in_ceiling & (1u << j))) {
+			if (!(h->in_ceiling & (1u << j)) || brk_tok_never(s, h, &r)) {
 				if (first == CB_ENOTCOVERED) {
 					first = CB_EPOLICY;
 					*out = h;

@@ -101,6 +101,15 @@ brk_cover(const struct brk_held *h, const struct cap_req *r, size_t *capi)
 	return best;
 }
 
+bool
+brk_tok_never(const struct brk_sbx *s, const struct brk_held *h, const struct cap_req *r)
+{
+	/* An approval was judged against the never rules as a glob; the
+	 * concrete operation is judged again (a name resolving into a never
+	 * range, a path a never rule names). */
+	return h->tok->c.elevated && r && pol_inst_never_match(s->inst, r);
+}
+
 int
 brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi)
 {
@@ -117,6 +126,8 @@ brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, si
 		return e == CB_ENOENT ? CB_EUNKNOWNTOK : e;
 	if (r && (e = brk_cover(h, r, &ci)) != 0)
 		return e;
+	if (brk_tok_never(s, h, r))
+		return CB_EPOLICY;
 	if (!h->sig_ok || h->sig_epoch != st_epoch(st)) {
 		if ((e = cap_token_check_sig(st_keyring(st), t)) != 0) {
 			h->sig_ok = false;

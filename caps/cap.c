@@ -231,6 +231,88 @@ cap_path_contains(const char *outer, const char *inner)
 	return cap_comps_match(o, no, in, ni, true);
 }
 
+/*
+ * Do two component patterns have a string in common?  r[j] (row i) says
+ * whether p[i..] and q[j..] can produce a common string; filled backwards
+ * two rows at a time, so a pair of 1 KiB components costs 1 MiB steps and
+ * 2 KiB of stack.  A '*' on either side may stand for nothing or eat one
+ * character the other side produces; two stars together eat nothing new,
+ * so that step is never needed.  If the only common string were empty,
+ * both are all stars and any character does: never an empty component.
+ */
+static bool
+cap_comp_meet(const struct cap_comp *p, const struct cap_comp *q)
+{
+	bool rows[2][CAP_STR_MAX + 2];
+	bool *next = rows[0], *cur = rows[1];
+
+	for (size_t i = p->n + 1; i-- > 0;) {
+		for (size_t j = q->n + 1; j-- > 0;) {
+			bool ps = i < p->n && p->s[i] == '*', qs = j < q->n && q->s[j] == '*';
+			bool r = false;
+
+			if (i == p->n && j == q->n)
+				r = true;
+			if (!r && ps)
+				r = next[j];			/* p's star: empty */
+			if (!r && qs)
+				r = cur[j + 1];			/* q's star: empty */
+			if (!r && ps && j < q->n && !qs)
+				r = cur[j + 1];			/* p's star eats q[j] */
+			if (!r && qs && i < p->n && !ps)
+				r = next[j];			/* q's star eats p[i] */
+			if (!r && i < p->n && j < q->n && !ps && !qs && p->s[i] == q->s[j])
+				r = next[j + 1];
+			cur[j] = r;
+		}
+		bool *t = next;
+
+		next = cur;
+		cur = t;
+	}
+	return next[0];
+}
+
+/*
+ * Is some path matched by both component lists?  The same backwards table
+ * as cap_comps_match, symmetric: a "**" on either side may match nothing
+ * or take one component the other side names (and stay); two "**" take
+ * nothing new together.
+ */
+static bool
+cap_comps_meet(const struct cap_comp *a, size_t na, const struct cap_comp *b, size_t nb)
+{
+	static _Thread_local bool m[CAP_MAX_COMPONENTS + 1][CAP_MAX_COMPONENTS + 1];
+
+	for (size_t i = na + 1; i-- > 0;) {
+		for (size_t j = nb + 1; j-- > 0;) {
+			bool ad = i < na && cap_is_dstar(&a[i]), bd = j < nb && cap_is_dstar(&b[j]);
+			bool r = i == na && j == nb;
+
+			if (!r && ad)
+				r = m[i + 1][j] || (j < nb && !bd && m[i][j + 1]);
+			if (!r && bd)
+				r = m[i][j + 1] || (i < na && !ad && m[i + 1][j]);
+			if (!r && i < na && j < nb && !ad && !bd)
+				r = cap_comp_meet(&a[i], &b[j]) && m[i + 1][j + 1];
+			m[i][j] = r;
+		}
+	}
+	return m[0][0];
+}
+
+bool
+cap_path_intersects(const char *a, const char *b)
+{
+	struct cap_comp ca[CAP_MAX_COMPONENTS], cb[CAP_MAX_COMPONENTS];
+	size_t na, nb;
+
+	/* Fails safe: a glob we cannot read meets everything. */
+	if (cap_split(a, true, ca, &na) != 0 || cap_split(b, true, cb, &nb) != 0)
+		return true;
+	return cap_comps_meet(ca, na, cb, nb);
+}
+
 int
 cap_path_root(const char *glob, char *buf, size_t size)
 {
@@ -672,6 +754,64 @@ cap_net_contains(const struct cap_net *o, const struct cap_net *i)
 		    cap_addr_in(&i->addr, &o->addr, o->prefix);
 	}
 	return false;
+}
+
+/* Two domains of a name pattern meet when one is the other or beneath it:
+ * "*.a.com" and "*.b.a.com" share "x.b.a.com"; "*.a.com" and "*.b.com"
+ * share nothing. */
+static bool
+cap_domain_under(const char *name, const char *dom)
+{
+	size_t n = strlen(name), d = strlen(dom);
+
+	return n > d + 1 && name[n - d - 1] == '.' && strcmp(name + n - d, dom) == 0;
+}
+
+static bool
+cap_net_meet(const struct cap_net *a, const struct cap_net *b)
+{
+	const struct cap_net *t;
+
+	if (a->port >= 0 && b->port >= 0 && a->port != b->port)
+		return false;
+	if (a->kind == CAP_HOST_ANY || b->kind == CAP_HOST_ANY)
+		return true;
+	if (a->kind > b->kind) {	/* order the pair: NAME < WILDCARD < IP */
+		t = a;
+		a = b;
+		b = t;
+	}
+	switch (a->kind) {
+	case CAP_HOST_NAME:
+		if (b->kind == CAP_HOST_NAME)
+			return strcmp(a->name, b->name) == 0;
+		if (b->kind == CAP_HOST_WILDCARD)
+			return cap_domain_under(a->name, b->name);
+		return false;	/* a name and an address: judged at connect time */
+	case CAP_HOST_WILDCARD:
+		if (b->kind == CAP_HOST_WILDCARD)
+			return strcmp(a->name, b->name) == 0 || cap_domain_under(a->name, b->name) ||
+			    cap_domain_under(b->name, a->name);
+		return false;
+	case CAP_HOST_IP:
+		/* two ranges overlap iff the wider one holds the other's base */
+		return a->addr.family == b->addr.family &&
+		    (a->prefix <= b->prefix ? cap_addr_in(&b->addr, &a->addr, a->prefix) :
+		    cap_addr_in(&a->addr, &b->addr, b->prefix));
+	case CAP_HOST_ANY:
+		break;
+	}
+	return true;
+}
+
+bool
+cap_intersects(const struct cap *a, const struct cap *b)
+{
+	if (a->op != b->op)
+		return false;
+	if (a->op == CAP_NET_CONNECT)
+		return cap_net_meet(&a->net, &b->net);
+	return cap_path_intersects(a->res, b->res);
 }
 
 bool

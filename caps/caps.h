@@ -112,6 +112,11 @@ bool cap_path_match(const char *glob, const char *path);
  * Sound: returns true only when containment holds. */
 bool cap_path_contains(const char *outer, const char *inner);
 
+/* Is some path matched by both globs?  Exact for the glob grammar (a
+ * product of the two patterns, component by component); true for a glob
+ * that does not parse, so a caller refusing on overlap fails closed. */
+bool cap_path_intersects(const char *a, const char *b);
+
 /* Copy into buf the longest leading directory of glob that has no
  * wildcard (for a glob of "*.txt" files under /srv/data: "/srv/data").  This is the
  * root beneath which the broker resolves requests.  CB_ETOOBIG if short. */
@@ -126,6 +131,14 @@ void cap_addr_format(const struct cap_addr *a, char *buf, size_t size);
 
 /* Does capability c permit request r?  Ops must be equal. */
 bool cap_match(const struct cap *c, const struct cap_req *r);
+
+/* Is there a request both a and b permit (same op, overlapping paths,
+ * ports and hosts)?  Paths and IP ranges are exact; names: equal, or one
+ * beneath the other's "*." domain.  A name and an address never meet here
+ * (which addresses a name has is known only when it is resolved): callers
+ * that refuse on overlap must also judge each resolved address with
+ * cap_match.  Used for the policy's never rules (docs/policy.md). */
+bool cap_intersects(const struct cap *a, const struct cap *b);
 
 /* Is everything `inner` permits also permitted by `outer`?  Sound. */
 bool cap_contains(const struct cap *outer, const struct cap *inner);

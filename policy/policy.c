@@ -450,19 +450,38 @@ pol_inst_within_ceiling(const struct pol_inst *pi, const struct cap *c)
 	return caps_contain(pi->ceil, pi->nceil, c);
 }
 
+/* Does c overlap any never rule?  Never rules win wherever they stand in
+ * the list: a request that shares a single path (or port of an address or
+ * name) with one is refused, not only one the rule contains, so that
+ * fs.read:/secret/fil* cannot slip past a never rule for /secret/file. */
+static bool
+pol_inst_never_meets(const struct pol_inst *pi, const struct cap *c)
+{
+	for (size_t i = 0; i < pi->nrules; i++) {
+		const struct pol_irule *ir = &pi->rules[i];
+
+		if (ir->mode != POL_APPROVE_NEVER)
+			continue;
+		for (size_t k = 0; k < ir->n; k++)
+			if (cap_intersects(ir->caps[k], c))
+				return true;
+	}
+	return false;
+}
+
 int
 pol_inst_requestable(const struct pol_inst *pi, const struct cap *c, enum pol_approval *mode,
     uint64_t *max_ttl)
 {
 	*mode = POL_APPROVE_NEVER;
 	*max_ttl = 0;
+	if (pol_inst_never_meets(pi, c))
+		return CB_EPOLICY;
 	for (size_t i = 0; i < pi->nrules; i++) {
 		const struct pol_irule *ir = &pi->rules[i];
 
-		if (!caps_contain(ir->caps, ir->n, c))
+		if (ir->mode == POL_APPROVE_NEVER || !caps_contain(ir->caps, ir->n, c))
 			continue;
-		if (ir->mode == POL_APPROVE_NEVER)
-			return CB_EPOLICY;
 		/* Beyond the ceiling only a human may say yes (contract). */
 		*mode = ir->mode;
 		if (*mode == POL_APPROVE_AUTO && !pol_inst_within_ceiling(pi, c))
@@ -471,6 +490,21 @@ pol_inst_requestable(const struct pol_inst *pi, const struct cap *c, enum pol_ap
 		return 0;
 	}
 	return CB_EPOLICY;
+}
+
+bool
+pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
+{
+	for (size_t i = 0; i < pi->nrules; i++) {
+		const struct pol_irule *ir = &pi->rules[i];
+
+		if (ir->mode != POL_APPROVE_NEVER)
+			continue;
+		for (size_t k = 0; k < ir->n; k++)
+			if (cap_match(ir->caps[k], r))
+				return true;
+	}
+	return false;
 }
 
 bool

@@ -140,13 +140,23 @@ const struct cap *pol_inst_ceiling(const struct pol_inst *pi, size_t i);
 /* Is c inside some ceiling capability (cap_contains)? */
 bool pol_inst_within_ceiling(const struct pol_inst *pi, const struct cap *c);
 
-/* May an agent of this tier request c?  The first requestable rule with a
- * capability containing c decides.  On success *mode and *max_ttl say how
- * it is approved and for how long at most; AUTO is only ever returned for c
- * within the ceiling (beyond it an AUTO rule means HUMAN).  CB_EPOLICY (with
- * *mode = POL_APPROVE_NEVER) when no rule lists c or the rule says never. */
+/* May an agent of this tier request c?  Never rules win, wherever they
+ * stand: c is refused if it overlaps (cap_intersects) any capability of a
+ * never rule, not only if one contains it.  Otherwise the first human or
+ * auto rule with a capability containing c decides.  On success *mode and
+ * *max_ttl say how it is approved and for how long at most; AUTO is only
+ * ever returned for c within the ceiling (beyond it an AUTO rule means
+ * HUMAN).  CB_EPOLICY (with *mode = POL_APPROVE_NEVER) when no rule lists c
+ * or c overlaps a never rule. */
 int pol_inst_requestable(const struct pol_inst *pi, const struct cap *c,
     enum pol_approval *mode, uint64_t *max_ttl) CB_WARN_UNUSED;
+
+/* Does a never rule match the concrete operation r (a checked path, or a
+ * host, port and resolved address)?  The broker asks this on every
+ * operation an elevated token covers, so what an approval allows can never
+ * reach what a never rule names: a name whose address falls in a never
+ * rule's range, for one. */
+bool pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r);
 
 /* One-shot forms of the two above (they instantiate, check and free; the
  * broker should keep a pol_inst per sandbox instead).  pol_within_ceiling

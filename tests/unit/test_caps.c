@@ -307,6 +307,117 @@ test_contains(void)
 	T_OK(contains("proc.exec:/usr/bin/*", "proc.exec:/usr/bin/ls"), "proc.exec glob");
 }
 
+static bool
+meets(const char *a, const char *b)
+{
+	struct cap *x = NULL, *y = NULL;
+	bool r = false;
+
+	if (cap_parse(a, &x) == 0 && cap_parse(b, &y) == 0)
+		r = cap_intersects(x, y);
+	cap_free(x);
+	cap_free(y);
+	return r;
+}
+
+/* Issue 10, hole 3: a never rule must be met by every request that shares
+ * a path with it, not only by requests it contains. */
+static void
+test_intersects(void)
+{
+	T_OK(meets("fs.read:/secret/file", "fs.read:/secret/fil*"), "/secret/file meets /secret/fil*");
+	T_OK(!contains("fs.read:/secret/file", "fs.read:/secret/fil*"), "... which it does not contain");
+	T_OK(meets("fs.read:/secret/fil*", "fs.read:/secret/file"), "... and symmetrically");
+	T_OK(meets("fs.read:/secret/file", "fs.read:/**"), "/secret/file meets /**");
+	T_OK(meets("fs.read:/secret/file", "fs.read:/*/file"), "... and /*/file");
+	T_OK(meets("fs.read:/secret/file", "fs.read:/s*/**"), "... and /s*/**");
+	T_OK(meets("fs.read:/secret/**", "fs.read:/*/x/**"), "/secret/** meets /*/x/**");
+	T_OK(meets("fs.read:/a/*b", "fs.read:/a/a*"), "*b meets a* (ab)");
+	T_OK(meets("fs.read:/a/x*y*z", "fs.read:/a/*y*"), "x*y*z meets *y*");
+	T_OK(meets("fs.read:/a/**/c", "fs.read:/a/b/**"), "/a/**/c meets /a/b/** (/a/b/c)");
+	T_OK(meets("fs.read:/a/**", "fs.read:/a"), "/a/** meets /a");
+	T_OK(!meets("fs.read:/secret/file", "fs.read:/secret/x*"), "/secret/file misses /secret/x*");
+	T_OK(!meets("fs.read:/secret/file", "fs.write:/secret/file"), "different ops never meet");
+	T_OK(!meets("fs.read:/a/*b", "fs.read:/a/*c"), "*b misses *c");
+	T_OK(!meets("fs.read:/a/*", "fs.read:/a/b/c"), "/a/* misses /a/b/c");
+	T_OK(!meets("fs.read:/a/b/**", "fs.read:/a/c/**"), "/a/b/** misses /a/c/**");
+	T_OK(!meets("fs.read:/a/**/x", "fs.read:/a/**/y"), "/a/**/x misses /a/**/y");
+	T_OK(meets("net.connect:*:*", "net.connect:10.0.0.1:22"), "any host meets an address");
+	T_OK(meets("net.connect:10.0.0.0/8:*", "net.connect:10.1.2.3:443"), "a range meets an address in it");
+	T_OK(meets("net.connect:10.1.0.0/16:80", "net.connect:10.0.0.0/8:*"), "a /16 meets its /8");
+	T_OK(!meets("net.connect:10.0.0.0/8:*", "net.connect:11.0.0.0/8:*"), "disjoint ranges miss");
+	T_OK(!meets("net.connect:10.0.0.1:80", "net.connect:10.0.0.1:81"), "different ports miss");
+	T_OK(meets("net.connect:*.example.com:443", "net.connect:a.b.example.com:*"), "a name under a wildcard");
+	T_OK(meets("net.connect:*.example.com:443", "net.connect:*.b.example.com:443"), "nested wildcards");
+	T_OK(!meets("net.connect:*.example.com:443", "net.connect:example.com:443"), "the apex is not under");
+	T_OK(!meets("net.connect:*.example.com:443", "net.connect:*.evil-example.com:443"), "unrelated wildcards");
+	T_OK(!meets("net.connect:10.0.0.0/8:*", "net.connect:internal.example:443"),
+	    "a name and a range: judged per resolved address, not here");
+	T_OK(cap_path_intersects("/a", "not a glob"), "an unreadable glob meets everything (fails closed)");
+
+	/* Against brute force: globs over a few component shapes, paths
+	 * over a few names; a glob pair meets iff some path matches both. */
+	{
+		static const char *gc[] = { "a", "b", "*", "a*", "*b", "*a*", "ab", "**" };
+		static const char *pc[] = { "a", "b", "ab", "ba", "aa", "bab", "c" };
+		enum { NG = 1 + 8 + 64 + 512, NP = 1 + 7 + 49 + 343 + 2401 };
+		static char globs[NG][32], paths[NP][32];
+		static uint64_t bits[NG][(NP + 63) / 64];
+		size_t ng = 0, np = 0, bad = 0, checked = 0;
+
+		for (size_t len = 0; len <= 3; len++) {
+			size_t count = 1;
+
+			for (size_t k = 0; k < len; k++)
+				count *= 8;
+			for (size_t x = 0; x < count; x++) {
+				size_t v = x, o = 0;
+
+				globs[ng][0] = '\0';
+				for (size_t k = 0; k < len; k++, v /= 8)
+					o += (size_t)snprintf(globs[ng] + o, 32 - o, "/%s", gc[v % 8]);
+				if (len == 0)
+					snprintf(globs[ng], 32, "/");
+				ng++;
+			}
+		}
+		for (size_t len = 0; len <= 4; len++) {
+			size_t count = 1;
+
+			for (size_t k = 0; k < len; k++)
+				count *= 7;
+			for (size_t x = 0; x < count; x++) {
+				size_t v = x, o = 0;
+
+				paths[np][0] = '\0';
+				for (size_t k = 0; k < len; k++, v /= 7)
+					o += (size_t)snprintf(paths[np] + o, 32 - o, "/%s", pc[v % 7]);
+				if (len == 0)
+					snprintf(paths[np], 32, "/");
+				np++;
+			}
+		}
+		for (size_t g = 0; g < ng; g++)
+			for (size_t q = 0; q < np; q++)
+				if (cap_path_match(globs[g], paths[q]))
+					bits[g][q / 64] |= 1ull << (q % 64);
+		for (size_t g = 0; g < ng; g++) {
+			for (size_t h = 0; h < ng; h++) {
+				bool witness = false;
+
+				for (size_t w = 0; w < (NP + 63) / 64 && !witness; w++)
+					witness = (bits[g][w] & bits[h][w]) != 0;
+				if (cap_path_intersects(globs[g], globs[h]) != witness) {
+					if (bad++ < 5)
+						printf("#   %s and %s: witness %d\n", globs[g], globs[h], witness);
+				}
+				checked++;
+			}
+		}
+		T_OK(bad == 0, "cap_path_intersects agrees with brute force on %zu glob pairs", checked);
+	}
+}
+
 int
 main(void)
 {
@@ -316,5 +427,6 @@ main(void)
 	test_root();
 	test_net();
 	test_contains();
+	test_intersects();
 	return t_done();
 }

@@ -563,6 +563,62 @@ test_overrides(void)
 	pol_free(p);
 }
 
+/* Issue 10, hole 3: never rules win over every request that overlaps
+ * them, wherever they stand in the list, and bind the concrete operations
+ * of an elevated token. */
+static void
+test_never_wins(void)
+{
+	struct pol *p;
+	struct pol_inst *pi = NULL;
+	enum pol_approval m;
+	uint64_t ttl;
+
+	p = load_text("tiers = { low = { requestable = (\n"
+	    "  { caps = [ \"fs.read:/secret/file\", \"net.connect:10.0.0.0/8:*\" ]; approval = \"never\"; },\n"
+	    "  { caps = [ \"fs.read:/**\", \"net.connect:*:*\" ]; approval = \"human\"; },\n"
+	    "  { caps = [ \"fs.list:/**\" ]; approval = \"human\"; },\n"
+	    "  { caps = [ \"fs.list:/private/**\" ]; approval = \"never\"; }\n"
+	    "); }; };\n");
+	if (!T_OK(p != NULL, "never-rule policy loads"))
+		return;
+	T_ERR(reqable(p, "low", NULL, "fs.read:/secret/fil*", &m, &ttl), CB_EPOLICY,
+	    "a request overlapping a never rule is refused (/secret/fil*)");
+	T_OK(m == POL_APPROVE_NEVER, "... with mode never");
+	T_ERR(reqable(p, "low", NULL, "fs.read:/secret/*", &m, &ttl), CB_EPOLICY, "... /secret/*");
+	T_ERR(reqable(p, "low", NULL, "fs.read:/**", &m, &ttl), CB_EPOLICY, "... /**");
+	T_ERR(reqable(p, "low", NULL, "fs.read:/*/file", &m, &ttl), CB_EPOLICY, "... /*/file");
+	T_ERR(reqable(p, "low", NULL, "fs.read:/secret/file", &m, &ttl), CB_EPOLICY, "... the file itself");
+	T_OK(reqable(p, "low", NULL, "fs.read:/secret/other", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN,
+	    "a neighbour the never rule does not touch goes to a human");
+	T_OK(reqable(p, "low", NULL, "fs.read:/secret/x*", &m, &ttl) == 0 && m == POL_APPROVE_HUMAN,
+	    "... so does a glob that cannot reach it");
+	T_ERR(reqable(p, "low", NULL, "fs.list:/private/x", &m, &ttl), CB_EPOLICY,
+	    "a never rule after a wider human rule still wins");
+	T_ERR(reqable(p, "low", NULL, "fs.list:/**", &m, &ttl), CB_EPOLICY, "... against an overlapping glob too");
+	T_ERR(reqable(p, "low", NULL, "net.connect:10.0.0.0/16:443", &m, &ttl), CB_EPOLICY,
+	    "an address range overlapping a never range is refused");
+	T_ERR(reqable(p, "low", NULL, "net.connect:*:443", &m, &ttl), CB_EPOLICY, "... any host too");
+	T_OK(reqable(p, "low", NULL, "net.connect:example.com:443", &m, &ttl) == 0,
+	    "a name goes to a human (its addresses are judged when it connects)");
+	if (T_OK(pol_tier_instantiate(pol_tier_get(p, "low"), NULL, &pi) == 0, "instantiate")) {
+		struct cap_addr a10, a11;
+		struct cap_req r = { .op = CAP_FS_READ, .path = "/secret/file" };
+
+		T_OK(pol_inst_never_match(pi, &r), "the concrete path /secret/file hits the never rule");
+		r.path = "/secret/other";
+		T_OK(!pol_inst_never_match(pi, &r), "/secret/other does not");
+		if (cap_addr_parse("10.9.8.7", &a10) != 0 || cap_addr_parse("11.0.0.1", &a11) != 0)
+			abort();
+		r = (struct cap_req){ .op = CAP_NET_CONNECT, .host = "example.com", .port = 443, .addr = &a10 };
+		T_OK(pol_inst_never_match(pi, &r), "a name resolving into a never range hits it");
+		r.addr = &a11;
+		T_OK(!pol_inst_never_match(pi, &r), "... outside it does not");
+		pol_inst_free(pi);
+	}
+	pol_free(p);
+}
+
 int
 main(void)
 {
@@ -573,6 +629,7 @@ main(void)
 	test_examples();
 	test_ceilings();
 	test_requestable();
+	test_never_wins();
 	test_net();
 	test_net_views();
 	test_overrides();
