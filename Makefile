@@ -50,6 +50,7 @@ LDHARDEN := -pie -Wl,-z,relro,-z,now,-z,noexecstack
 # Project flags first, the user's CFLAGS/LDFLAGS last so they can override.
 ALL_CFLAGS  = -std=c17 -D_GNU_SOURCE -g $(OPT) $(WARN) $(HARDEN) -I. \
               -DCB_LIBEXECDIR='"$(LIBEXECDIR)"' -DCB_DATADIR='"$(DATADIR)"' \
+              -DCB_VERSION='"$(VERSION)"' \
               $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS = $(OPT) $(LDHARDEN) $(LDFLAGS)
 ALL_LIBS    = $(PKG_LIBS) -lpthread $(LIBS)

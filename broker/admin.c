@@ -202,8 +202,10 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 		ncaps++;
 		/* Not even an administrator issues beyond the ceiling. */
 		if (!pol_inst_within_ceiling(s->inst, caps[i])) {
-			snprintf(why, sizeof(why), "'%s' exceeds the ceiling of tier '%s' (exceeds policy)",
-			    caps[i]->text, s->tier_name);
+			char what[CAP_STR_MAX + 8];
+
+			snprintf(what, sizeof(what), "'%s'", caps[i]->text);
+			brk_ceiling_refusal(s, what, why, sizeof(why));
 			brk_admin_err(a, CB_EPOLICY, why);
 			goto out;
 		}
@@ -579,7 +581,8 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 {
 	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor };
 	const char *argv[WIRE_ARGV_MAX + 1], *grants[CAP_MAX_CAPS], *binds[32];
-	size_t argc = 0;
+	const char *setenv[2 * SBX_ENV_MAX], *unsetenv[SBX_ENV_MAX];
+	size_t argc = 0, nset = 0;
 	char why[1024];
 	struct brk_sbx *s;
 	struct wire_enc e;
@@ -608,6 +611,17 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	}
 	spec.grants = grants;
 	spec.ro_binds = binds;
+	ADM_OPT(a, wire_get_str(m, "chdir", &spec.chdir));
+	/* Names and counts are checked again by the launcher (CB_EINVAL). */
+	if (wire_get_strv(m, "setenv", setenv, 2 * SBX_ENV_MAX, &nset) == CB_ETOOBIG ||
+	    wire_get_strv(m, "unsetenv", unsetenv, SBX_ENV_MAX, &spec.nunsetenv) == CB_ETOOBIG ||
+	    nset % 2 != 0) {
+		brk_admin_err(a, CB_EINVAL, "setenv takes NAME, VALUE pairs; at most 64 of each");
+		return;
+	}
+	spec.setenv = setenv;
+	spec.nsetenv = nset / 2;
+	spec.unsetenv = unsetenv;
 	if ((r = brk_sbx_create(a->b, &spec, &s, why, sizeof(why))) != 0) {
 		brk_admin_err(a, r, why);
 		return;

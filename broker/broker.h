@@ -93,6 +93,7 @@ struct brk_sbx {
 	struct pol_inst *inst;
 	char workspace[4096];
 	uint64_t started_at;
+	uint64_t wall;			/* its wall-clock limit, seconds */
 	uid_t owner;			/* who started it (admin peer or us) */
 
 	int fd;				/* broker end of the socketpair */
@@ -199,6 +200,12 @@ struct brk_sbx_spec {
 	size_t nro_binds;
 	uid_t owner;
 	const char *actor;		/* audit actor: "uid:N" */
+	bool want_pty;			/* the agent's stdio: a pty of its own */
+	const char *chdir;		/* where the agent starts (inside); NULL: /tmp */
+	const char *const *setenv;	/* NAME, VALUE pairs for the agent's environment */
+	size_t nsetenv;
+	const char *const *unsetenv;	/* NAMEs removed from it */
+	size_t nunsetenv;
 };
 
 /* Create a sandbox: validate, mint grant tokens (each inside the ceiling),
@@ -208,6 +215,9 @@ struct brk_sbx_spec {
 int brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
     char *why, size_t whylen) CB_WARN_UNUSED;
 struct brk_sbx *brk_sbx_find(struct brk *b, const char *id);
+/* The sentence for "WHAT exceeds the ceiling of tier T", listing what the
+ * tier's ceiling does allow (cut with "..." when it does not fit). */
+void brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t whylen);
 void brk_sbx_kill(struct brk_sbx *s, const char *actor);
 void brk_sbx_hold(struct brk_sbx *s);
 void brk_sbx_release(struct brk_sbx *s);

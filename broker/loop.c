@@ -682,6 +682,22 @@ brk_parse_bind(const char *spec, struct sbx_bind *bd, char **copy)
 	return 0;
 }
 
+void
+brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t whylen)
+{
+	const struct cap *c;
+	size_t o;
+
+	o = (size_t)snprintf(why, whylen, "%s exceeds the ceiling of tier '%s' (exceeds policy); "
+	    "the tier allows", what, s->tier_name);
+	if (!pol_inst_ceiling(s->inst, 0) && o < whylen)
+		o += (size_t)snprintf(why + o, whylen - o, " nothing through the broker");
+	for (size_t i = 0; (c = pol_inst_ceiling(s->inst, i)) && o < whylen; i++)
+		o += (size_t)snprintf(why + o, whylen - o, "%s%s", i ? ", " : ": ", c->text);
+	if (o >= whylen && whylen > 4)
+		memcpy(why + whylen - 4, "...", 4);	/* too long: say it was cut */
+}
+
 int
 brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
     char *why, size_t whylen)
@@ -778,8 +794,10 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			goto out;
 		}
 		if (!pol_inst_within_ceiling(s->inst, c)) {
-			snprintf(why, whylen, "grant '%s' exceeds the ceiling of tier '%s' (exceeds policy)",
-			    c->text, s->tier_name);
+			char what[CAP_STR_MAX + 16];
+
+			snprintf(what, sizeof(what), "grant '%s'", c->text);
+			brk_ceiling_refusal(s, what, why, whylen);
 			cap_free(c);
 			r = CB_EPOLICY;
 			goto out;
@@ -829,9 +847,17 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	for (size_t i = 0; i < npb; i++)
 		binds[nb++] = (struct sbx_bind){ pbinds[i].src, pbinds[i].dst, pbinds[i].rw };
 	for (size_t i = 0; i < spec->nro_binds; i++) {
+		const char *no;
+
 		if ((r = brk_parse_bind(spec->ro_binds[i], &binds[nb], &bindcopies[i])) != 0) {
 			snprintf(why, whylen, "--ro-bind '%s': SRC and DST must be absolute",
 			    spec->ro_binds[i]);
+			goto out;
+		}
+		if ((no = sbx_bind_dst_refusal(binds[nb].dst)) != NULL) {
+			snprintf(why, whylen, "--ro-bind '%s': destination %s refused: %s",
+			    spec->ro_binds[i], binds[nb].dst, no);
+			r = CB_EINVAL;
 			goto out;
 		}
 		nb++;
@@ -850,9 +876,15 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	cfg.broker_fd = sv[1];
 	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;
 	cfg.pylib_dir = b->pylib_dir[0] ? b->pylib_dir : NULL;
+	cfg.want_pty = spec->want_pty;
+	cfg.chdir = spec->chdir;
+	cfg.setenv = spec->setenv;
+	cfg.nsetenv = spec->nsetenv;
+	cfg.unsetenv = spec->unsetenv;
+	cfg.nunsetenv = spec->nunsetenv;
+	s->wall = cfg.limits.wall_secs;
 	if ((r = sbx_spawn_start(&cfg, &s->proc)) != 0) {
-		snprintf(why, whylen, "cannot start the sandbox: %s (%s)", cb_strerror(r),
-		    strerror(errno));
+		sbx_start_refusal(r, why, whylen);
 		goto out;
 	}
 	s->spawned = true;

@@ -3,9 +3,12 @@
  *
  * Trust domain: broker.  `run` starts a broker of its own (or asks a
  * running daemon with --connect), starts one agent in a sandbox and relays
- * the agent's stdin/stdout/stderr, which are pipes: the agent never gets
- * the host terminal.  Exit status: the agent's; 124 on --timeout; 125 when
- * the sandbox or broker could not be set up (one line on stderr).
+ * the agent's stdin/stdout/stderr: pipes, or, when `run` itself is on a
+ * terminal, a pseudo-terminal of the agent's own that we relay to ours (in
+ * raw mode, as ssh -t does).  Either way the agent never gets the host
+ * terminal.  Exit status: the agent's; 124 on --timeout; 130 when
+ * interrupted; 125 when the sandbox or broker could not be set up (one line
+ * on stderr); 64 (EX_USAGE) for a usage error.
  */
 #include "broker/broker.h"
 
@@ -22,11 +25,16 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/un.h>
+#include <sysexits.h>
+#include <termios.h>
 #include <unistd.h>
 
-#define EXIT_SETUP 125
-#define EXIT_USAGE 64
+#ifndef CB_VERSION
+#define CB_VERSION "0.1"
+#endif
+#define EXIT_SETUP SBX_EXIT_SETUP	/* 125: no sysexits name; the contract's */
 #define RUN_MAX_GRANTS 64
 #define RUN_MAX_BINDS 32
 
@@ -34,13 +42,48 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: capbroker run [--connect SOCKET] [--state DIR] [--policy FILE]\n"
-	    "                     [--tier low|medium|high|NAME] [--workspace DIR] [--grant CAP]...\n"
-	    "                     [--ttl SECONDS] [--timeout SECONDS] [--ro-bind SRC[:DST]]...\n"
-	    "                     [--id NAME] [--approve tty|admin|deny] -- CMD [ARGS...]\n"
+	    "usage: capbroker run [OPTIONS] -- CMD [ARGS...]\n"
 	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH] [--new-audit-log]\n"
 	    "       capbroker check-policy FILE\n"
-	    "       capbroker show-policy [FILE]\n");
+	    "       capbroker show-policy [FILE]\n"
+	    "       capbroker --version | --help\n");
+}
+
+static void
+help(void)
+{
+	usage(stdout);
+	printf("\n"
+	    "run: start CMD in a fresh sandbox, with a broker of its own (or a daemon's).\n"
+	    "  --connect SOCKET      be served by a running `capbroker serve` (its admin socket)\n"
+	    "  --state DIR           keep the broker's state (keys, tokens, audit log) in DIR;\n"
+	    "                        default: a private temporary directory, removed at exit\n"
+	    "  --policy FILE         the policy (default: the built-in one, see show-policy)\n"
+	    "  --tier NAME           low, medium, high or a tier the policy adds (default: the\n"
+	    "                        policy's default tier)\n"
+	    "  --workspace DIR       the directory the medium tier's file ceiling covers\n"
+	    "                        (default: the policy's, else the current directory)\n"
+	    "  --grant CAP           a token for CAP bound to this sandbox (repeatable); a grant\n"
+	    "                        beyond the tier's ceiling is refused (125)\n"
+	    "  --ttl SECONDS         lifetime of the --grant tokens (default: the policy's)\n"
+	    "  --timeout SECONDS     stop the agent after this long (exit 124); never longer\n"
+	    "                        than the tier's wall clock\n"
+	    "  --ro-bind SRC[:DST]   show host path SRC read-only at DST (default: SRC)\n"
+	    "  --id NAME             the sandbox id, 1-64 of A-Z a-z 0-9 . _ - (default: random)\n"
+	    "  --approve tty|admin|deny\n"
+	    "                        who decides elevation requests: the person at this\n"
+	    "                        terminal (default when there is one; refused without one),\n"
+	    "                        an administrator with capctl (default otherwise), or nobody\n"
+	    "  --chdir DIR           start the agent in DIR (a path inside the sandbox;\n"
+	    "                        default /tmp)\n"
+	    "  --setenv NAME VALUE   set NAME in the agent's environment (repeatable)\n"
+	    "  --unsetenv NAME       remove NAME from it (repeatable; applied before --setenv)\n"
+	    "  --new-audit-log       start a new audit log when the old one cannot continue\n"
+	    "serve: the daemon (admin socket DIR/admin.sock unless --socket PATH).\n"
+	    "check-policy FILE: refuse what start-up would refuse; show-policy: print the\n"
+	    "  effective policy.\n"
+	    "exit (run): the agent's status; 124 timeout; 130 interrupted; 125 set-up failed;\n"
+	    "  64 usage error.  See capbroker(1).\n");
 }
 
 /* ---- relaying the agent's stdio ------------------------------------- */
@@ -55,7 +98,41 @@ struct relay {
 	bool out_eof, err_eof, exited;
 	int code;
 	struct brk *b;			/* one-shot: stop this broker */
+	bool raw;			/* our terminal is in raw mode (pty relay) */
+	struct termios saved;		/* its mode before, restored at the end */
+	bool prompting;			/* an approval prompt owns the terminal */
+	bool saved_raw;			/* ... and raw mode is to come back after it */
 };
+
+/* With a pty the agent's terminal does the line editing and signals: ours
+ * passes every key through (raw), as ssh -t and script(1) do. */
+static void
+relay_tty_raw(struct relay *r, bool on)
+{
+	struct termios t;
+
+	if (on && !r->raw) {
+		if (tcgetattr(STDIN_FILENO, &r->saved) != 0)
+			return;
+		t = r->saved;
+		cfmakeraw(&t);
+		if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0)
+			r->raw = true;
+	} else if (!on && r->raw) {
+		cb_ignore(tcsetattr(STDIN_FILENO, TCSADRAIN, &r->saved));
+		r->raw = false;
+	}
+}
+
+/* Our window size onto the agent's pty (at start and on SIGWINCH). */
+static void
+relay_winsize(int pty)
+{
+	struct winsize ws;
+
+	if (pty >= 0 && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+		cb_ignore(ioctl(pty, TIOCSWINSZ, &ws));
+}
 
 static void
 write_all(int fd, const char *p, size_t n)
@@ -151,7 +228,8 @@ relay_in_flush(struct relay *r)
 	}
 	r->inlen = r->inoff = 0;
 	event_del(r->ev_in_w);
-	event_add(r->ev_in, NULL);
+	if (!r->prompting)
+		event_add(r->ev_in, NULL);
 }
 
 static void
@@ -267,8 +345,12 @@ relay_free(struct relay *r)
 /* ---- run ------------------------------------------------------------- */
 
 struct run_opts {
-	const char *connect, *state, *policy, *tier, *workspace, *id, *approve;
+	const char *connect, *state, *policy, *tier, *workspace, *id, *approve, *chdir;
 	bool new_audit_log;
+	const char *setenv[2 * SBX_ENV_MAX];	/* NAME, VALUE pairs */
+	size_t nsetenv;
+	const char *unsetenv[SBX_ENV_MAX];
+	size_t nunsetenv;
 	const char *grants[RUN_MAX_GRANTS];
 	size_t ngrants;
 	const char *binds[RUN_MAX_BINDS];
@@ -296,11 +378,34 @@ rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 	return remove(p);
 }
 
-/* Hold the agent's output while the approval prompt is on the terminal. */
+/* While the approval prompt is on the terminal, the agent's output is held
+ * and our stdin is not read for it, so the answer line reaches the prompt
+ * (on /dev/tty) and nothing typed for the prompt reaches the agent.  A raw
+ * terminal (pty relay) is put back to its own mode for the answer. */
 static void
 run_prompt(void *arg, bool open)
 {
 	struct relay *r = arg;
+	bool was = r->prompting;
+
+	r->prompting = open;
+	if (open && !was) {
+		if (r->ev_in && r->in_dst >= 0)
+			event_del(r->ev_in);
+		if (r->raw) {
+			relay_tty_raw(r, false);
+			r->raw = false;
+			r->prompting = true;
+			r->saved_raw = true;
+		}
+	} else if (!open && was) {
+		if (r->saved_raw) {
+			r->saved_raw = false;
+			relay_tty_raw(r, true);
+		}
+		if (r->ev_in && r->in_dst >= 0 && r->inlen == 0)
+			event_add(r->ev_in, NULL);
+	}
 
 	if (r->ev_out && !r->out_eof) {
 		if (open)
@@ -316,6 +421,8 @@ run_prompt(void *arg, bool open)
 	}
 }
 
+static int run_signal;	/* the SIGINT or SIGTERM that stopped us, or 0 */
+
 static void
 run_exited(struct brk_sbx *s, void *arg)
 {
@@ -323,6 +430,17 @@ run_exited(struct brk_sbx *s, void *arg)
 
 	r->exited = true;
 	r->code = s->exit_code;
+	/* The stub exits 124 when the wall clock ran out; an agent that exits
+	 * 124 itself, sooner, is not "stopped". */
+	if (s->exit_code == SBX_EXIT_TIMEOUT && !run_signal && s->wall &&
+	    cb_now() + 1 >= s->started_at + s->wall) {
+		bool was_raw = r->raw;
+
+		relay_tty_raw(r, false);
+		fprintf(stderr, "%scapbroker: the agent was stopped: it ran for its time limit of %llu s "
+		    "(--timeout or the tier's wall clock)\n", was_raw ? "\n" : "",
+		    (unsigned long long)s->wall);
+	}
 	relay_maybe_done(r);
 }
 
@@ -332,9 +450,28 @@ on_signal(evutil_socket_t sig, short ev, void *arg)
 	struct brk *b = arg;
 
 	(void)ev;
-	/* Kill the sandboxes; the relay reports their status. */
+	run_signal = (int)sig;
+	/* Kill the sandboxes; we exit 128 + sig once they are gone. */
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
 		brk_sbx_kill(s, sig == SIGINT ? "signal:INT" : "signal:TERM");
+}
+
+static void
+on_winch(evutil_socket_t sig, short ev, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)sig;
+	(void)ev;
+	relay_winsize(r->out_src);
+}
+
+/* brk_sbx_create's refusals: a bad option value (id, tier, workspace, a
+ * malformed grant or bind) is a usage error; anything else is set-up. */
+static int
+run_create_exit(int e)
+{
+	return e == CB_EINVAL || (e <= CB_ECAP_OP && e >= CB_ECAP_TOOLONG) ? EX_USAGE : EXIT_SETUP;
 }
 
 static int
@@ -345,9 +482,12 @@ run_local(struct run_opts *o)
 	struct brk *b = NULL;
 	struct brk_sbx *s;
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
-	struct event *sigint = NULL, *sigterm = NULL;
+	struct event *sigint = NULL, *sigterm = NULL, *sigwinch = NULL;
 	char tmp[64], why[1024], actor[32];
 	int code = EXIT_SETUP, e;
+	/* A pty when we are on a terminal both ways: `run ... >file` keeps
+	 * plain pipes (no \r\n, no terminal modes in the file). */
+	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 
 	if (o->state) {
 		bo.state_dir = o->state;
@@ -374,6 +514,20 @@ run_local(struct run_opts *o)
 		bo.approve = BRK_APPROVE_ADMIN;
 	else
 		bo.approve = BRK_APPROVE_DENY;
+	if (bo.approve == BRK_APPROVE_TTY) {
+		/* Asked for a terminal prompt: there must be a terminal to ask
+		 * at, or every request would wait for no one. */
+		int t = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+		if (t < 0) {
+			fprintf(stderr, "capbroker: --approve tty needs a controlling terminal (there is "
+			    "none: %s); use --approve admin with `capctl watch`, or deny\n",
+			    strerror(errno));
+			code = EX_USAGE;
+			goto out;
+		}
+		close(t);
+	}
 	if ((e = brk_new(&bo, &b, why, sizeof(why))) != 0) {
 		fprintf(stderr, "capbroker: %s\n", why);
 		goto out;
@@ -391,8 +545,15 @@ run_local(struct run_opts *o)
 	spec.nro_binds = o->nbinds;
 	spec.owner = getuid();
 	spec.actor = actor;
+	spec.want_pty = pty;
+	spec.chdir = o->chdir;
+	spec.setenv = o->setenv;
+	spec.nsetenv = o->nsetenv;
+	spec.unsetenv = o->unsetenv;
+	spec.nunsetenv = o->nunsetenv;
 	if ((e = brk_sbx_create(b, &spec, &s, why, sizeof(why))) != 0) {
 		fprintf(stderr, "capbroker: %s\n", why);
+		code = run_create_exit(e);
 		goto out;
 	}
 	r.b = b;
@@ -400,11 +561,11 @@ run_local(struct run_opts *o)
 	s->on_exit_arg = &r;
 	b->prompt_hook = run_prompt;
 	b->prompt_arg = &r;
-	/* The terminal answers the approval prompt: it is not also the
-	 * agent's stdin (two readers of one terminal would race for lines). */
-	if (bo.approve == BRK_APPROVE_TTY && isatty(STDIN_FILENO)) {
-		close(s->proc.stdin_fd);
-		s->proc.stdin_fd = -1;
+	/* The terminal is the agent's input and, while a prompt is open, the
+	 * prompt's (run_prompt pauses the relay then): never both at once. */
+	if (pty) {
+		relay_winsize(s->proc.stdout_fd);
+		relay_tty_raw(&r, true);
 	}
 	if (relay_start(&r, b->base, s->proc.stdin_fd, s->proc.stdout_fd, s->proc.stderr_fd) != 0) {
 		fprintf(stderr, "capbroker: cannot relay the agent's stdio\n");
@@ -415,20 +576,28 @@ run_local(struct run_opts *o)
 	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 	sigint = evsignal_new(b->base, SIGINT, on_signal, b);
 	sigterm = evsignal_new(b->base, SIGTERM, on_signal, b);
+	if (pty)
+		sigwinch = evsignal_new(b->base, SIGWINCH, on_winch, &r);
 	if (sigint)
 		event_add(sigint, NULL);
 	if (sigterm)
 		event_add(sigterm, NULL);
+	if (sigwinch)
+		event_add(sigwinch, NULL);
 	if (brk_loop(b) != 0) {
 		fprintf(stderr, "capbroker: event loop failed\n");
 		goto out;
 	}
-	code = b->exit_code;
+	/* Interrupted: 130 for SIGINT (128 + the signal, as shells say). */
+	code = run_signal ? 128 + run_signal : b->exit_code;
 out:
+	relay_tty_raw(&r, false);
 	if (sigint)
 		event_free(sigint);
 	if (sigterm)
 		event_free(sigterm);
+	if (sigwinch)
+		event_free(sigwinch);
 	relay_free(&r);
 	brk_free(b);
 	if (!o->state)
@@ -508,6 +677,16 @@ run_connect(struct run_opts *o)
 	for (size_t i = 0; i < o->nbinds; i++)
 		wire_put_str(&e, NULL, o->binds[i]);
 	wire_arr_end(&e);
+	if (o->chdir)
+		wire_put_str(&e, "chdir", o->chdir);
+	wire_arr_begin(&e, "setenv");
+	for (size_t i = 0; i < 2 * o->nsetenv; i++)
+		wire_put_str(&e, NULL, o->setenv[i]);
+	wire_arr_end(&e);
+	wire_arr_begin(&e, "unsetenv");
+	for (size_t i = 0; i < o->nunsetenv; i++)
+		wire_put_str(&e, NULL, o->unsetenv[i]);
+	wire_arr_end(&e);
 	wire_map_end(&e);
 	if (wire_enc_finish(&e, &len) != 0 || send(fd, buf, len, MSG_NOSIGNAL) < 0) {
 		fprintf(stderr, "capbroker: cannot send the request\n");
@@ -534,9 +713,12 @@ run_connect(struct run_opts *o)
 	}
 	if (!ok) {
 		const char *why = "refused";
+		int64_t err = 0;
 
 		cb_ignore(wire_get_str(&m, "reason", &why));
+		cb_ignore(wire_get_i64(&m, "err", &err));
 		fprintf(stderr, "capbroker: %s\n", why);
+		code = run_create_exit((int)err);
 		goto out;
 	}
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
@@ -592,7 +774,11 @@ cmd_run(int argc, char **argv)
 		{ "id", required_argument, NULL, 'i' },
 		{ "approve", required_argument, NULL, 'a' },
 		{ "new-audit-log", no_argument, NULL, 'N' },
+		{ "chdir", required_argument, NULL, 'C' },
+		{ "setenv", required_argument, NULL, 'E' },
+		{ "unsetenv", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { 0 };
@@ -610,21 +796,21 @@ cmd_run(int argc, char **argv)
 		case 'a':
 			if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
 				fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
-				return EXIT_USAGE;
+				return EX_USAGE;
 			}
 			o.approve = optarg;
 			break;
 		case 'g':
 			if (o.ngrants == RUN_MAX_GRANTS) {
 				fprintf(stderr, "capbroker: at most %d --grant\n", RUN_MAX_GRANTS);
-				return EXIT_USAGE;
+				return EX_USAGE;
 			}
 			o.grants[o.ngrants++] = optarg;
 			break;
 		case 'b':
 			if (o.nbinds == RUN_MAX_BINDS) {
 				fprintf(stderr, "capbroker: at most %d --ro-bind\n", RUN_MAX_BINDS);
-				return EXIT_USAGE;
+				return EX_USAGE;
 			}
 			o.binds[o.nbinds++] = optarg;
 			break;
@@ -633,21 +819,59 @@ cmd_run(int argc, char **argv)
 			if (parse_u64(optarg, c == 'T' ? &o.ttl : &o.timeout) != 0) {
 				fprintf(stderr, "capbroker: --%s needs a positive number of seconds\n",
 				    c == 'T' ? "ttl" : "timeout");
-				return EXIT_USAGE;
+				return EX_USAGE;
+			}
+			break;
+		case 'C':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "capbroker: --chdir needs an absolute path inside the "
+				    "sandbox\n");
+				return EX_USAGE;
+			}
+			o.chdir = optarg;
+			break;
+		case 'E':
+			/* --setenv NAME VALUE: the value is the next argument, as
+			 * in bubblewrap. */
+			if (optind >= argc) {
+				fprintf(stderr, "capbroker: --setenv needs NAME and VALUE\n");
+				return EX_USAGE;
+			}
+			/* fall through */
+		case 'U':
+			if (!sbx_env_name_ok(optarg)) {
+				fprintf(stderr, "capbroker: --%s: '%s' is not a variable name "
+				    "([A-Za-z_][A-Za-z0-9_]*)\n", c == 'E' ? "setenv" : "unsetenv", optarg);
+				return EX_USAGE;
+			}
+			if ((c == 'E' ? o.nsetenv : o.nunsetenv) == SBX_ENV_MAX) {
+				fprintf(stderr, "capbroker: at most %d --%s\n", SBX_ENV_MAX,
+				    c == 'E' ? "setenv" : "unsetenv");
+				return EX_USAGE;
+			}
+			if (c == 'E') {
+				o.setenv[2 * o.nsetenv] = optarg;
+				o.setenv[2 * o.nsetenv + 1] = argv[optind++];
+				o.nsetenv++;
+			} else {
+				o.unsetenv[o.nunsetenv++] = optarg;
 			}
 			break;
 		case 'h':
-			usage(stdout);
+			help();
+			return 0;
+		case 'V':
+			printf("capbroker %s\n", CB_VERSION);
 			return 0;
 		default:
 			usage(stderr);
-			return EXIT_USAGE;
+			return EX_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "capbroker: run needs a command after --\n");
 		usage(stderr);
-		return EXIT_USAGE;
+		return EX_USAGE;
 	}
 	o.argv = argv + optind;
 	return o.connect ? run_connect(&o) : run_local(&o);
@@ -672,6 +896,7 @@ cmd_serve(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "new-audit-log", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct brk_opts bo = { .approve = BRK_APPROVE_ADMIN };
@@ -686,13 +911,14 @@ cmd_serve(int argc, char **argv)
 		case 'p': bo.policy_path = optarg; break;
 		case 'S': bo.admin_path = optarg; break;
 		case 'N': bo.new_audit_log = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'h': help(); return 0;
+		case 'V': printf("capbroker %s\n", CB_VERSION); return 0;
+		default: usage(stderr); return EX_USAGE;
 		}
 	}
 	if (!bo.state_dir || optind != argc) {
 		fprintf(stderr, "capbroker: serve needs --state DIR\n");
-		return EXIT_USAGE;
+		return EX_USAGE;
 	}
 	if (brk_new(&bo, &b, why, sizeof(why)) != 0) {
 		fprintf(stderr, "capbroker: %s\n", why);
@@ -737,7 +963,7 @@ main(int argc, char **argv)
 	raise_nofile();
 	if (argc < 2) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return EX_USAGE;
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
@@ -748,10 +974,14 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "show-policy") == 0)
 		return pol_cmd_show(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		usage(stdout);
+		help();
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("capbroker %s\n", CB_VERSION);
 		return 0;
 	}
 	fprintf(stderr, "capbroker: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return EXIT_USAGE;
+	return EX_USAGE;
 }

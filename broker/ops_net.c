@@ -113,7 +113,8 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
 		err = errno;
 	if (err) {
-		brk_net_fail(n, err == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO, strerror(err));
+		brk_net_fail(n, err == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO,
+		    err == ECONNREFUSED ? NULL : strerror(err));	/* said once */
 		return;
 	}
 	/* The agent gets an ordinary blocking socket. */
@@ -259,7 +260,8 @@ brk_net_resolved(void *arg)
 		return;
 	}
 	if (connect(n->fd, (struct sockaddr *)&sa, salen) != 0 && errno != EINPROGRESS) {
-		brk_net_fail(n, errno == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO, strerror(errno));
+		brk_net_fail(n, errno == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO,
+		    errno == ECONNREFUSED ? NULL : strerror(errno));
 		return;
 	}
 	{

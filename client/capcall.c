@@ -21,18 +21,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/capclient.h"
 #include "client/mcp.h"
 
-#define EX_OK_		0
+/* The contract's exit statuses, by their <sysexits.h> names: EX_OK 0,
+ * EX_USAGE 64, EX_UNAVAILABLE 69 (broker unavailable), EX_TEMPFAIL 75
+ * (timed out or expired), EX_NOPERM 77 (denied); 1 for anything else. */
 #define EX_FAIL		1
-#define EX_USAGE_	64
-#define EX_UNAVAIL	69
-#define EX_TEMPFAIL_	75
-#define EX_DENIED	77
+#ifndef CB_VERSION
+#define CB_VERSION	"0.1"
+#endif
 
 #define CC_BUF		(64 * 1024)
 #define CC_JSON_READ_MAX (16u * 1024 * 1024)	/* fs.read --json keeps at most this */
@@ -58,13 +60,28 @@ static const char *const usage_text =
     "  derive CAP... [--ttl S] [--uses N] [--aud ID]   prints a narrower token\n"
     "exit: 0 done, 77 denied, 64 usage, 69 broker unavailable, 75 timed out or expired\n";
 
+static const char *const help_text =
+    "\noptions (before or after the operation):\n"
+    "  --token TOKEN     present this token (default: the first held token that covers\n"
+    "                    the request)\n"
+    "  --json            print one JSON object on stdout, for errors too\n"
+    "  --append          fs.write: append instead of truncating\n"
+    "  --mode OCTAL      fs.write, fs.mkdir: permissions of what is created\n"
+    "  --timeout S       net.connect: connect timeout; proc.exec: the program's wall clock\n"
+    "  --ttl S           request, derive: lifetime asked for (cut to the policy's)\n"
+    "  --reason TEXT     request: why, shown to the person who decides\n"
+    "  --uses N          derive: how many times the new token may be used\n"
+    "  --aud ID          derive: the sandbox the new token is for (default: this one)\n"
+    "  --version         print the version;  --help  this text\n"
+    "inside a sandbox: CAPBROKER_FD names the broker channel.  See capcall(1).\n";
+
 static int
 usage(const char *why)
 {
 	if (why)
 		fprintf(stderr, "capcall: %s\n", why);
 	fputs(usage_text, stderr);
-	return EX_USAGE_;
+	return EX_USAGE;
 }
 
 /* ---- JSON output (one object on stdout) --------------------------------- */
@@ -292,13 +309,13 @@ exit_for(const struct cc_conn *c, int err)
 {
 	if ((c && cc_is_broken(c)) || err == CB_ECLOSED || err == CB_EPROTO ||
 	    err == CB_EUNKNOWNOP || err == CB_EAUDIT)
-		return EX_UNAVAIL;
+		return EX_UNAVAILABLE;
 	if (is_refusal(err))
-		return EX_DENIED;
+		return EX_NOPERM;
 	if (err == CB_EEXPIREDREQ || err == CB_ETIMEDOUT || err == CB_EBUSY || err == CB_ERATE)
-		return EX_TEMPFAIL_;
+		return EX_TEMPFAIL;
 	if (err <= CB_ECAP_OP && err >= CB_ECAP_TOOLONG)
-		return EX_USAGE_;
+		return EX_USAGE;
 	return EX_FAIL;
 }
 
@@ -313,9 +330,9 @@ fail(const struct opts *o, const struct cc_conn *c, int err)
 
 	if (!*reason)
 		reason = cb_strerror(err);
-	if (code == EX_DENIED)
+	if (code == EX_NOPERM)
 		fprintf(stderr, "capcall: denied: %s\n", reason);
-	else if (code == EX_UNAVAIL)
+	else if (code == EX_UNAVAILABLE)
 		fprintf(stderr, "capcall: broker unavailable: %s\n", reason);
 	else
 		fprintf(stderr, "capcall: %s%s%s: %s\n", o->op, o->target ? " " : "",
@@ -365,9 +382,9 @@ connect_broker(const struct opts *o, struct cc_conn **c)
 		fprintf(stderr, "capcall: broker unavailable: %s\n", cb_strerror(err));
 	if (err && o->json)
 		printf("{\"ok\":false,\"op\":\"%s\",\"err\":%d,\"name\":\"%s\",\"reason\":"
-		    "\"no broker channel\",\"exit\":%d}\n", o->op, err, cb_errname(err), EX_UNAVAIL);
+		    "\"no broker channel\",\"exit\":%d}\n", o->op, err, cb_errname(err), EX_UNAVAILABLE);
 	if (err)
-		return EX_UNAVAIL;
+		return EX_UNAVAILABLE;
 	if (o->token && (err = cc_token_use(*c, o->token)) != 0)
 		return fail(o, *c, err);
 	return 0;
@@ -453,6 +470,7 @@ parse_hostport(const char *s, char *buf, size_t cap, const char **host, uint16_t
 #define GLOBAL_LONGOPTS \
 	{ "token", required_argument, NULL, 'T' }, \
 	{ "json", no_argument, NULL, 'J' }, \
+	{ "version", no_argument, NULL, 'V' }, \
 	{ "help", no_argument, NULL, 'h' }
 
 static int
@@ -467,6 +485,10 @@ global_opt(struct opts *o, int ch)
 		return 0;
 	case 'h':
 		fputs(usage_text, stdout);
+		fputs(help_text, stdout);
+		exit(0);
+	case 'V':
+		printf("capcall %s\n", CB_VERSION);
 		exit(0);
 	default:
 		return usage(NULL);
@@ -485,7 +507,7 @@ plain_args(struct opts *o, int argc, char **argv, int nargs)
 			return r;
 	if (argc - optind != nargs) {
 		fprintf(stderr, "capcall: %s takes %d argument%s\n", o->op, nargs, nargs == 1 ? "" : "s");
-		return EX_USAGE_;
+		return EX_USAGE;
 	}
 	return 0;
 }
@@ -575,7 +597,7 @@ op_fs_read(struct opts *o, int argc, char **argv)
 		goto out;
 	}
 	if (!o->json) {
-		rc = copy_fd(fd, STDOUT_FILENO, &what, &total) == 0 ? EX_OK_ :
+		rc = copy_fd(fd, STDOUT_FILENO, &what, &total) == 0 ? EX_OK :
 		    fail_local(o, what, errno);
 		goto out;
 	}
@@ -617,7 +639,7 @@ op_fs_read(struct opts *o, int argc, char **argv)
 	json_kuint("size", len);
 	json_kbool("trunc", trunc);
 	json_kbytes("data", buf, len);
-	rc = json_end(EX_OK_);
+	rc = json_end(EX_OK);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -666,12 +688,12 @@ op_fs_write(struct opts *o, int argc, char **argv)
 		rc = fail_local(o, "close", errno);
 		goto out;
 	}
-	rc = EX_OK_;
+	rc = EX_OK;
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("path", o->target);
 		json_kuint("bytes", total);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 	}
 out:
 	if (fd >= 0)
@@ -708,7 +730,7 @@ op_fs_list(struct opts *o, int argc, char **argv)
 		}
 		putchar(']');
 		json_kbool("trunc", d->trunc);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 		goto out;
 	}
 	for (size_t i = 0; i < d->n; i++)
@@ -716,7 +738,7 @@ op_fs_list(struct opts *o, int argc, char **argv)
 		    d->ents[i].type == 'l' ? "@" : "");
 	if (d->trunc)
 		fprintf(stderr, "capcall: fs.list %s: listing truncated by the broker\n", o->target);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 out:
 	cc_dir_free(d);
 	cc_close(c);
@@ -746,12 +768,12 @@ op_fs_stat(struct opts *o, int argc, char **argv)
 		json_kuint("size", st.size);
 		json_kuint("mode", st.mode);
 		json_kuint("mtime", st.mtime);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 		goto out;
 	}
 	printf("type %s\nsize %" PRIu64 "\nmode %04o\nmtime %" PRIu64 "\n",
 	    type_name(st.type), st.size, (unsigned)st.mode, st.mtime);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 out:
 	cc_close(c);
 	return rc;
@@ -791,13 +813,13 @@ op_fs_simple(struct opts *o, int argc, char **argv)
 		rc = fail(o, c, err);
 		goto out;
 	}
-	rc = EX_OK_;
+	rc = EX_OK;
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("path", o->target);
 		if (is_rename)
 			json_kstr("path2", argv[optind + 1]);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 	}
 out:
 	cc_close(c);
@@ -932,7 +954,7 @@ op_net_connect(struct opts *o, int argc, char **argv)
 	/* The broker channel is not needed while relaying. */
 	cc_close(c);
 	c = NULL;
-	rc = relay(fd, &what) == 0 ? EX_OK_ : fail_local(o, what, errno);
+	rc = relay(fd, &what) == 0 ? EX_OK : fail_local(o, what, errno);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1041,11 +1063,11 @@ op_request(struct opts *o, int argc, char **argv)
 		if (g->has_th)
 			json_kuint("th", g->th);
 		json_kstr("token", g->token);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 		goto out;
 	}
 	printf("%s\n", g->tid);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 out:
 	cc_grant_free(g);
 	cc_close(c);
@@ -1094,7 +1116,7 @@ op_tokens(struct opts *o, int argc, char **argv)
 			printf(",\"elevated\":%s}", t->elevated ? "true" : "false");
 		}
 		putchar(']');
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 		goto out;
 	}
 	if (l->n)
@@ -1112,7 +1134,7 @@ op_tokens(struct opts *o, int argc, char **argv)
 		printf("%-6" PRIu32 " %-32s %-20s %-6s %s%s\n", t->th, t->id, when, uses, t->caps,
 		    t->elevated ? " (elevated)" : "");
 	}
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 out:
 	cc_toklist_free(l);
 	cc_close(c);
@@ -1161,11 +1183,11 @@ op_derive(struct opts *o, int argc, char **argv)
 		json_begin(o->op);
 		json_kstr("tid", g->tid);
 		json_kstr("token", g->token);
-		rc = json_end(EX_OK_);
+		rc = json_end(EX_OK);
 		goto out;
 	}
 	printf("%s\n", g->token);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK_ : EX_FAIL;
+	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 out:
 	cc_grant_free(g);
 	cc_close(c);
@@ -1186,7 +1208,7 @@ op_ping(struct opts *o, int argc, char **argv)
 		rc = fail(o, c, err);
 		goto out;
 	}
-	rc = o->json ? (json_begin(o->op), json_end(EX_OK_)) : EX_OK_;
+	rc = o->json ? (json_begin(o->op), json_end(EX_OK)) : EX_OK;
 out:
 	cc_close(c);
 	return rc;

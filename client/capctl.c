@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,17 +48,23 @@
 #include "state/state.h"
 #include "wire/wire.h"
 
+/* Exit statuses: capctl's own small numbers, and <sysexits.h> where one
+ * names the case (EX_USAGE, EX_UNAVAILABLE, EX_PROTOCOL). */
 enum {
-	CTL_OK = 0,
+	CTL_OK = EX_OK,
 	CTL_FAIL = 1,
 	CTL_UNKNOWN = 2,
 	CTL_PERM = 3,
 	CTL_BADCAP = 4,
 	CTL_POLICY = 5,
-	CTL_USAGE = 64,
-	CTL_UNAVAIL = 69,
-	CTL_PROTO = 76,
+	CTL_USAGE = EX_USAGE,
+	CTL_UNAVAIL = EX_UNAVAILABLE,
+	CTL_PROTO = EX_PROTOCOL,
 };
+
+#ifndef CB_VERSION
+#define CB_VERSION "0.1"
+#endif
 
 #define CTL_TIMEOUT_MS	60000	/* longest wait for an ordinary reply */
 #define CTL_PAGE_MAX	1024	/* most entries one reply may carry */
@@ -88,13 +95,42 @@ usage(FILE *f)
 	    "  approve REQUEST_ID [--ttl S] [--session]\n"
 	    "  deny REQUEST_ID [--reason TEXT]\n"
 	    "  watch                        prompts for each new request (--json: streams them)\n"
-	    "  audit [--follow]             the audit log, as JSON lines\n"
+	    "  audit [--sandbox ID] [--since T] [--decision allow|deny] [--op OP]\n"
+	    "        [--follow [--from-start]]   the audit log as a table (--json: JSON lines)\n"
 	    "  audit verify                 checks the hash chain and signed checkpoints\n"
 	    "  keygen [--out FILE]          a new Ed25519 key file (local)\n"
-	    "  rotate-key | retire-key KID | status\n"
-	    "socket: --socket PATH, else --state DIR (DIR/admin.sock), else $CAPBROKER_SOCKET\n"
+	    "  rotate-key | retire-key KID | status\n");
+}
+
+static void
+help(void)
+{
+	usage(stdout);
+	printf("\n"
+	    "options:\n"
+	    "  --socket PATH     the broker's admin socket\n"
+	    "  --state DIR       the broker's state directory: DIR/admin.sock; audit and\n"
+	    "                    audit verify read DIR directly when no broker answers\n"
+	    "                    (default socket: $CAPBROKER_SOCKET)\n"
+	    "  --json            machine-readable output, errors included (also after COMMAND)\n"
+	    "  --version, --help\n"
+	    "command options:\n"
+	    "  --sandbox ID      issue: the sandbox the token is bound to; list, audit: only it\n"
+	    "  --cap CAP         issue: a capability (repeatable)\n"
+	    "  --ttl S           issue: lifetime; approve: a shorter ttl than asked\n"
+	    "  --uses N          issue: how many operations the token allows\n"
+	    "  --session         approve: also later requests inside it, until the sandbox ends\n"
+	    "  --reason TEXT     deny: told to the agent and audited\n"
+	    "  --since T         audit: lines from T on: a duration ago (90s, 15m, 2h, 1d) or a\n"
+	    "                    time (2026-01-31T12:00:00Z, or epoch seconds)\n"
+	    "  --decision D      audit: allow or deny\n"
+	    "  --op OP           audit: one operation (fs.read, net.connect, issue, approve...)\n"
+	    "  --follow          audit: keep printing new lines as they are written (only new\n"
+	    "                    ones unless --from-start)\n"
+	    "  --out FILE        keygen: where to write the key (default: KID.key)\n"
 	    "exit: 0 done, 1 failed/refused/not intact, 2 unknown id, 3 permission denied,\n"
-	    "      4 bad capability, 5 beyond policy, 64 usage, 69 broker unavailable, 76 protocol\n");
+	    "      4 bad capability, 5 beyond policy, 64 usage, 69 broker unavailable, 76 protocol.\n"
+	    "See capctl(1).\n");
 }
 
 static int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1705,6 +1741,7 @@ main(int argc, char **argv)
 		{ "state", required_argument, NULL, 's' },
 		CTL_JSON_OPT,
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctl c = { .fd = -1 };
@@ -1716,7 +1753,8 @@ main(int argc, char **argv)
 		case 'S': c.sock = optarg; break;
 		case 's': c.state = optarg; break;
 		case 'j': c.json = true; break;
-		case 'h': usage(stdout); return CTL_OK;
+		case 'h': help(); return CTL_OK;
+		case 'V': printf("capctl %s\n", CB_VERSION); return CTL_OK;
 		default: usage(stderr); return CTL_USAGE;
 		}
 	}

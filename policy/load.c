@@ -7,6 +7,7 @@
  * the broker never runs on a policy it did not fully understand.
  */
 #include "policy/pol_int.h"
+#include "sandbox-stub/sandbox.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -717,6 +718,7 @@ get_bind(struct lctx *x, const config_setting_t *list, const config_setting_t *e
 	const char *v = config_setting_get_string(e), *colon = strchr(v, ':');
 	char *src = colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
 	char *dst = strdup(colon ? colon + 1 : v);
+	const char *why;
 	int r = 0;
 
 	*b = (struct pol_bind){ .rw = rw };
@@ -726,6 +728,12 @@ get_bind(struct lctx *x, const config_setting_t *list, const config_setting_t *e
 	}
 	if (!path_ok(x, e, src, key_name(list)) || !path_ok(x, e, dst, key_name(list)))
 		goto out;
+	/* The sandbox's own rule, not a copy of it: what it would refuse at
+	 * start-up is refused here, so check-policy catches it. */
+	if ((why = sbx_bind_dst_refusal(dst)) != NULL) {
+		perr(x, e, "bind destination \"%s\" in %s refused: %s", dst, key_name(list), why);
+		goto out;
+	}
 	b->src = src;
 	b->dst = dst;
 	src = dst = NULL;

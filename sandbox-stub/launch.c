@@ -54,6 +54,57 @@ sbx_tier_parse(const char *s, enum sbx_tier *out)
 	return CB_EINVAL;
 }
 
+/* The places the sandbox builds itself: a bind there would hide what the
+ * stub made (its /etc files, /proc, /dev, capcall) or shadow it with a host
+ * tree.  Beneath /tmp is allowed: the private tmpfs is mounted first and
+ * the binds are attached on it, their mount points created on the stub's
+ * own tmpfs, never in a host directory; /tmp itself stays private. */
+static const char *const sbx_reserved[] = { "/proc", "/dev", "/etc", "/capbroker" };
+
+const char *
+sbx_bind_dst_refusal(const char *d)
+{
+	if (d == NULL || d[0] != '/')
+		return "not an absolute path";
+	if (strlen(d) >= PATH_MAX)
+		return "too long";
+	if (d[1] == '\0')
+		return "/ is the sandbox's own root";
+	for (const char *s = d; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		if (s[1] == '/' || s[1] == '\0')
+			return "empty component (// or a trailing /)";
+		if (s[1] == '.' && (s[2] == '/' || s[2] == '\0'))
+			return "a . component";
+		if (s[1] == '.' && s[2] == '.' && (s[3] == '/' || s[3] == '\0'))
+			return "a .. component";
+	}
+	for (size_t i = 0; i < sizeof(sbx_reserved) / sizeof(sbx_reserved[0]); i++) {
+		size_t n = strlen(sbx_reserved[i]);
+
+		if (strncmp(d, sbx_reserved[i], n) == 0 && (d[n] == '\0' || d[n] == '/'))
+			return strcmp(sbx_reserved[i], "/etc") == 0 ?
+			    "the sandbox builds its own /etc (bind a host tree elsewhere, "
+			    "e.g. SRC:/host/etc; /etc/ssl/certs is always there)" :
+			    "the sandbox builds /proc, /dev and /capbroker itself";
+	}
+	if (strcmp(d, "/tmp") == 0)
+		return "/tmp is the sandbox's private tmpfs (paths beneath it are allowed)";
+	return NULL;
+}
+
+bool
+sbx_env_name_ok(const char *n)
+{
+	size_t len;
+
+	if (n == NULL || !((*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') || *n == '_'))
+		return false;
+	len = strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+	return n[len] == '\0' && len <= 128;
+}
+
 int
 sbx_wait_status(int wstatus)
 {
@@ -66,15 +117,19 @@ sbx_wait_status(int wstatus)
 
 /* $CAPBROKER_STUB, else next to our own executable (the build tree and
  * bin/), else the install location. */
-static int
-find_stub(char *buf, size_t len)
+int
+sbx_find_stub(char *buf, size_t len, char *tried, size_t triedlen)
 {
 	const char *env = secure_getenv("CAPBROKER_STUB");
 	char self[PATH_MAX];
 	ssize_t n;
 	char *slash;
 
+	if (tried != NULL && triedlen > 0)
+		tried[0] = '\0';
 	if (env != NULL && env[0] != '\0') {
+		if (tried != NULL)
+			snprintf(tried, triedlen, "%s (from $CAPBROKER_STUB)", env);
 		if (env[0] != '/' || snprintf(buf, len, "%s", env) >= (int)len)
 			return CB_EINVAL;
 		return access(buf, X_OK) == 0 ? 0 : CB_ENOENT;
@@ -88,10 +143,17 @@ find_stub(char *buf, size_t len)
 			if (snprintf(buf, len, "%s/%s", self, STUB_NAME) < (int)len &&
 			    access(buf, X_OK) == 0)
 				return 0;
+			if (tried != NULL)
+				snprintf(tried, triedlen, "%s/%s and ", self, STUB_NAME);
 		}
 	}
 	if (snprintf(buf, len, "%s/%s", CB_LIBEXECDIR, STUB_NAME) >= (int)len)
 		return CB_EINVAL;
+	if (tried != NULL) {
+		size_t o = strlen(tried);
+
+		snprintf(tried + o, triedlen - o, "%s", buf);
+	}
 	return access(buf, X_OK) == 0 ? 0 : CB_ENOENT;
 }
 
@@ -272,7 +334,7 @@ check_config(const struct sbx_config *cfg)
 	for (size_t i = 0; i < cfg->nbinds; i++) {
 		const struct sbx_bind *b = &cfg->binds[i];
 
-		if (b->src == NULL || b->dst == NULL || b->src[0] != '/' || b->dst[0] != '/')
+		if (b->src == NULL || b->src[0] != '/' || sbx_bind_dst_refusal(b->dst) != NULL)
 			return CB_EINVAL;
 		if (b->writable && cfg->tier != SBX_TIER_HIGH)
 			return CB_EPERM;
@@ -281,6 +343,18 @@ check_config(const struct sbx_config *cfg)
 		if (cfg->exec_allow[i] == NULL || cfg->exec_allow[i][0] != '/')
 			return CB_EINVAL;
 	}
+	if (cfg->nsetenv > SBX_ENV_MAX || cfg->nunsetenv > SBX_ENV_MAX)
+		return CB_ETOOBIG;
+	for (size_t i = 0; i < cfg->nsetenv; i++) {
+		if (!sbx_env_name_ok(cfg->setenv[2 * i]) || cfg->setenv[2 * i + 1] == NULL)
+			return CB_EINVAL;
+	}
+	for (size_t i = 0; i < cfg->nunsetenv; i++) {
+		if (!sbx_env_name_ok(cfg->unsetenv[i]))
+			return CB_EINVAL;
+	}
+	if (cfg->chdir != NULL && (cfg->chdir[0] != '/' || strlen(cfg->chdir) >= PATH_MAX))
+		return CB_EINVAL;
 	if (cfg->limits.nofile > SBX_NOFILE_MAX)
 		return CB_EINVAL;
 	if (cfg->broker_fd < -1)
@@ -324,6 +398,19 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 	}
 	if (cfg->want_pty)
 		rc |= arg(a, "--pty");
+	if (cfg->chdir != NULL) {
+		rc |= arg(a, "--chdir");
+		rc |= arg(a, cfg->chdir);
+	}
+	for (i = 0; i < cfg->nsetenv; i++) {
+		rc |= arg(a, "--setenv");
+		rc |= arg(a, cfg->setenv[2 * i]);
+		rc |= arg(a, cfg->setenv[2 * i + 1]);
+	}
+	for (i = 0; i < cfg->nunsetenv; i++) {
+		rc |= arg(a, "--unsetenv");
+		rc |= arg(a, cfg->unsetenv[i]);
+	}
 	rc |= arg_num(a, "--mem", l->mem_bytes);
 	rc |= arg_num(a, "--nproc", l->nproc);
 	rc |= arg_num(a, "--nofile", l->nofile);
@@ -390,7 +477,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 		src[i] = -1;
 	if ((rc = check_config(cfg)) != 0)
 		return rc;
-	if ((rc = find_stub(stub, sizeof(stub))) != 0)
+	if ((rc = sbx_find_stub(stub, sizeof(stub), NULL, 0)) != 0)
 		return rc;
 	if ((a = calloc(1, sizeof(*a))) == NULL)
 		return CB_ENOMEM;
@@ -550,6 +637,19 @@ sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 	return CB_EINTERNAL;
 }
 
+void
+sbx_start_refusal(int rc, char *why, size_t whylen)
+{
+	char path[PATH_MAX], tried[2 * PATH_MAX + 64];
+
+	if (rc == CB_ENOENT && sbx_find_stub(path, sizeof(path), tried, sizeof(tried)) != 0)
+		snprintf(why, whylen, "cannot start the sandbox: the sandbox helper %s was not found "
+		    "(looked for %s)", STUB_NAME, tried);
+	else
+		snprintf(why, whylen, "cannot start the sandbox: %s%s%s", cb_strerror(rc),
+		    rc == CB_EIO ? ": " : "", rc == CB_EIO ? strerror(errno) : "");
+}
+
 int
 sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out, char *why, size_t whylen)
 {
@@ -560,7 +660,7 @@ sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out, char *why, size_t 
 		why[0] = '\0';
 	if ((rc = sbx_spawn_start(cfg, out)) != 0) {
 		if (why != NULL)
-			snprintf(why, whylen, "cannot start the sandbox: %s", cb_strerror(rc));
+			sbx_start_refusal(rc, why, whylen);
 		return rc;
 	}
 	for (;;) {

@@ -49,6 +49,7 @@ enum sbx_tier {
 #define SBX_NOFILE_MAX		4095ULL		/* larger nofile values are refused */
 #define SBX_ID_MAX		64		/* sandbox id: [A-Za-z0-9._-]{1,64} */
 #define SBX_AGENT_FD		3		/* CAPBROKER_FD inside the sandbox */
+#define SBX_ENV_MAX		64		/* most --setenv, and most --unsetenv */
 
 /* Exit statuses of the sandbox besides the agent's own. */
 #define SBX_EXIT_TIMEOUT	124	/* wall-clock timeout */
@@ -92,6 +93,13 @@ struct sbx_config {
 	const char *capcall_path;	/* bound ro at /capbroker/bin/capcall, or NULL */
 	const char *pylib_dir;		/* bound ro at /capbroker/python, or NULL */
 	bool want_pty;			/* stdio is a pseudo-terminal, /dev/pts exists */
+	const char *chdir;		/* absolute path inside where the agent
+					 * starts, or NULL (/tmp) */
+	const char *const *setenv;	/* NAME, VALUE, NAME, VALUE...: added to the
+					 * agent's environment (replacing) */
+	size_t nsetenv;			/* pairs, at most SBX_ENV_MAX */
+	const char *const *unsetenv;	/* NAMEs removed from it */
+	size_t nunsetenv;		/* at most SBX_ENV_MAX */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -118,6 +126,16 @@ struct sbx_proc {
  * found, CB_EIO (errno set) when a system call fails. */
 int sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out) CB_WARN_UNUSED;
 
+/* Where the stub is: $CAPBROKER_STUB, else capbroker-stub next to the
+ * running program, else LIBEXECDIR.  0 with its path in buf, CB_ENOENT (or
+ * CB_EINVAL) otherwise; tried (if not NULL) says where it looked. */
+int sbx_find_stub(char *buf, size_t len, char *tried, size_t triedlen) CB_WARN_UNUSED;
+
+/* The one-line reason for an sbx_spawn_start() error rc, for people: a
+ * missing stub names the paths looked at.  Call it right after the failure
+ * (it reads errno). */
+void sbx_start_refusal(int rc, char *why, size_t whylen);
+
 /* Read the stub's report from status_fd.  Returns 0 when the agent runs
  * (out->report filled), CB_EBUSY if the report is not complete yet (poll
  * again), or CB_EINTERNAL when the sandbox could not be set up: why then
@@ -143,6 +161,19 @@ int sbx_wait_status(int wstatus);
  * sbx_spawn_start() failed on (every descriptor -1), a NULL p, or one that
  * was closed already. */
 void sbx_proc_close(struct sbx_proc *p);
+
+/* Why dst may not be a bind destination inside a sandbox, or NULL when it
+ * may: it must be absolute and canonical (no ".", "..", "//", trailing
+ * "/"), not / or /tmp itself, and not under /proc, /dev, /etc or
+ * /capbroker.  The one rule: the stub, the launcher, `run --ro-bind` and
+ * the policy loader (so check-policy) all ask this function.  The reason
+ * is a static string. */
+const char *sbx_bind_dst_refusal(const char *dst);
+
+/* Is name an environment variable name the sandbox accepts for setenv and
+ * unsetenv: [A-Za-z_][A-Za-z0-9_]*, at most 128 bytes.  One rule for
+ * `run --setenv`, the launcher and the stub. */
+bool sbx_env_name_ok(const char *name);
 
 /* A short name for a tier ("low", "medium", "high"); NULL if invalid. */
 const char *sbx_tier_name(enum sbx_tier t);

@@ -19,6 +19,7 @@
 
 #define STUB_MAX_BINDS		64
 #define STUB_MAX_EXEC		64
+#define STUB_MAX_ENV		SBX_ENV_MAX
 #define STUB_MAX_CGROUPS	2
 
 /* Descriptor layout the launcher gives the stub. */
@@ -47,6 +48,11 @@ struct stub_cfg {
 	const char *capcall;
 	const char *pylib;
 	bool pty;
+	const char *chdir;		/* where the agent starts; NULL: /tmp */
+	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
+	size_t nsetenv;			/* pairs */
+	const char *unsetenv[STUB_MAX_ENV];
+	size_t nunsetenv;
 	pid_t parent_pid;		/* the launcher, for the death check */
 	uid_t uid;			/* agent uid and gid, same inside and out */
 	gid_t gid;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -106,38 +107,6 @@ path_ok(const char *p)
 	return p[0] == '/' && n < PATH_MAX;
 }
 
-/* dst of a bind: absolute, canonical (no ".", "..", "//", trailing "/"),
- * and not a place the sandbox itself owns. */
-static bool
-dst_ok(const char *d)
-{
-	const char *s;
-
-	if (!path_ok(d) || d[1] == '\0')
-		return false;
-	for (s = d; *s != '\0'; s++) {
-		if (*s != '/')
-			continue;
-		if (s[1] == '/' || s[1] == '\0')
-			return false;
-		if (s[1] == '.' && (s[2] == '/' || s[2] == '\0'))
-			return false;
-		if (s[1] == '.' && s[2] == '.' && (s[3] == '/' || s[3] == '\0'))
-			return false;
-	}
-	static const char *const reserved[] = { "/proc", "/dev", "/etc", "/capbroker" };
-	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
-		size_t n = strlen(reserved[i]);
-		if (strncmp(d, reserved[i], n) == 0 && (d[n] == '\0' || d[n] == '/'))
-			return false;
-	}
-	/* Beneath /tmp is fine: the private tmpfs is mounted first and the
-	 * binds are attached on it (their mount points are created on the
-	 * stub's own tmpfs, never in a host directory).  /tmp itself stays the
-	 * private tmpfs. */
-	return strcmp(d, "/tmp") != 0;
-}
-
 static bool
 id_ok(const char *s)
 {
@@ -163,7 +132,8 @@ usage_die(void)
 enum {
 	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
-	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP,
+	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
+	OPT_SETENV, OPT_UNSETENV,
 };
 
 static void
@@ -188,9 +158,13 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "timeout", required_argument, NULL, OPT_WALL },
 		{ "tmp-size", required_argument, NULL, OPT_TMP },
+		{ "chdir", required_argument, NULL, OPT_CHDIR },
+		{ "setenv", required_argument, NULL, OPT_SETENV },
+		{ "unsetenv", required_argument, NULL, OPT_UNSETENV },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool have_tier = false, have_parent = false;
+	const char *why;
 	int o;
 
 	memset(c, 0, sizeof(*c));
@@ -230,9 +204,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			c->binds[c->nbinds].writable = (o == OPT_BIND);
 			if (!path_ok(c->binds[c->nbinds].src))
 				stub_die(0, "bind source must be absolute: %.200s", optarg);
-			if (!dst_ok(c->binds[c->nbinds].dst))
-				stub_die(0, "bind destination not allowed: %.200s",
-				    c->binds[c->nbinds].dst);
+			if ((why = sbx_bind_dst_refusal(c->binds[c->nbinds].dst)) != NULL)
+				stub_die(0, "bind destination %.200s refused: %s",
+				    c->binds[c->nbinds].dst, why);
 			c->nbinds++;
 			break;
 		case OPT_EXEC_ALLOW:
@@ -254,6 +228,29 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_PTY:
 			c->pty = true;
+			break;
+		case OPT_CHDIR:
+			if (!path_ok(optarg))
+				stub_die(0, "--chdir must be absolute: %.200s", optarg);
+			c->chdir = optarg;
+			break;
+		case OPT_SETENV:
+			if (c->nsetenv == STUB_MAX_ENV)
+				stub_die(0, "too many --setenv (max %d)", STUB_MAX_ENV);
+			if (optind >= argc)
+				stub_die(0, "--setenv needs NAME and VALUE");
+			if (!sbx_env_name_ok(optarg))
+				stub_die(0, "--setenv: bad variable name: %.40s", optarg);
+			c->setenv[2 * c->nsetenv] = optarg;
+			c->setenv[2 * c->nsetenv + 1] = argv[optind++];
+			c->nsetenv++;
+			break;
+		case OPT_UNSETENV:
+			if (c->nunsetenv == STUB_MAX_ENV)
+				stub_die(0, "too many --unsetenv (max %d)", STUB_MAX_ENV);
+			if (!sbx_env_name_ok(optarg))
+				stub_die(0, "--unsetenv: bad variable name: %.40s", optarg);
+			c->unsetenv[c->nunsetenv++] = optarg;
 			break;
 		case OPT_MEM:
 			c->lim.mem_bytes = parse_u64("--mem", optarg, 16ULL << 20, 1ULL << 44);
@@ -660,11 +657,37 @@ drop_capabilities_all(void)
 		stub_die(errno, "capset");
 }
 
+/* Is env entry e ("NAME=...") the variable name? */
+static bool
+env_is(const char *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(e, name, n) == 0 && e[n] == '=';
+}
+
+/* Drop every entry named name from env (n entries); returns the new count. */
+static size_t
+env_drop(char **env, size_t n, const char *name)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!env_is(env[i], name))
+			env[k++] = env[i];
+	}
+	return k;
+}
+
+/* The agent's environment: built from nothing (see docs/sandbox.md), then
+ * the caller's --unsetenv and --setenv, in that order.  The caller chose
+ * them for its own agent: they change what the agent is told, never what
+ * the sandbox allows. */
 static char **
 agent_env(const struct stub_cfg *c)
 {
 	static char fdv[32], idv[16 + SBX_ID_MAX], termv[64];
-	static char *env[12];
+	static char *env[12 + STUB_MAX_ENV];
 	size_t n = 0;
 
 	env[n++] = "PATH=/capbroker/bin:/usr/local/bin:/usr/bin:/bin";
@@ -682,6 +705,19 @@ agent_env(const struct stub_cfg *c)
 	if (c->pty) {
 		snprintf(termv, sizeof(termv), "TERM=xterm-256color");
 		env[n++] = termv;
+	}
+	for (size_t i = 0; i < c->nunsetenv; i++)
+		n = env_drop(env, n, c->unsetenv[i]);
+	for (size_t i = 0; i < c->nsetenv; i++) {
+		const char *name = c->setenv[2 * i], *val = c->setenv[2 * i + 1];
+		size_t len = strlen(name) + strlen(val) + 2;
+		char *e = malloc(len);
+
+		if (e == NULL)
+			stub_die(ENOMEM, "--setenv");
+		snprintf(e, len, "%s=%s", name, val);
+		n = env_drop(env, n, name);
+		env[n++] = e;	/* lives until exec */
 	}
 	env[n] = NULL;
 	return env;
@@ -752,8 +788,13 @@ agent_main(struct stub_cfg *c, int errpipe, int notify_sock, int ll_abi)
 	/* A session of its own: no controlling terminal to inject into. */
 	if (setsid() == -1)
 		stub_die(errno, "setsid");
-	if (chdir("/tmp") == -1)
-		stub_die(errno, "chdir /tmp");
+	/* With a pty (the broker's own, never the host terminal) the agent's
+	 * session takes it as its controlling terminal, so ^C and job control
+	 * work inside; TIOCSTI stays refused by the seccomp filter. */
+	if (c->pty && ioctl(STDIN_FILENO, TIOCSCTTY, 0) == -1)
+		stub_die(errno, "TIOCSCTTY on the agent's pty");
+	if (chdir(c->chdir != NULL ? c->chdir : "/tmp") == -1)
+		stub_die(errno, "--chdir %.200s", c->chdir != NULL ? c->chdir : "/tmp");
 	nargv = open_agent(c);
 	env = agent_env(c);
 	/* Everything but stdio and the broker socket closes at exec (the status

@@ -3,8 +3,8 @@
 # launching terminal (driven here through a pseudo-terminal by Python's pty
 # module): y approves, n denies, a number approves for that many seconds,
 # s approves for the rest of the session; the agent never gets that
-# terminal, cannot paint on it, and with no terminal at all a request
-# expires (deny).
+# terminal, cannot paint on it, and with no terminal at all `--approve tty`
+# is refused at start.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
@@ -96,9 +96,9 @@ t_ok "the agent's reason reached the prompt, its controls shown as escapes" \
 	grep -qF 'because: x\x1b[2J\x1b[Hyou may approve safely\x0d' "$T_TMP/tty.out"
 t_ok "... with its escape sequences defused" sh -c "! grep -q \"\$(printf '\\033')\" '$T_TMP/tty.out'"
 
-# -- no terminal at all: the request waits, then expires (deny) --------------------------------------
-printf 'defaults = { request_expiry = 2; };\n' >"$T_TMP/short.conf"
-t_exit "--approve tty without a terminal: the request expires (75)" 75 \
-	setsid -w "$CB" run --approve tty --policy "$T_TMP/short.conf" --tier medium --workspace "$W" -- \
+# -- no terminal at all: refused at start (issue 12), nothing waits for no one ------------------------
+t_exit "--approve tty without a terminal is refused at start (64)" 64 \
+	setsid -w "$CB" run --approve tty --tier medium --workspace "$W" -- \
 	capcall request fs.read:/etc/hostname --ttl 5 --reason "no one there" </dev/null
+t_match "... before any sandbox starts" "$(cat "$T_TMP/err")" "needs a controlling terminal"
 t_done
