@@ -24,7 +24,9 @@
  *               log forged without the key never verifies.
  *   open / recover / close   the broker (re)opened, repaired or closed it
  *   op          an operation's decision: sandbox, op, resource, token,
- *               decision ("allow"/"deny"), reason, actor, detail
+ *               decision ("allow"/"deny"), reason, actor, detail; a
+ *               coalesced line adds count, first and last (repeats of the
+ *               same decision that were not written one by one)
  *   admin       an administrative action (issue, revoke, request, approve,
  *               deny, expire, kill, sandbox.start, sandbox.stop,
  *               no-landlock ...), same fields
@@ -132,6 +134,11 @@ struct aud_rec {
 	const char *actor;		/* "uid:1000", "tty", "agent", "broker" */
 	const char *detail;		/* free text */
 	uint64_t ts_ns;			/* wall clock in ns since the epoch; 0: now */
+	/* A coalesced line (docs/audit.md): count > 0 says the line stands
+	 * for count identical decisions that were not written one by one,
+	 * the first at first_ns and the last at last_ns (wall clock). */
+	uint64_t count;
+	uint64_t first_ns, last_ns;
 };
 
 struct aud_log;

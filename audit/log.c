@@ -54,6 +54,8 @@ struct slot {
 	int32_t reason;
 	uint32_t pad;
 	uint64_t ts_ns;
+	uint64_t count;		/* coalesced repeats (0: an ordinary line) */
+	uint64_t first_ns, last_ns;
 	uint8_t token[CAP_ID_LEN];
 	uint16_t len[NSTR];
 	uint16_t present;	/* bit i: string i was given */
@@ -230,6 +232,9 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		s.decision = (uint8_t)r->decision;
 		s.reason = r->reason;
 		s.ts_ns = r->ts_ns;
+		s.count = r->count;
+		s.first_ns = r->first_ns;
+		s.last_ns = r->last_ns;
 		if (r->token_id != NULL) {
 			s.has_token = 1;
 			memcpy(s.token, r->token_id, CAP_ID_LEN);
@@ -676,6 +681,17 @@ fmt_record(struct aud_log *l, const struct slot *s)
 	for (i = 3; i < NSTR; i++)
 		if (s->present & (1u << i))
 			field_str(l, names[i], p[i], s->len[i]);
+	if (s->count) {
+		char num[32], ts[AUD_TS_LEN + 1];
+
+		num[fmt_u64(num, s->count)] = '\0';
+		lputs(l, ",\"count\":");
+		lputs(l, num);
+		fmt_ts(ts, s->first_ns);
+		field_str(l, "first", ts, AUD_TS_LEN);
+		fmt_ts(ts, s->last_ns);
+		field_str(l, "last", ts, AUD_TS_LEN);
+	}
 	if (s->cut)
 		lputs(l, ",\"cut\":true");
 	line_end(l);

@@ -10,7 +10,8 @@
  * Files: loop.c (channels, framing, dispatch table, limits), tokens.c (the
  * per-sandbox token table and the check pipeline), ops_fs.c, ops_net.c,
  * ops_proc.c, ops_tok.c (request/derive/tokens), admin.c (admin socket),
- * hostaddr.c (the host's own addresses, for net.connect),
+ * hostaddr.c (the host's own addresses, for net.connect), budget.c (what
+ * one sandbox's denials may write to the audit log),
  * run.c (capbroker run / serve), main.c (command line).
  */
 #ifndef CB_BROKER_H
@@ -19,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
 #include "audit/audit.h"
@@ -42,6 +44,7 @@
 #define BRK_MINT_MAX	1024	/* tokens one sandbox may derive in its life */
 #define BRK_BAD_MAX	4096	/* malformed packets before the channel is closed */
 #define BRK_PENDING_MAX	4	/* elevation requests one sandbox may have waiting */
+#define BRK_COAL_SLOTS	8	/* recent denials remembered for coalescing (budget.c) */
 
 struct event_base;
 struct event;
@@ -80,6 +83,19 @@ struct brk_handle {
 	uint32_t th;
 };
 
+/* A recent denial whose identical repeats are counted, not written
+ * (budget.c). */
+struct brk_coal {
+	bool used;
+	int reason;
+	bool has_tid;
+	uint8_t tid[CAP_ID_LEN];
+	char *op, *resource, *detail;
+	uint64_t count;			/* repeats since its last line */
+	uint64_t first_ns, last_ns;	/* wall clock of the first and last of them */
+	uint64_t first_mono, seen_mono;
+};
+
 struct brk_out;			/* a queued reply */
 struct brk_proc;		/* a running proc.exec child */
 
@@ -107,6 +123,12 @@ struct brk_sbx {
 	uint64_t bucket_ns;
 	unsigned inflight;
 	uint64_t nreq, nbad;
+
+	double aud_bucket;		/* audit budget (budget.c) */
+	uint64_t aud_bucket_ns;
+	uint64_t throttled_since;	/* mono ns; 0: not throttled */
+	uint64_t ndenied;
+	struct brk_coal coal[BRK_COAL_SLOTS];
 
 	struct brk_held held[BRK_HELD_MAX];
 	size_t nheld;
@@ -227,6 +249,24 @@ void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
 /* Reply with an error and audit the denial. */
 void brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resource,
     const uint8_t *tid, const char *detail);
+
+/* ---- the audit budget (budget.c) ---- */
+enum brk_budget {
+	BRK_BUDGET_OK,		/* read on */
+	BRK_BUDGET_WAIT,	/* throttled: read again after *wait */
+	BRK_BUDGET_STOP,	/* throttled too long: close the channel, saying why */
+};
+/* Audit a denial for s: written, or counted when it repeats a recent one;
+ * either way charged to the sandbox's audit budget. */
+void brk_budget_deny(struct brk_sbx *s, int reason, const char *op, const char *resource,
+    const uint8_t *tid, const char *detail);
+/* Before reading a request: may s be served now? */
+enum brk_budget brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why,
+    size_t whylen);
+/* Once a second: write the counts that waited a second or more. */
+void brk_budget_tick(struct brk_sbx *s);
+/* The sandbox ends: write every count, forget every denial. */
+void brk_budget_end(struct brk_sbx *s);
 
 /* ---- tokens (tokens.c) ---- */
 

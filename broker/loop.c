@@ -193,8 +193,7 @@ brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resou
 		    resource);
 		r.reason = reason;
 	}
-	brk_audit(s->b, AUD_OP, AUD_DENY, err, s->id, q ? wire_op_name(q->op) : "frame",
-	    resource, tid, "agent", detail);
+	brk_budget_deny(s, err, q ? wire_op_name(q->op) : "frame", resource, tid, detail);
 	brk_reply(s, &r, -1);
 }
 
@@ -362,7 +361,20 @@ brk_sbx_readable(evutil_socket_t sock, short ev, void *arg)
 		bool fds = false;
 		ssize_t n;
 		int r;
+		struct timeval wait;
+		char why[256];
 
+		switch (brk_budget_check(s, &wait, why, sizeof(why))) {
+		case BRK_BUDGET_OK:
+			break;
+		case BRK_BUDGET_WAIT:
+			event_del(s->ev_read);
+			evtimer_add(s->ev_rate, &wait);
+			goto out;
+		case BRK_BUDGET_STOP:
+			brk_sbx_close_channel(s, why);
+			goto out;
+		}
 		if (!brk_rate_take(s)) {
 			struct timeval tv = { 0, 2000 };
 
@@ -420,6 +432,7 @@ brk_sbx_readable(evutil_socket_t sock, short ev, void *arg)
 		}
 		brk_table[q.op].fn(s, &q);
 	}
+out:
 	/* An agent that keeps sending garbage has nothing to say. */
 	if (!s->dead && s->nbad > BRK_BAD_MAX)
 		brk_sbx_close_channel(s, "too many malformed packets");
@@ -489,6 +502,7 @@ brk_sbx_free(struct brk_sbx *s)
 			close(o->fd);
 		free(o);
 	}
+	brk_budget_end(s);
 	if (s->fd >= 0)
 		close(s->fd);
 	brk_held_clear(s);
@@ -550,6 +564,7 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
+	brk_budget_end(s);
 	if (!s->exited && strcmp(why, "agent closed its channel") != 0)
 		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.channel-closed", NULL, NULL,
 		    "broker", why);
@@ -729,6 +744,8 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	s->started_at = now;
 	s->bucket = BRK_BURST;
 	s->bucket_ns = cb_mono_ns();
+	s->aud_bucket = (double)pol_audit_budget(b->pol)->burst;
+	s->aud_bucket_ns = s->bucket_ns;
 	s->proc.pid = -1;
 	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 	s->proc.status_fd = -1;
@@ -953,6 +970,9 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	brk_pending_tick(b);
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		if (!s->dead)
+			brk_budget_tick(s);
 	/* Requests restored from the state after a restart have no waiter in
 	 * memory: expire them on the same clock, every 10 s. */
 	if (++n % 10 == 0) {

@@ -56,6 +56,7 @@ struct pol {
 	uint64_t default_ttl;
 	uint64_t request_expiry;
 	enum pol_fsync fsync;
+	struct pol_audit_budget budget;
 	size_t nuids, ngids;
 	uint32_t *uids, *gids;
 	bool has_allow;		/* absent list: every domain allowed */

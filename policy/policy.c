@@ -282,6 +282,7 @@ const char *pol_default_tier(const struct pol *p) { return p->default_tier; }
 uint64_t pol_default_ttl(const struct pol *p) { return p->default_ttl; }
 uint64_t pol_request_expiry(const struct pol *p) { return p->request_expiry; }
 enum pol_fsync pol_audit_fsync(const struct pol *p) { return p->fsync; }
+const struct pol_audit_budget *pol_audit_budget(const struct pol *p) { return &p->budget; }
 
 const char *
 pol_fsync_name(enum pol_fsync f)

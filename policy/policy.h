@@ -92,6 +92,16 @@ const char *pol_default_tier(const struct pol *p);	/* never NULL */
 uint64_t pol_default_ttl(const struct pol *p);		/* seconds */
 uint64_t pol_request_expiry(const struct pol *p);	/* seconds a request waits */
 enum pol_fsync pol_audit_fsync(const struct pol *p);
+
+/* The audit budget of each sandbox (docs/audit.md): denials a second it may
+ * have audited (sustained), the burst above that, and how many seconds it
+ * may stay throttled before it is stopped.  Every value is at least 1. */
+struct pol_audit_budget {
+	uint64_t rate;
+	uint64_t burst;
+	uint64_t throttle_max;
+};
+const struct pol_audit_budget *pol_audit_budget(const struct pol *p);
 const char *pol_fsync_name(enum pol_fsync f);
 const char *pol_approval_name(enum pol_approval a);
 

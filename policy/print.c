@@ -186,7 +186,15 @@ pol_print(const struct pol *p, FILE *f)
 	put_int(f, p->default_ttl);
 	fputs(";\n  request_expiry = ", f);
 	put_int(f, p->request_expiry);
-	fprintf(f, ";\n  audit_fsync = \"%s\";\n};\n\n", pol_fsync_name(p->fsync));
+	fprintf(f, ";\n  audit_fsync = \"%s\";\n", pol_fsync_name(p->fsync));
+	fputs("  # each sandbox's denials: audited per second, burst, seconds throttled before a stop\n"
+	    "  audit_budget = ", f);
+	put_int(f, p->budget.rate);
+	fputs(";\n  audit_burst = ", f);
+	put_int(f, p->budget.burst);
+	fputs(";\n  audit_throttle_max = ", f);
+	put_int(f, p->budget.throttle_max);
+	fputs(";\n};\n\n", f);
 	fputs("# Who may use the admin socket, besides the broker's own user.\nadmins = {\n", f);
 	put_ids(f, "uids", p->uids, p->nuids);
 	put_ids(f, "gids", p->gids, p->ngids);

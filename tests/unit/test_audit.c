@@ -208,6 +208,43 @@ test_basic(void)
 	free(b);
 }
 
+/* Issue 10, hole 8: a coalesced line carries count, first and last, the
+ * chain and the seals still verify, and the line is JSON. */
+static void
+test_coalesced(void)
+{
+	struct aud_opts o;
+	struct aud_log *log = NULL;
+	struct aud_report rep;
+	const char *p = path_of("coalesced.jsonl");
+	char *b, cmd[512];
+	/* 2026-11-28T13:46:20.123Z and 13:46:21.456Z */
+	struct aud_rec r = { .kind = AUD_OP, .decision = AUD_DENY, .reason = CB_ENOTOKEN,
+		.sandbox = "flood", .op = "fs.read", .resource = "/etc/shadow", .actor = "agent",
+		.count = 4999, .first_ns = 1795873580123000000ull, .last_ns = 1795873581456000000ull };
+
+	aud_opts_default(&o);
+	o.on_checkpoint = on_cp;
+	T_ERR(aud_open(p, kr, &o, &log), 0, "coalesced: open");
+	r.count = 0;
+	T_ERR(aud_append(log, &r), 0, "the first denial, written as it is");
+	r.count = 4999;
+	T_ERR(aud_append(log, &r), 0, "the coalesced line");
+	T_ERR(aud_close(log), 0, "close");
+	b = slurp(p, NULL);
+	T_OK(b != NULL && strstr(b, "\"actor\":\"agent\",\"count\":4999,"
+	    "\"first\":\"2026-11-28T13:46:20.123Z\",\"last\":\"2026-11-28T13:46:21.456Z\"}") != NULL,
+	    "count, first and last close the coalesced line");
+	T_OK(b != NULL && strstr(b, "\"resource\":\"/etc/shadow\",\"decision\":\"deny\",\"reason\":"
+	    "\"no-token\",\"actor\":\"agent\"}") != NULL, "an ordinary line has no count");
+	free(b);
+	T_ERR(verify(p, &head, &rep), 0, "a log with a coalesced line verifies");
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys\n"
+	    "ls=[json.loads(l) for l in open(sys.argv[1])]\n"
+	    "sys.exit(0 if [l.get(\"count\") for l in ls if l.get(\"sandbox\")==\"flood\"]==[None,4999] else 1)' %s", p);
+	T_OK(system(cmd) == 0, "python json.loads reads count as a number");
+}
+
 static void
 test_tamper(void)
 {
@@ -511,6 +548,7 @@ main(void)
 	    cap_keyring_add(kr, k, true) != 0)
 		return 1;
 	test_basic();
+	test_coalesced();
 	test_tamper();
 	test_replaced();
 	test_torn();

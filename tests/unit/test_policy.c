@@ -535,6 +535,42 @@ test_net_views(void)
 	T_OK(blocked_h("::ffff:11.0.0.7", NULL, "::ffff:11.0.0.7"), "a mapped host address is its IPv4");
 }
 
+/* Does text load?  Errors (expected here) are not printed. */
+static bool
+loads_quietly(const char *name, const char *text)
+{
+	char *path = write_file(name, text);
+	struct pol *p = NULL;
+	int r = pol_load(path, &p, NULL);
+
+	pol_free(p);
+	free(path);
+	return r == 0;
+}
+
+/* Issue 10, hole 8: the audit budget's three keys. */
+static void
+test_audit_budget(void)
+{
+	struct pol *p = NULL;
+	const struct pol_audit_budget *b;
+
+	T_ERR(pol_default(&p), 0, "budget: default policy");
+	b = pol_audit_budget(p);
+	T_OK(b->rate == 100 && b->burst == 1000 && b->throttle_max == 30,
+	    "budget: 100 a second, burst 1000, stopped after 30 s throttled by default");
+	pol_free(p);
+	p = load_text("defaults = { audit_budget = 5; audit_burst = 7; audit_throttle_max = 2; };\n");
+	b = p ? pol_audit_budget(p) : NULL;
+	T_OK(b && b->rate == 5 && b->burst == 7 && b->throttle_max == 2, "budget: a file sets all three");
+	pol_free(p);
+	T_OK(!loads_quietly("b0.conf", "defaults = { audit_budget = 0; };\n"), "budget: 0 is refused");
+	T_OK(!loads_quietly("b1.conf", "defaults = { audit_burst = -1; };\n"),
+	    "budget: a negative burst is refused");
+	T_OK(!loads_quietly("b2.conf", "defaults = { audit_throttle_max = \"30\"; };\n"),
+	    "budget: a string is refused");
+}
+
 static void
 test_overrides(void)
 {
@@ -634,6 +670,7 @@ main(void)
 	test_never_wins();
 	test_net();
 	test_net_views();
+	test_audit_budget();
 	test_overrides();
 	{
 		char cmd[64];
