@@ -239,4 +239,16 @@ int cc_send(struct cc_conn *c, struct wire_req *r, uint32_t *id) CB_WARN_UNUSED;
 int cc_recv(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fd) CB_WARN_UNUSED;
 void cc_discard(struct cc_conn *c, uint32_t id);
 
+/*
+ * For an event loop with requests in flight (an elevation request waiting
+ * for a human, say): cc_fd() is the channel to poll() for input; cc_collect()
+ * reads every reply already waiting, without blocking, and keeps each for
+ * its own cc_recv() (0 also when none was waiting, else a channel error);
+ * cc_arrived() is true when the reply to id is kept, so that cc_recv(id)
+ * returns at once.  Replies also arrive while cc_recv() waits for another.
+ */
+int cc_fd(const struct cc_conn *c);
+int cc_collect(struct cc_conn *c) CB_WARN_UNUSED;
+bool cc_arrived(const struct cc_conn *c, uint32_t id);
+
 #endif

@@ -297,9 +297,10 @@ cc_send(struct cc_conn *c, struct wire_req *r, uint32_t *id)
  * Receive one packet into c->rx.  *fd gets the one fd that came with it (or
  * -1); any further fds are closed here.  Truncated packets and truncated
  * control data fail the channel: we cannot know which request they answer.
+ * Without wait, CB_EBUSY (the channel intact) when no packet is waiting.
  */
 static int
-cc_recv_packet(struct cc_conn *c, size_t *len, int *fd)
+cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 {
 	union {
 		struct cmsghdr align;
@@ -315,11 +316,13 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd)
 	*fd = -1;
 	*len = 0;
 	for (;;) {
-		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC);
+		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
 		if (n >= 0)
 			break;
 		if (errno == EINTR)
 			continue;
+		if (!wait && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return CB_EBUSY;
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
 			struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
@@ -390,6 +393,26 @@ cc_take_queued(struct cc_conn *c, struct cc_slot *s, struct wire_reply *rep, int
 	return cc_decode(c, c->held, len, rep);
 }
 
+/* Keep the packet in c->rx (len bytes, with *fd) as slot s's reply, for a
+ * later cc_recv(); a discarded request's reply is dropped instead. */
+static int
+cc_queue(struct cc_conn *c, struct cc_slot *s, size_t len, int *fd)
+{
+	if (s->discard) {
+		cc_close_fd(fd);
+		cc_slot_drop(c, s);
+		return 0;
+	}
+	if (!(s->pkt = malloc(len)))
+		return cc_fail(c, CB_ENOMEM, NULL);
+	memcpy(s->pkt, c->rx, len);
+	s->len = len;
+	s->fd = *fd;
+	s->arrived = true;
+	*fd = -1;
+	return 0;
+}
+
 /* Read packets until the reply to id arrives, queueing the replies to other
  * requests in flight (and dropping those to discarded ones). */
 static int
@@ -400,7 +423,7 @@ cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
 	int fd = -1, r;
 
 	for (;;) {
-		if ((r = cc_recv_packet(c, &len, &fd)) != 0)
+		if ((r = cc_recv_packet(c, &len, &fd, true)) != 0)
 			goto out;
 		if ((r = cc_decode(c, c->rx, len, rep)) != 0)
 			goto out;
@@ -412,20 +435,8 @@ cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
 			cc_slot_drop(c, s);
 			break;
 		}
-		if (s->discard) {
-			cc_close_fd(&fd);
-			cc_slot_drop(c, s);
-			continue;
-		}
-		if (!(s->pkt = malloc(len))) {
-			r = cc_fail(c, CB_ENOMEM, NULL);
+		if ((r = cc_queue(c, s, len, &fd)) != 0)
 			goto out;
-		}
-		memcpy(s->pkt, c->rx, len);
-		s->len = len;
-		s->fd = fd;
-		s->arrived = true;
-		fd = -1;
 	}
 	*fdp = fd;
 	fd = -1;
@@ -433,6 +444,47 @@ cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
 out:
 	cc_close_fd(&fd);
 	return r;
+}
+
+int
+cc_collect(struct cc_conn *c)
+{
+	struct wire_reply rep;
+	struct cc_slot *s;
+	size_t len;
+	int fd = -1, r;
+
+	if (c->broken)
+		return cc_fail(c, CB_ECLOSED, "broker channel closed");
+	for (;;) {
+		if ((r = cc_recv_packet(c, &len, &fd, false)) != 0)
+			break;
+		if ((r = cc_decode(c, c->rx, len, &rep)) != 0)
+			break;
+		if (!(s = cc_slot_find(c, rep.id)) || s->arrived) {
+			r = cc_break(c, CB_EPROTO, "reply to a request never sent");
+			break;
+		}
+		if ((r = cc_queue(c, s, len, &fd)) != 0)
+			break;
+	}
+	cc_close_fd(&fd);
+	return r == CB_EBUSY ? 0 : r;
+}
+
+bool
+cc_arrived(const struct cc_conn *c, uint32_t id)
+{
+	for (size_t i = 0; i < c->nslots; i++)
+		if (c->slots[i].id == id)
+			return c->slots[i].arrived;
+	return false;
+}
+
+int
+cc_fd(const struct cc_conn *c)
+{
+	return c->fd;
 }
 
 int

@@ -259,7 +259,12 @@ mcp_request(struct cc_mcp *m, json_t *id, const char *method, json_t *params)
 	for (size_t i = 0; i < sizeof(mcp_methods) / sizeof(mcp_methods[0]); i++) {
 		if (strcmp(method, mcp_methods[i].name) != 0)
 			continue;
+		m->cur_id = id;
+		m->deferred = false;
 		r = mcp_methods[i].fn(m, params, &err);
+		m->cur_id = NULL;
+		if (!r && m->deferred)
+			return NULL;	/* answered later, by cc_mcp_next_done() */
 		if (!r && err)
 			return mcp_error(id, JSONRPC_PARAMS, err);
 		return mcp_result(id, r);
@@ -267,12 +272,58 @@ mcp_request(struct cc_mcp *m, json_t *id, const char *method, json_t *params)
 	return mcp_error(id, JSONRPC_NOMETHOD, "method not found");
 }
 
-/* A notification gets no answer, whatever it says. */
+/* A notification gets no answer, whatever it says.  A cancelled
+ * request_capability is forgotten here (the human may still decide it: an
+ * approval then shows as a list_changed). */
 static void
-mcp_notification(struct cc_mcp *m, const char *method)
+mcp_notification(struct cc_mcp *m, const char *method, json_t *params)
 {
+	json_t *rid = json_object_get(params, "requestId");
+
 	if (strcmp(method, "notifications/initialized") == 0)
 		m->initialized = true;
+	if (strcmp(method, "notifications/cancelled") != 0 || !rid)
+		return;
+	for (size_t i = 0; i < m->npending; i++) {
+		if (!json_equal(m->pending[i].id, rid))
+			continue;
+		if (m->c)
+			cc_discard(m->c, m->pending[i].wid);
+		json_decref(m->pending[i].id);
+		free(m->pending[i].cap);
+		m->pending[i] = m->pending[--m->npending];
+		return;
+	}
+}
+
+int
+cc_mcp_wait_fd(const struct cc_mcp *m)
+{
+	return m->npending && m->c ? cc_fd(m->c) : -1;
+}
+
+char *
+cc_mcp_next_done(struct cc_mcp *m)
+{
+	if (!m->npending || !m->c)
+		return NULL;
+	/* A broken channel shows in cc_is_broken(): every waiting request
+	 * is then answered with it. */
+	if (!cc_is_broken(m->c))
+		cb_ignore(cc_collect(m->c));
+	for (size_t i = 0; i < m->npending; i++) {
+		struct cc_mcp_pending p = m->pending[i];
+		char *line;
+
+		if (!cc_is_broken(m->c) && !cc_arrived(m->c, p.wid))
+			continue;
+		m->pending[i] = m->pending[--m->npending];
+		line = mcp_result(p.id, cc_mcp_request_result(m, &p));
+		json_decref(p.id);
+		free(p.cap);
+		return line ? line : mcp_error(NULL, JSONRPC_INTERNAL, "out of memory");
+	}
+	return NULL;
 }
 
 int
@@ -333,7 +384,7 @@ cc_mcp_handle(struct cc_mcp *m, const char *line, size_t len, char **reply)
 		goto out;
 	}
 	if (!id) {
-		mcp_notification(m, json_string_value(method));
+		mcp_notification(m, json_string_value(method), params);
 		answer = false;
 		goto out;
 	}
@@ -342,6 +393,8 @@ cc_mcp_handle(struct cc_mcp *m, const char *line, size_t len, char **reply)
 		goto out;
 	}
 	out = mcp_request(m, id, json_string_value(method), params);
+	if (!out && m->deferred)
+		answer = false;
 out:
 	json_decref(root);
 	if (answer && !out)
@@ -370,6 +423,10 @@ cc_mcp_free(struct cc_mcp *m)
 {
 	if (!m)
 		return;
+	for (size_t i = 0; i < m->npending; i++) {
+		json_decref(m->pending[i].id);
+		free(m->pending[i].cap);
+	}
 	free(m->tokens_seen);
 	free(m);
 }
@@ -470,12 +527,14 @@ mcp_loop(struct cc_mcp *m, unsigned poll_ms)
 	if (!(in.buf = malloc(in.cap)))
 		return 1;
 	for (;;) {
-		struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
+		struct pollfd pf[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+			{ .fd = cc_mcp_wait_fd(m), .events = POLLIN } };
 		uint64_t now = mcp_now_ms();
 		int wait = now >= next ? 0 : (int)(next - now), n;
 		ssize_t got;
+		char *done;
 
-		n = poll(&pf, 1, wait);
+		n = poll(pf, 2, wait);
 		if (n < 0 && errno != EINTR) {
 			rc = 1;
 			break;
@@ -485,7 +544,17 @@ mcp_loop(struct cc_mcp *m, unsigned poll_ms)
 				break;
 			next = mcp_now_ms() + poll_ms;
 		}
-		if (n <= 0 || !pf.revents)
+		/* Decided requests (their replies may also have been read while
+		 * another call waited for its own). */
+		while ((done = cc_mcp_next_done(m)) != NULL)
+			if (mcp_write_line(done) != 0)
+				goto out;
+		if (m->dirty) {
+			m->dirty = false;
+			if (cc_mcp_tokens_changed(m) && mcp_write_line(cc_mcp_list_changed()) != 0)
+				break;
+		}
+		if (n <= 0 || !pf[0].revents)
 			continue;
 		if (in.cap - in.len < 16 * 1024) {
 			size_t ncap = in.cap * 2;
@@ -510,6 +579,7 @@ mcp_loop(struct cc_mcp *m, unsigned poll_ms)
 		if (mcp_lines(m, &in) != 0)
 			break;	/* nobody reads our answers any more */
 	}
+out:
 	free(in.buf);
 	return rc;
 }

@@ -31,6 +31,7 @@
 #define CC_MCP_PATH_MAX		4096
 #define CC_MCP_REASON_MAX	1024
 #define CC_MCP_POLL_MS		1000			/* token check period */
+#define CC_MCP_PENDING_MAX	8			/* requests waiting for a human */
 
 struct cc_mcp;
 
@@ -63,16 +64,35 @@ bool cc_mcp_tokens_changed(struct cc_mcp *m);
 /* The notification line (malloc'd, no newline). */
 char *cc_mcp_list_changed(void);
 
+/* While request_capability calls wait for a human: the broker channel to
+ * poll() for their answers (else -1). */
+int cc_mcp_wait_fd(const struct cc_mcp *m);
+
+/* The reply line (malloc'd) for the next request_capability that has been
+ * decided (or can no longer be), or NULL when none has. */
+char *cc_mcp_next_done(struct cc_mcp *m);
+
 /* `capcall mcp [--poll-ms N]`: the server loop.  Returns the exit status. */
 int cc_mcp_main(int argc, char **argv);
 
 /* ---- between mcp.c and mcp_tools.c ------------------------------------- */
+
+/* A request_capability sent to the broker, its answer still to come. */
+struct cc_mcp_pending {
+	uint32_t wid;		/* the broker request's id */
+	json_t *id;		/* the JSON-RPC request's id */
+	char *cap;
+};
 
 struct cc_mcp {
 	struct cc_conn *c;
 	bool initialized;	/* notifications/initialized seen */
 	bool dirty;		/* a tool call may have changed the tokens */
 	char *tokens_seen;	/* what the usable tokens allowed at the last look */
+	json_t *cur_id;		/* id of the request being handled (borrowed) */
+	bool deferred;		/* its answer comes later (cc_mcp_next_done) */
+	struct cc_mcp_pending pending[CC_MCP_PENDING_MAX];
+	size_t npending;
 };
 
 /* The tools array for tools/list (new reference, or NULL: ENOMEM). */
@@ -84,6 +104,10 @@ json_t *cc_mcp_tools_list(struct cc_mcp *m);
  * error), or NULL without *bad on ENOMEM.
  */
 json_t *cc_mcp_tool_call(struct cc_mcp *m, const char *name, json_t *args, bool *bad);
+
+/* The CallToolResult of pending request p, whose answer has arrived (or
+ * whose channel broke); new reference, NULL on ENOMEM. */
+json_t *cc_mcp_request_result(struct cc_mcp *m, const struct cc_mcp_pending *p);
 
 /* A JSON string of n bytes: invalid UTF-8 bytes become U+FFFD. */
 json_t *cc_mcp_str(const void *p, size_t n);

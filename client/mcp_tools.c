@@ -27,6 +27,8 @@
 
 #include <sodium.h>
 
+#include "wire/wire.h"
+
 #define CAP_TEXT_MAX	1024	/* longest capability text (CAP_STR_MAX) */
 #define ARGV_MAX	64	/* the protocol's proc.exec limit */
 #define HOST_MAX	253
@@ -760,6 +762,44 @@ out:
 	return r;
 }
 
+/* The result of a decided request: err from the broker (0: approved, with
+ * the new token's id tid and handle). */
+static json_t *
+request_result(struct cc_mcp *m, const char *capt, int err, const char *tid, bool has_th,
+    uint32_t th)
+{
+	char msg[2048];
+	json_t *s;
+
+	if (err != 0) {
+		const char *reason = cc_last_reason(m->c);
+
+		if (cc_is_broken(m->c))
+			return fail_broker(m, err, capt);
+		if (!*reason)
+			reason = cb_strerror(err);
+		snprintf(msg, sizeof(msg), "%s: %s",
+		    err == CB_EDENIED ? "refused" : err == CB_EEXPIREDREQ ? "not granted" :
+		    err == CB_EPOLICY ? "cannot be asked for" : "request failed", reason);
+		return result(cc_mcp_str(msg, strlen(msg)), json_pack("{s:b, s:b, s:s, s:s, s:i, s:s}",
+		    "ok", false, "granted", false, "capability", capt, "error", cb_errname(err),
+		    "code", err, "reason", reason), true);
+	}
+	snprintf(msg, sizeof(msg), "approved: %s is held now (token %s); the tool descriptions "
+	    "list it", capt, tid);
+	s = json_pack("{s:b, s:b, s:s, s:s}", "ok", true, "granted", true, "capability", capt,
+	    "token_id", tid);
+	if (s && has_th)
+		json_object_set_new(s, "handle", json_integer(th));
+	return result(cc_mcp_str(msg, strlen(msg)), s, false);
+}
+
+/*
+ * request_capability waits for a human, possibly for minutes, so it does
+ * not hold the server: the request is sent, the JSON-RPC answer deferred,
+ * and the loop answers it when the broker's reply comes (cc_mcp_next_done),
+ * serving other calls meanwhile.
+ */
 static json_t *
 t_request(struct cc_mcp *m, json_t *args)
 {
@@ -768,41 +808,53 @@ t_request(struct cc_mcp *m, json_t *args)
 		{ "ttl", JSON_INTEGER, false, UINT32_MAX, 1 },
 		{ "reason", JSON_STRING, true, CC_MCP_REASON_MAX, 1 },
 	};
+	struct wire_req r = { .op = WIRE_OP_REQUEST };
+	struct cc_mcp_pending *p;
 	const char *capt;
-	struct cc_grant *g = NULL;
-	uint64_t ttl = 0;
-	char msg[2048];
-	json_t *s;
+	uint32_t wid;
 	int err;
 
 	ARGS(args, spec);
 	capt = arg_s(args, "capability");
-	if (json_object_get(args, "ttl"))
-		ttl = (uint64_t)json_integer_value(json_object_get(args, "ttl"));
-	if (!m->c)
+	if (!m->c || cc_is_broken(m->c))
 		return fail_broker(m, CB_ECLOSED, capt);
-	m->dirty = true;
-	if ((err = cc_request(m->c, capt, ttl, arg_s(args, "reason"), &g)) != 0) {
-		const char *reason = cc_last_reason(m->c);
-
-		if (cc_is_broken(m->c))
-			return fail_broker(m, err, capt);
-		snprintf(msg, sizeof(msg), "%s: %s",
-		    err == CB_EDENIED ? "refused" : err == CB_EEXPIREDREQ ? "not granted" :
-		    err == CB_EPOLICY ? "cannot be asked for" : "request failed",
-		    *reason ? reason : cb_strerror(err));
-		return result(cc_mcp_str(msg, strlen(msg)), json_pack("{s:b, s:b, s:s, s:s, s:i, s:s}",
-		    "ok", false, "granted", false, "capability", capt, "error", cb_errname(err),
-		    "code", err, "reason", *reason ? reason : cb_strerror(err)), true);
+	if (m->npending == CC_MCP_PENDING_MAX || !m->cur_id)
+		return fail_text("busy", "%d requests are already waiting for a human; wait for one "
+		    "of them to be decided", CC_MCP_PENDING_MAX);
+	r.cap = capt;
+	r.reason = arg_s(args, "reason");
+	if (json_object_get(args, "ttl"))
+		r.ttl = (uint64_t)json_integer_value(json_object_get(args, "ttl"));
+	if ((err = cc_send(m->c, &r, &wid)) != 0)
+		return request_result(m, capt, err, NULL, false, 0);
+	p = &m->pending[m->npending];
+	if (!(p->cap = strdup(capt))) {
+		cc_discard(m->c, wid);
+		return NULL;
 	}
-	snprintf(msg, sizeof(msg), "approved: %s is held now (token %s); the tool descriptions "
-	    "list it", capt, g->tid);
-	s = json_pack("{s:b, s:b, s:s, s:s}", "ok", true, "granted", true, "capability", capt,
-	    "token_id", g->tid);
-	if (s && g->has_th)
-		json_object_set_new(s, "handle", json_integer(g->th));
-	cc_grant_free(g);
-	return result(cc_mcp_str(msg, strlen(msg)), s, false);
+	p->wid = wid;
+	p->id = json_incref(m->cur_id);
+	m->npending++;
+	m->deferred = true;
+	return NULL;
+}
+
+json_t *
+cc_mcp_request_result(struct cc_mcp *m, const struct cc_mcp_pending *p)
+{
+	struct wire_reply rep;
+	int err;
+
+	m->dirty = true;
+	if (cc_is_broken(m->c))
+		return fail_broker(m, CB_ECLOSED, p->cap);
+	if ((err = cc_recv(m->c, p->wid, &rep, NULL)) != 0)
+		return fail_broker(m, err, p->cap);
+	if (rep.err)
+		return request_result(m, p->cap, rep.err, NULL, false, 0);
+	if (!rep.token && !rep.tid)
+		return fail_text("protocol", "the broker's approval lacks the new token");
+	return request_result(m, p->cap, 0, rep.tid ? rep.tid : "", rep.has_th, rep.th);
 }
 
 static json_t *

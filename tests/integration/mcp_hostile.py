@@ -196,6 +196,27 @@ m = call("read_file", {"path": "/etc/shadow"})
 check("a refusal is a tool result naming the capability", m and m["result"]["isError"] is True and
       "fs.read:/etc/shadow" in m["result"]["content"][0]["text"], m)
 
+# -- request_capability does not hold the server ----------------------------------------------
+def req(id_, cap):
+    send(json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {
+        "name": "request_capability", "arguments": {"capability": cap, "reason": "hostile test"}}}))
+
+
+req("rq1", "fs.read:/etc/hostname")
+m = rpc({"jsonrpc": "2.0", "id": "while-waiting", "method": "ping"})
+check("while a request waits for a human, other calls are answered", m and m.get("id") == "while-waiting", m)
+m = call("stat", {"path": W + "/a.txt"}, id_="stat-while-waiting")
+check("... tool calls too", m and m.get("id") == "stat-while-waiting" and m["result"]["isError"] is False, m)
+for i in range(2, 6):
+    req("rq%d" % i, "fs.read:/etc/issue%d" % i)
+m = recv(10)
+check("a fifth waiting request: the broker refuses it at once (busy), as a tool error",
+      m and m.get("id") == "rq5" and m["result"]["isError"] is True and
+      m["result"]["structuredContent"]["error"] == "busy", m)
+send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                 "params": {"requestId": "rq1", "reason": "changed my mind"}}))
+silent("a cancelled request gets no answer")
+
 # -- a flood ---------------------------------------------------------------------------------
 N = 3000
 send(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(N))[:-1])

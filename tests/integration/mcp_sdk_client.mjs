@@ -151,6 +151,8 @@ const rid = await until("the pending request", () => {
 });
 check("the request is pending for a human, with its reason",
   JSON.parse(ctl("--json", "pending")).some((x) => x.reason === "the SDK test needs the host name"));
+await client.ping();
+await allowed("served while the request waits for a human", "stat", { path: `${W}/a.txt` });
 ctl("approve", rid);
 const granted = await pending;
 check("request_capability: approved through capctl approve", !granted.isError &&

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,6 +597,23 @@ test_inflight(void)
 	T_ERR(cc_recv(c, idb, &rep, NULL), 0, "recv ping (the broker answers it first)");
 	T_ERR(cc_ping(c), 0, "ping again: the discarded reply arrives and is dropped");
 	T_OK(nfds_settled(base) == base, "the discarded reply's fd is closed");
+
+	/* An event loop's way: poll cc_fd(), cc_collect(), cc_arrived(). */
+	T_ERR(cc_send(c, &a, &ida), 0, "send a (held) for cc_collect");
+	T_ERR(cc_collect(c), 0, "cc_collect with nothing waiting returns at once");
+	T_OK(!cc_arrived(c, ida), "... and a has not arrived");
+	T_ERR(cc_send(c, &b, &idb), 0, "send b (the broker answers b, then a)");
+	for (int i = 0; i < 50 && !(cc_arrived(c, ida) && cc_arrived(c, idb)); i++) {
+		struct pollfd pf = { .fd = cc_fd(c), .events = POLLIN };
+
+		poll(&pf, 1, 100);
+		if ((err = cc_collect(c)) != 0)
+			break;
+	}
+	T_OK(cc_arrived(c, ida) && cc_arrived(c, idb), "cc_collect kept both replies");
+	T_OK(cc_recv(c, idb, &rep, NULL) == 0 && rep.id == idb && cc_recv(c, ida, &rep, NULL) == 0 &&
+	    rep.id == ida, "cc_recv takes each from the queue");
+	T_OK(!cc_arrived(c, ida) && nfds_settled(base) == base, "... and no fd leaked");
 
 	for (size_t i = 0; i < CC_MAX_INFLIGHT; i++)
 		if ((err = cc_send(c, &p, &ids[i])) != 0)
