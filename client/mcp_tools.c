@@ -478,13 +478,13 @@ t_read_file(struct cc_mcp *m, json_t *args)
 	bool eof = false;
 	struct stat st;
 	json_t *s = NULL, *text, *r = NULL;
-	int fd = -1, err;
+	int fd = -1, err = CB_ECLOSED;
 
 	ARGS(args, path_only);
 	path = arg_s(args, "path");
 	cap_of(cap, sizeof(cap), "fs.read", path);
 	if (!m->c || (err = cc_fs_read(m->c, path, &fd)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	if (!(buf = malloc(CC_MCP_CONTENT_MAX + 1)))
 		goto out;
 	if (read_upto(fd, buf, CC_MCP_CONTENT_MAX + 1, &got, &eof, 0) != 0) {
@@ -516,7 +516,7 @@ t_write_file(struct cc_mcp *m, json_t *args)
 	const char *path, *content;
 	char cap[CAP_TEXT_MAX + 16], msg[256];
 	size_t len;
-	int fd = -1, err;
+	int fd = -1, err = CB_ECLOSED;
 
 	ARGS(args, spec);
 	path = arg_s(args, "path");
@@ -524,7 +524,7 @@ t_write_file(struct cc_mcp *m, json_t *args)
 	len = json_string_length(json_object_get(args, "content"));
 	cap_of(cap, sizeof(cap), "fs.write", path);
 	if (!m->c || (err = cc_fs_write(m->c, path, CC_F_CREATE | CC_F_TRUNC, 0, &fd)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	err = write_upto(fd, content, len, 0) != 0 ? errno : 0;
 	/* A full disk may only show at close. */
 	if (close(fd) != 0 && !err)
@@ -557,13 +557,13 @@ t_list_directory(struct cc_mcp *m, json_t *args)
 	char *text = NULL;
 	size_t tl = 0;
 	FILE *f;
-	int err;
+	int err = CB_ECLOSED;
 
 	ARGS(args, path_only);
 	path = arg_s(args, "path");
 	cap_of(cap, sizeof(cap), "fs.list", path);
 	if (!m->c || (err = cc_fs_list(m->c, path, &d)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	ents = json_array();
 	if (!(f = open_memstream(&text, &tl))) {
 		cc_dir_free(d);
@@ -598,13 +598,13 @@ t_stat(struct cc_mcp *m, json_t *args)
 	struct cc_stat st;
 	time_t t;
 	struct tm tm;
-	int err;
+	int err = CB_ECLOSED;
 
 	ARGS(args, path_only);
 	path = arg_s(args, "path");
 	cap_of(cap, sizeof(cap), "fs.read", path);
 	if (!m->c || (err = cc_fs_stat(m->c, path, &st)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	t = (time_t)st.mtime;
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -622,13 +622,13 @@ t_make_directory(struct cc_mcp *m, json_t *args)
 {
 	const char *path;
 	char cap[CAP_TEXT_MAX + 16];
-	int err;
+	int err = CB_ECLOSED;
 
 	ARGS(args, path_only);
 	path = arg_s(args, "path");
 	cap_of(cap, sizeof(cap), "fs.write", path);
 	if (!m->c || (err = cc_fs_mkdir(m->c, path, 0)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	return result(json_string("directory created"),
 	    json_pack("{s:b, s:s}", "ok", true, "path", path), false);
 }
@@ -638,13 +638,13 @@ t_delete(struct cc_mcp *m, json_t *args)
 {
 	const char *path;
 	char cap[CAP_TEXT_MAX + 16];
-	int err;
+	int err = CB_ECLOSED;
 
 	ARGS(args, path_only);
 	path = arg_s(args, "path");
 	cap_of(cap, sizeof(cap), "fs.delete", path);
 	if (!m->c || (err = cc_fs_delete(m->c, path)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	return result(json_string("deleted"), json_pack("{s:b, s:s}", "ok", true, "path", path),
 	    false);
 }
@@ -722,7 +722,7 @@ t_connect(struct cc_mcp *m, json_t *args)
 	uint8_t *buf = NULL;
 	bool eof = false;
 	json_t *s = NULL, *text, *r = NULL;
-	int fd = -1, err;
+	int fd = -1, err = CB_ECLOSED;
 
 	ARGS(args, spec);
 	host = arg_s(args, "host");
@@ -734,7 +734,7 @@ t_connect(struct cc_mcp *m, json_t *args)
 	snprintf(cap, sizeof(cap), strchr(host, ':') ? "net.connect:[%s]:%u" : "net.connect:%s:%u",
 	    host, (unsigned)port);
 	if (!m->c || (err = cc_net_connect(m->c, host, port, 0, &fd)) != 0)
-		return fail_broker(m, m->c ? err : CB_ECLOSED, cap);
+		return fail_broker(m, err, cap);
 	deadline = cb_mono_ns() / 1000000u + CC_MCP_NET_WAIT_MS;
 	if (slen && write_upto(fd, snd, slen, deadline) != 0) {
 		r = fail_text("io", "sending to %s:%u: %s", host, (unsigned)port, strerror(errno));
