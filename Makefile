@@ -38,7 +38,7 @@ OPT  := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover
 HARDEN_DEFS :=
 endif
 
-PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson
+PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson fuse3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -3,7 +3,7 @@
 # installed.  As root, installs what is missing with apt-get; otherwise stops
 # with the exact apt-get line to run.  WHAT: build | check | fuzz | bench.
 set -eu
-build="gcc make pkg-config libsodium-dev libseccomp-dev libmsgpack-dev libevent-dev libsqlite3-dev libconfig-dev libjansson-dev python3 python3-msgpack procps util-linux bsdutils mount"
+build="gcc make pkg-config libsodium-dev libseccomp-dev libmsgpack-dev libevent-dev libsqlite3-dev libconfig-dev libjansson-dev libfuse3-dev python3 python3-msgpack procps util-linux bsdutils mount"
 case "${1:-build}" in
 build|check|demo) want="$build" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;

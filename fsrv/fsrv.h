@@ -1,0 +1,180 @@
+/*
+ * fsrv.h - the broker's FUSE file server: serves host directory trees to a
+ * sandbox, asking the caller before every operation.
+ *
+ * Trust domain: broker (privileged side).  The requests come from the
+ * kernel's FUSE driver on behalf of a hostile agent; everything the agent
+ * controls (names, paths, flags, modes, offsets, sizes) is checked here or
+ * by the kernel before it acts.
+ *
+ * A server holds one or more trees.  Each tree is one FUSE connection (one
+ * /dev/fuse descriptor, one mount) rooted at a host directory given as an
+ * fd.  For every lookup, getattr, open, create, read, write, readdir, mkdir,
+ * unlink, rmdir, rename, link, symlink, readlink and setattr the server
+ * first asks the caller's authorisation function (struct fsrv_check: the
+ * operation, the path relative to the tree's root, the fs.* capabilities it
+ * needs), and only on 0 performs it, resolving the path with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+ * from the root fd.  Reads and writes on an already-open file ask again on
+ * every call, so a revocation cuts an open file mid-stream.  File data is
+ * never cached by the kernel (direct I/O); entries and attributes are, for
+ * at most the configured timeouts, and fsrv_invalidate_*() drops them.
+ *
+ * Threads: one thread (the caller's event loop) calls fsrv_process() and
+ * every other function except fsrv_invalidate_*(), which may be called from
+ * any thread.  The server owns one helper thread that writes the kernel
+ * invalidations, because a notification can wait for a directory lock held
+ * by a request that only the serving thread can answer.
+ *
+ * See docs/fsrv.md for the design and what remains to wire it into the
+ * broker.
+ */
+#ifndef CB_FSRV_H
+#define CB_FSRV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/common.h"
+
+/* The capabilities an operation needs (fs.read, fs.list, fs.write,
+ * fs.delete), and FSRV_CAP_SEE: the name may be looked up and stat'ed.  A
+ * broker grants SEE for a path that any fs.* capability covers or that lies
+ * on the way to one (a parent directory of a granted tree or file). */
+enum fsrv_cap {
+	FSRV_CAP_READ = 1u << 0,
+	FSRV_CAP_LIST = 1u << 1,
+	FSRV_CAP_WRITE = 1u << 2,
+	FSRV_CAP_DELETE = 1u << 3,
+	FSRV_CAP_SEE = 1u << 4,
+};
+
+/* The operations the authorisation function is asked about. */
+enum fsrv_op {
+	FSRV_OP_LOOKUP,
+	FSRV_OP_GETATTR,
+	FSRV_OP_SETATTR,
+	FSRV_OP_READLINK,
+	FSRV_OP_MKDIR,
+	FSRV_OP_UNLINK,
+	FSRV_OP_RMDIR,
+	FSRV_OP_SYMLINK,
+	FSRV_OP_RENAME,		/* asked twice: the old name, then the new */
+	FSRV_OP_LINK,		/* asked twice: the existing file, then the new name */
+	FSRV_OP_OPEN,
+	FSRV_OP_CREATE,
+	FSRV_OP_READ,		/* every read of an open file */
+	FSRV_OP_WRITE,		/* every write of an open file */
+	FSRV_OP_OPENDIR,
+	FSRV_OP_READDIR,	/* every batch of entries of an open directory */
+	FSRV_OP_STATFS,
+	FSRV_OP_COUNT_
+};
+
+/* One question to the caller.  path is relative to the tree's root, never
+ * starts with '/', has no "." or ".." component and no empty component; ""
+ * is the root itself.  It is only valid during the call. */
+struct fsrv_check {
+	unsigned tree;		/* index returned by fsrv_add_tree() */
+	enum fsrv_op op;
+	unsigned need;		/* FSRV_CAP_* bits: all of them are required */
+	const char *path;
+	pid_t pid;		/* requesting thread, as the kernel reports it */
+	uid_t uid;		/* its fsuid and fsgid, as the kernel reports them */
+	gid_t gid;
+};
+
+/* Returns 0 to allow, a negative CB_E* code to deny (the agent sees EACCES).
+ * Called on the serving thread, synchronously, once or twice per request:
+ * it must be fast and must not call back into the server. */
+typedef int (*fsrv_authz_fn)(void *arg, const struct fsrv_check *c);
+
+struct fsrv_cfg {
+	fsrv_authz_fn authz;
+	void *authz_arg;
+	double entry_timeout;	/* seconds the kernel may cache a name (0: no cache) */
+	double attr_timeout;	/* seconds it may cache attributes */
+	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
+	uint32_t max_handles;	/* open files and directories per tree (0: default) */
+};
+
+#define FSRV_MAX_NODES_DEFAULT (256u * 1024u)
+#define FSRV_MAX_HANDLES_DEFAULT 4096u
+#define FSRV_MAX_TREES 64u
+
+struct fsrv;
+
+/* A server with no tree yet.  *out is freed with fsrv_free().
+ * CB_EINVAL (no authz function), CB_ENOMEM, CB_EINTERNAL (thread). */
+int fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out) CB_WARN_UNUSED;
+
+/* Serve the directory root_fd on the FUSE connection dev_fd (an open
+ * /dev/fuse, mounted or about to be: see fsrv_mount_detached()).  Both fds
+ * are duplicated; the caller keeps and closes its own.  The connection
+ * ends when the server closes its copy of dev_fd (fsrv_free), so the caller
+ * must not keep its copy of dev_fd open longer than it wants the mount to
+ * stay alive.  *tree receives the index the authorisation function sees.
+ * CB_EINVAL (root_fd not a directory), CB_EBUSY (FSRV_MAX_TREES),
+ * CB_ENOMEM, CB_EINTERNAL (libfuse refused the session). */
+int fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
+
+/* The fd to poll for POLLIN on behalf of tree; -1 for an unknown tree. */
+int fsrv_fd(const struct fsrv *s, unsigned tree);
+
+/* Read and answer one request of tree (blocking if none is pending and the
+ * fd is blocking).  Returns 0, CB_ETIMEDOUT when nothing was pending (a
+ * non-blocking fd), CB_ECLOSED once the mount is gone (unmounted or
+ * aborted: stop polling this tree), CB_EIO on a read error. */
+int fsrv_process(struct fsrv *s, unsigned tree);
+
+/* Serve every tree until all are closed or stop_fd (if >= 0) becomes
+ * readable.  For programs that have no loop of their own (tests, tools).
+ * Returns 0 or CB_EIO. */
+int fsrv_run(struct fsrv *s, int stop_fd);
+
+/* Drop every name and attribute the kernel caches for every tree (call
+ * after a revocation or expiry).  Queued for the server's notifier thread;
+ * returns at once.  Per-operation checks do not depend on it: opens, reads,
+ * writes and directory reads always reach the server. */
+int fsrv_invalidate_all(struct fsrv *s);
+
+/* The same for one path of one tree and everything beneath it. */
+int fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path);
+
+/* Stop serving and free.  Accepts NULL. */
+void fsrv_free(struct fsrv *s);
+
+/* Options for a detached FUSE mount. */
+struct fsrv_mount_opts {
+	uid_t user_id;		/* the only uid (and gid) allowed to use it ... */
+	gid_t group_id;
+	bool allow_other;	/* ... unless this is set */
+	bool read_only;
+};
+
+/*
+ * Create a detached mount of the FUSE connection dev_fd with fsopen("fuse"),
+ * fsconfig (fd, rootmode, user_id, group_id) and fsmount, as nosuid, nodev,
+ * and return its fd in *mnt_fd (close-on-exec).  The mount is attached
+ * nowhere: the caller hands *mnt_fd to the process that attaches it
+ * (fsrv_mount_move()), possibly inside another mount and user namespace.
+ * Needs CAP_SYS_ADMIN in the user namespace that owns the caller's mount
+ * namespace, and dev_fd must have been opened in that user namespace (the
+ * kernel refuses a /dev/fuse opened elsewhere with EINVAL).
+ * CB_EPERM, CB_EUNSUPPORTED (no fsopen or no fuse), CB_EIO (errno has
+ * detail).
+ */
+int fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd) CB_WARN_UNUSED;
+
+/* Attach a detached mount at target (move_mount).  CB_EIO, errno set. */
+int fsrv_mount_move(int mnt_fd, const char *target) CB_WARN_UNUSED;
+
+/* The capability names of a FSRV_CAP_* mask, for messages ("fs.read"...);
+ * the first set bit's name; never NULL. */
+const char *fsrv_cap_name(unsigned need);
+
+/* A short name of an operation ("lookup", "read"...); never NULL. */
+const char *fsrv_op_name(enum fsrv_op op);
+
+#endif

@@ -1,0 +1,82 @@
+/*
+ * mount.c - detached FUSE mounts: made by a privileged process with the
+ * new mount API, attached by whoever receives the mount fd (the sandbox
+ * stub, inside the sandbox's own mount and user namespaces).
+ *
+ * Trust domain: broker (fsrv_mount_detached) and sandbox setup
+ * (fsrv_mount_move).  Nothing here reads agent input.  The mount is made
+ * nosuid and nodev, so a set-id file or a device node in a served tree
+ * gives the agent nothing, whatever the server reports.
+ */
+#include "fsrv/fsrv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+static int
+fsrv_mount_err(int e)
+{
+	switch (e) {
+	case EPERM:
+	case EACCES:
+		return CB_EPERM;
+	case ENODEV:
+	case ENOSYS:
+		return CB_EUNSUPPORTED;
+	default:
+		return CB_EIO;
+	}
+}
+
+int
+fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd)
+{
+	char num[3][24];
+	unsigned attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	int fs = -1, m = -1, e = 0;
+
+	*mnt_fd = -1;
+	snprintf(num[0], sizeof(num[0]), "%d", dev_fd);
+	snprintf(num[1], sizeof(num[1]), "%u", (unsigned)o->user_id);
+	snprintf(num[2], sizeof(num[2]), "%u", (unsigned)o->group_id);
+	fs = fsopen("fuse", FSOPEN_CLOEXEC);
+	if (fs < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "source", "capbroker", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "subtype", "capbroker", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "fd", num[0], 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "rootmode", "40000", 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "user_id", num[1], 0) != 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "group_id", num[2], 0) != 0 ||
+	    (o->allow_other && fsconfig(fs, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) != 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
+		e = fsrv_mount_err(errno);
+		goto out;
+	}
+	if (o->read_only)
+		attr |= MOUNT_ATTR_RDONLY;
+	m = fsmount(fs, FSMOUNT_CLOEXEC, attr);
+	if (m < 0) {
+		e = fsrv_mount_err(errno);
+		goto out;
+	}
+	*mnt_fd = m;
+out:
+	if (fs >= 0) {
+		int saved = errno;
+
+		close(fs);
+		errno = saved;
+	}
+	return e;
+}
+
+int
+fsrv_mount_move(int mnt_fd, const char *target)
+{
+	if (move_mount(mnt_fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+		return CB_EIO;
+	return 0;
+}

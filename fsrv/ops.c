@@ -1,0 +1,991 @@
+/*
+ * ops.c - the FUSE operations of the file server: one handler a request
+ * kind, each asking the caller's authorisation function first.
+ *
+ * Trust domain: broker, acting on host files for a hostile agent.  Why the
+ * handlers are safe:
+ *  - libfuse decodes the kernel's requests; the kernel builds them from the
+ *    agent's system calls.  Names are checked again here (fsrv_name_ok: one
+ *    component, no "." or "..", no '/'), node ids are looked up in the
+ *    tree's table (never cast to pointers), flags and modes are masked.
+ *  - The path judged by the authorisation function is the path acted on:
+ *    it is rebuilt from the node table and resolved from the tree's root fd
+ *    with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ *    RESOLVE_NO_MAGICLINKS).  A symlink anywhere on the way, a /proc magic
+ *    link or a rename racing the request makes the kernel refuse
+ *    (ELOOP/EXDEV) instead of walking out of the tree.  A final-component
+ *    operation (mkdirat, unlinkat, renameat2, symlinkat, linkat,
+ *    readlinkat) works on a parent fd resolved that way and one checked name,
+ *    and none of them follows a final symlink.  Attribute changes go
+ *    through an O_PATH fd of the object itself (AT_EMPTY_PATH), never a
+ *    name that could be swapped for a symlink.
+ *  - Only regular files are opened for reading and writing (statx, then
+ *    fstat on the opened fd), so a device, FIFO or socket planted in the
+ *    tree is never opened by the broker; the mount is nodev and nosuid.
+ *  - Reads and writes on an open file, and each batch of a directory
+ *    listing, ask the authorisation function again: a revoked token stops
+ *    an open file at its next read.  File data bypasses the page cache
+ *    (direct I/O), so no read is answered by the kernel alone.
+ *  - No set-id bits are created or set; chown is refused; mknod is not
+ *    offered (EPERM).
+ */
+#include "fsrv/srv_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
+#define FSRV_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+static struct fsrv_tree *
+fsrv_t(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* The one resolver: rel beneath the tree's root, no symlink, no magic
+ * link, no "..", no escape.  "" is the root itself. */
+static int
+fsrv_open_at(struct fsrv_tree *t, const char *rel, uint64_t flags, mode_t mode)
+{
+	struct open_how how = { .flags = flags | O_CLOEXEC,
+		.mode = (flags & O_CREAT) ? mode : 0, .resolve = FSRV_RESOLVE };
+
+	return (int)syscall(SYS_openat2, t->root_fd, rel[0] ? rel : ".", &how, sizeof(how));
+}
+
+/* The errno the agent sees for a failed resolution: a symlink or escape on
+ * the way reads as "no such file" would leak nothing, but ELOOP is what
+ * the kernel itself says for a loop, so keep it; EXDEV (an escape) becomes
+ * EACCES. */
+static int
+fsrv_err(int e)
+{
+	return e == EXDEV ? EACCES : e;
+}
+
+/* Ask the caller.  0 or EACCES. */
+static int
+fsrv_check(fuse_req_t req, enum fsrv_op op, unsigned need, const char *path)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fsrv_check c = { .tree = t->idx, .op = op, .need = need, .path = path,
+		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid };
+
+	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
+}
+
+/* The path of node ino (name == NULL) or of its child name, into buf.
+ * Optionally the node itself.  0 or an errno. */
+static int
+fsrv_path(fuse_req_t req, fuse_ino_t ino, const char *name, char *buf, struct fsrv_node **np)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_node *n;
+	int e = 0;
+
+	if (name != NULL && !fsrv_name_ok(name))
+		return strlen(name) > FSRV_NAME_MAX ? ENAMETOOLONG : EINVAL;
+	pthread_mutex_lock(&t->srv->lock);
+	n = fsrv_node_get(&t->nodes, ino);
+	if (n == NULL)
+		e = ESTALE;
+	else if (name != NULL ? fsrv_child_path(n, name, buf, FSRV_PATH_MAX) != 0
+			      : fsrv_node_path(n, buf, FSRV_PATH_MAX) != 0)
+		e = ENAMETOOLONG;
+	pthread_mutex_unlock(&t->srv->lock);
+	if (np != NULL)
+		*np = n;
+	return e;
+}
+
+/* Split a path into its parent (in place) and last name. */
+static const char *
+fsrv_split(char *path)
+{
+	char *s = strrchr(path, '/');
+
+	if (s == NULL) {
+		memmove(path + 1, path, strlen(path) + 1);
+		path[0] = '\0';
+		return path + 1;
+	}
+	*s = '\0';
+	return s + 1;
+}
+
+/* The parent directory of a child path, as an O_PATH fd; *name its last
+ * component.  path is modified.  An fd or -errno. */
+static int
+fsrv_parent(struct fsrv_tree *t, char *path, const char **name)
+{
+	int fd;
+
+	*name = fsrv_split(path);
+	fd = fsrv_open_at(t, path, O_PATH | O_DIRECTORY, 0);
+	return fd < 0 ? -fsrv_err(errno) : fd;
+}
+
+/* stat of path itself (a final symlink is not followed).  0 or errno. */
+static int
+fsrv_stat_path(struct fsrv_tree *t, const char *path, struct stat *st)
+{
+	int fd = fsrv_open_at(t, path, O_PATH | O_NOFOLLOW, 0), e = 0;
+
+	if (fd < 0)
+		return fsrv_err(errno);
+	if (fstatat(fd, "", st, AT_EMPTY_PATH) != 0)
+		e = errno;
+	close(fd);
+	return e;
+}
+
+/*
+ * Open a regular file beneath the root without opening anything else: a
+ * FIFO, socket or device is refused before it is opened (opening one can
+ * act).  statx() is only a cheap hint (it follows symlinks on the way, so
+ * what it says of a non-regular file is confirmed through the resolver
+ * before the agent hears of it: no answer tells the type of something
+ * outside the tree); the fstat() of the opened fd is the authority.  The
+ * residual window is the broker's (broker/ops_fs.c, brk_open_regular): a
+ * host party swapping in an existing FIFO or device at that instant makes
+ * the open act, and the file is still refused.  An fd or -errno.
+ */
+static int
+fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
+{
+	struct statx sx;
+	struct stat st;
+	int fd;
+
+	if (statx(t->root_fd, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+		  STATX_TYPE, &sx) == 0 && !S_ISREG(sx.stx_mode)) {
+		int e = fsrv_stat_path(t, path, &st);
+
+		if (e != 0)
+			return -e;
+		if (!S_ISREG(st.st_mode))
+			return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -ENXIO;
+	}
+	fd = fsrv_open_at(t, path, (uint64_t)(flags | O_NONBLOCK), mode);
+	if (fd < 0)
+		return -fsrv_err(errno);
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENXIO;
+	}
+	/* Regular files ignore O_NONBLOCK; drop it anyway (plain flags). */
+	if (fcntl(fd, F_SETFL, flags & O_APPEND) != 0) {
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+static void fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h);
+
+/* Hand the kernel a node for (parent, name) with attributes st; for a
+ * create, also the open handle h (freed here if that fails). */
+static void
+fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct stat *st,
+		 struct fuse_file_info *fi, struct fsrv_handle *h)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fuse_entry_param e;
+	struct fsrv_node *p, *n = NULL;
+	int r = ESTALE;
+
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&t->srv->lock);
+	p = fsrv_node_get(&t->nodes, parent);
+	if (p != NULL) {
+		r = fsrv_node_ref(&t->nodes, p, name, &n);
+		r = r == 0 ? 0 : r == CB_EBUSY ? ENFILE : ENOMEM;
+	}
+	if (r == 0 && h != NULL) {
+		h->node = n;
+		fsrv_node_hold(n);
+	}
+	pthread_mutex_unlock(&t->srv->lock);
+	if (r != 0) {
+		if (h != NULL)
+			fsrv_handle_free(t, h);
+		fuse_reply_err(req, r);
+		return;
+	}
+	e.ino = n->id;
+	e.generation = n->gen;
+	e.attr = *st;
+	e.attr_timeout = t->srv->cfg.attr_timeout;
+	e.entry_timeout = t->srv->cfg.entry_timeout;
+	if (fi != NULL) {
+		fi->fh = (uint64_t)(uintptr_t)h;
+		fi->direct_io = 1;
+		fi->keep_cache = 0;
+		if (fuse_reply_create(req, &e, fi) != 0) {
+			/* Interrupted: the kernel holds neither name nor handle. */
+			pthread_mutex_lock(&t->srv->lock);
+			fsrv_node_forget(&t->nodes, n, 1);
+			pthread_mutex_unlock(&t->srv->lock);
+			fsrv_handle_free(t, h);
+		}
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+}
+
+static void
+fsrv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char path[FSRV_PATH_MAX];
+	struct stat st;
+	int e;
+
+	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_LOOKUP, FSRV_CAP_SEE, path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	e = fsrv_stat_path(t, path, &st);
+	if (e == ENOENT && t->srv->cfg.entry_timeout > 0) {
+		/* A negative entry: the kernel may remember "no such name". */
+		struct fuse_entry_param ne;
+
+		memset(&ne, 0, sizeof(ne));
+		ne.entry_timeout = t->srv->cfg.entry_timeout;
+		fuse_reply_entry(req, &ne);
+		return;
+	}
+	if (e != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	fsrv_reply_entry(req, parent, name, &st, NULL, NULL);
+}
+
+static void
+fsrv_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_node *n;
+
+	pthread_mutex_lock(&t->srv->lock);
+	n = fsrv_node_get(&t->nodes, ino);
+	if (n != NULL)
+		fsrv_node_forget(&t->nodes, n, nlookup);
+	pthread_mutex_unlock(&t->srv->lock);
+	fuse_reply_none(req);
+}
+
+static void
+fsrv_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+
+	pthread_mutex_lock(&t->srv->lock);
+	for (size_t i = 0; i < count; i++) {
+		struct fsrv_node *n = fsrv_node_get(&t->nodes, f[i].ino);
+
+		if (n != NULL)
+			fsrv_node_forget(&t->nodes, n, f[i].nlookup);
+	}
+	pthread_mutex_unlock(&t->srv->lock);
+	fuse_reply_none(req);
+}
+
+static void
+fsrv_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char path[FSRV_PATH_MAX];
+	struct stat st;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_GETATTR, FSRV_CAP_SEE, path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	if (fi != NULL && fi->fh != 0) {
+		const struct fsrv_handle *h = (const struct fsrv_handle *)(uintptr_t)fi->fh;
+
+		e = fstat(h->fd, &st) == 0 ? 0 : errno;
+	} else {
+		e = fsrv_stat_path(t, path, &st);
+	}
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_attr(req, &st, t->srv->cfg.attr_timeout);
+}
+
+/* Apply the attribute changes of a setattr to the object at path. */
+static int
+fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int to_set,
+		const struct fsrv_handle *h)
+{
+	int fd = -1, e = 0;
+	struct stat st;
+
+	fd = fsrv_open_at(t, path, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fsrv_err(errno);
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH) != 0) {
+		e = errno;
+		goto out;
+	}
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		/* No set-id bits: a served tree never gains a set-id file. */
+		if (a->st_mode & (S_ISUID | S_ISGID)) {
+			e = EPERM;
+			goto out;
+		}
+		if (syscall(SYS_fchmodat2, fd, "", a->st_mode & 01777, AT_EMPTY_PATH) != 0) {
+			e = errno;
+			goto out;
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		int wfd = h != NULL ? -1 : fsrv_open_regular(t, path, O_WRONLY, 0);
+
+		if (h == NULL && wfd < 0) {
+			e = -wfd;
+			goto out;
+		}
+		if (ftruncate(h != NULL ? h->fd : wfd, a->st_size) != 0)
+			e = errno;
+		if (wfd >= 0)
+			close(wfd);
+		if (e != 0)
+			goto out;
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+
+		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_ATIME)
+			ts[0] = a->st_atim;
+		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_MTIME)
+			ts[1] = a->st_mtim;
+		if (utimensat(fd, "", ts, AT_EMPTY_PATH) != 0) {
+			e = errno;
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	return e;
+}
+
+static void
+fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+	     struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	const struct fsrv_handle *h = NULL;
+	char path[FSRV_PATH_MAX];
+	struct stat st;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_SETATTR, FSRV_CAP_WRITE, path)) != 0)
+		goto out;
+	/* Files belong to the tree's owner: an agent cannot give them away. */
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		e = EPERM;
+		goto out;
+	}
+	if (fi != NULL && fi->fh != 0)
+		h = (const struct fsrv_handle *)(uintptr_t)fi->fh;
+	if ((e = fsrv_apply_attr(t, path, attr, to_set, h)) != 0)
+		goto out;
+	e = h != NULL ? (fstat(h->fd, &st) == 0 ? 0 : errno) : fsrv_stat_path(t, path, &st);
+out:
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_attr(req, &st, t->srv->cfg.attr_timeout);
+}
+
+static void
+fsrv_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char path[FSRV_PATH_MAX], target[FSRV_PATH_MAX];
+	const char *name;
+	ssize_t n = -1;
+	int e, pfd = -1;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_READLINK, FSRV_CAP_READ, path)) != 0)
+		goto out;
+	if (path[0] == '\0') {
+		e = EINVAL;
+		goto out;
+	}
+	if ((pfd = fsrv_parent(t, path, &name)) < 0) {
+		e = -pfd;
+		goto out;
+	}
+	/* The link's text is shown, never followed here: following it is the
+	 * kernel's job inside the mount, where "/" is the sandbox's root. */
+	n = readlinkat(pfd, name, target, sizeof(target) - 1);
+	if (n < 0)
+		e = errno;
+	else
+		target[n] = '\0';
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* mkdir and symlink: make name in parent with make(), then reply with its
+ * entry.  target is the symlink's text (NULL for mkdir). */
+static void
+fsrv_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char path[FSRV_PATH_MAX];
+	const char *base;
+	struct stat st;
+	int e, pfd = -1;
+	enum fsrv_op op = target != NULL ? FSRV_OP_SYMLINK : FSRV_OP_MKDIR;
+
+	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, op, FSRV_CAP_WRITE, path)) != 0)
+		goto out;
+	if ((pfd = fsrv_parent(t, path, &base)) < 0) {
+		e = -pfd;
+		goto out;
+	}
+	if ((target != NULL ? symlinkat(target, pfd, base) : mkdirat(pfd, base, mode & 01777)) != 0 ||
+	    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		e = errno;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fsrv_reply_entry(req, parent, name, &st, NULL, NULL);
+}
+
+static void
+fsrv_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fsrv_make(req, parent, name, mode, NULL);
+}
+
+static void
+fsrv_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	if (strnlen(link, FSRV_PATH_MAX) >= FSRV_PATH_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	fsrv_make(req, parent, name, 0, link);
+}
+
+static void
+fsrv_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	/* Regular files come through create; devices, FIFOs and sockets are
+	 * never made in a served tree. */
+	fuse_reply_err(req, EPERM);
+}
+
+static void
+fsrv_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_node *p;
+	char path[FSRV_PATH_MAX];
+	const char *base;
+	int e, pfd = -1;
+
+	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, dir ? FSRV_OP_RMDIR : FSRV_OP_UNLINK, FSRV_CAP_DELETE, path)) != 0)
+		goto out;
+	if ((pfd = fsrv_parent(t, path, &base)) < 0) {
+		e = -pfd;
+		goto out;
+	}
+	/* unlinkat never follows a final symlink: removing a link removes the
+	 * link, not what it points to. */
+	if (unlinkat(pfd, base, dir ? AT_REMOVEDIR : 0) != 0) {
+		e = errno;
+		goto out;
+	}
+	pthread_mutex_lock(&t->srv->lock);
+	p = fsrv_node_get(&t->nodes, parent);
+	if (p != NULL)
+		fsrv_node_unlink(&t->nodes, p, name);
+	pthread_mutex_unlock(&t->srv->lock);
+out:
+	if (pfd >= 0)
+		close(pfd);
+	fuse_reply_err(req, e);
+}
+
+static void
+fsrv_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fsrv_remove(req, parent, name, false);
+}
+
+static void
+fsrv_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fsrv_remove(req, parent, name, true);
+}
+
+static void
+fsrv_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	    const char *newname, unsigned int flags)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_node *op, *np;
+	char p1[FSRV_PATH_MAX], p2[FSRV_PATH_MAX];
+	const char *b1, *b2;
+	int e, f1 = -1, f2 = -1;
+
+	/* RENAME_WHITEOUT makes a device node: never. */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		e = EINVAL;
+		goto out;
+	}
+	/* As the broker's fs.rename: fs.write on both names. */
+	if ((e = fsrv_path(req, parent, name, p1, NULL)) != 0 ||
+	    (e = fsrv_path(req, newparent, newname, p2, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_RENAME, FSRV_CAP_WRITE, p1)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_RENAME, FSRV_CAP_WRITE, p2)) != 0)
+		goto out;
+	if ((f1 = fsrv_parent(t, p1, &b1)) < 0) {
+		e = -f1;
+		goto out;
+	}
+	if ((f2 = fsrv_parent(t, p2, &b2)) < 0) {
+		e = -f2;
+		goto out;
+	}
+	if (renameat2(f1, b1, f2, b2, flags) != 0) {
+		e = errno;
+		goto out;
+	}
+	pthread_mutex_lock(&t->srv->lock);
+	op = fsrv_node_get(&t->nodes, parent);
+	np = fsrv_node_get(&t->nodes, newparent);
+	if (op != NULL && np != NULL &&
+	    fsrv_node_rename(&t->nodes, op, name, np, newname, flags & RENAME_EXCHANGE) != 0) {
+		/* Out of memory: the kernel must not keep the old name. */
+		fsrv_node_unlink(&t->nodes, op, name);
+	}
+	pthread_mutex_unlock(&t->srv->lock);
+out:
+	if (f1 >= 0)
+		close(f1);
+	if (f2 >= 0)
+		close(f2);
+	fuse_reply_err(req, e);
+}
+
+static void
+fsrv_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char p1[FSRV_PATH_MAX], p2[FSRV_PATH_MAX];
+	const char *b1, *b2;
+	struct stat st;
+	int e, f1 = -1, f2 = -1;
+
+	/* A second name writes through to the first: the agent must already
+	 * be able to read and write the file, and to write the new name. */
+	if ((e = fsrv_path(req, ino, NULL, p1, NULL)) != 0 ||
+	    (e = fsrv_path(req, newparent, newname, p2, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_LINK, FSRV_CAP_READ | FSRV_CAP_WRITE, p1)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_LINK, FSRV_CAP_WRITE, p2)) != 0)
+		goto out;
+	if (p1[0] == '\0') {
+		e = EPERM;
+		goto out;
+	}
+	if ((f1 = fsrv_parent(t, p1, &b1)) < 0) {
+		e = -f1;
+		goto out;
+	}
+	if ((f2 = fsrv_parent(t, p2, &b2)) < 0) {
+		e = -f2;
+		goto out;
+	}
+	/* Without AT_SYMLINK_FOLLOW, linkat links a symlink itself. */
+	if (linkat(f1, b1, f2, b2, 0) != 0 || fstatat(f2, b2, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		e = errno;
+out:
+	if (f1 >= 0)
+		close(f1);
+	if (f2 >= 0)
+		close(f2);
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fsrv_reply_entry(req, newparent, newname, &st, NULL, NULL);
+}
+
+/* A handle for fd on node, counted against the tree's bound. */
+static struct fsrv_handle *
+fsrv_handle_new(struct fsrv_tree *t, int fd)
+{
+	struct fsrv_handle *h;
+
+	if (t->nhandles >= t->srv->cfg.max_handles)
+		return NULL;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	h->fd = fd;
+	t->nhandles++;
+	return h;
+}
+
+static void
+fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h)
+{
+	if (h->dir != NULL)
+		closedir(h->dir);	/* closes h->fd */
+	else if (h->fd >= 0)
+		close(h->fd);
+	if (h->node != NULL) {
+		pthread_mutex_lock(&t->srv->lock);
+		fsrv_node_release(&t->nodes, h->node);
+		pthread_mutex_unlock(&t->srv->lock);
+	}
+	free(h);
+	t->nhandles--;
+}
+
+static void
+fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_handle *h;
+	struct fsrv_node *n;
+	char path[FSRV_PATH_MAX];
+	int e, fd;
+
+	if ((e = fsrv_path(req, ino, NULL, path, &n)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_OPEN, fsrv_open_need(fi->flags), path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) & ~(O_CREAT | O_EXCL), 0);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	if ((h = fsrv_handle_new(t, fd)) == NULL) {
+		close(fd);
+		fuse_reply_err(req, EMFILE);
+		return;
+	}
+	pthread_mutex_lock(&t->srv->lock);
+	h->node = n;
+	fsrv_node_hold(n);
+	pthread_mutex_unlock(&t->srv->lock);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->direct_io = 1;	/* every read and write reaches the check */
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		fsrv_handle_free(t, h);	/* interrupted: the kernel has no handle */
+}
+
+static void
+fsrv_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	    struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_handle *h;
+	char path[FSRV_PATH_MAX];
+	struct stat st;
+	int e, fd;
+
+	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_CREATE, fsrv_open_need(fi->flags | O_CREAT), path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) | O_CREAT, mode & 0777);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	if (fstat(fd, &st) != 0 || (h = fsrv_handle_new(t, fd)) == NULL) {
+		close(fd);
+		fuse_reply_err(req, EMFILE);
+		return;
+	}
+	fsrv_reply_entry(req, parent, name, &st, fi, h);
+}
+
+static void
+fsrv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
+	char path[FSRV_PATH_MAX];
+	ssize_t n;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_READ, FSRV_CAP_READ, path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	if (size > FSRV_IO_MAX)
+		size = FSRV_IO_MAX;
+	if (t->iolen < size) {
+		char *b = realloc(t->io, size);
+
+		if (b == NULL) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		t->io = b;
+		t->iolen = size;
+	}
+	n = pread(h->fd, t->io, size, off);
+	if (n < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_buf(req, t->io, (size_t)n);
+}
+
+static void
+fsrv_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	   struct fuse_file_info *fi)
+{
+	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
+	char path[FSRV_PATH_MAX];
+	ssize_t n;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_WRITE, FSRV_CAP_WRITE, path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	n = pwrite(h->fd, buf, size, off);
+	if (n < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void
+fsrv_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino, (void)fi;
+	fuse_reply_err(req, 0);	/* writes are not buffered here */
+}
+
+static void
+fsrv_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fsrv_handle_free(fsrv_t(req), (struct fsrv_handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void
+fsrv_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	const struct fsrv_handle *h = (const struct fsrv_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	fuse_reply_err(req, (datasync ? fdatasync(h->fd) : fsync(h->fd)) == 0 ? 0 : errno);
+}
+
+static void
+fsrv_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_handle *h = NULL;
+	struct fsrv_node *n;
+	char path[FSRV_PATH_MAX];
+	int e, fd = -1;
+
+	if ((e = fsrv_path(req, ino, NULL, path, &n)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_OPENDIR, FSRV_CAP_LIST, path)) != 0)
+		goto out;
+	fd = fsrv_open_at(t, path, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
+	if (fd < 0) {
+		e = fsrv_err(errno);
+		goto out;
+	}
+	if ((h = fsrv_handle_new(t, fd)) == NULL) {
+		e = EMFILE;
+		goto out;
+	}
+	fd = -1;
+	if ((h->dir = fdopendir(h->fd)) == NULL) {
+		e = errno;
+		goto out;
+	}
+	pthread_mutex_lock(&t->srv->lock);
+	h->node = n;
+	fsrv_node_hold(n);
+	pthread_mutex_unlock(&t->srv->lock);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (fuse_reply_open(req, fi) != 0)
+		fsrv_handle_free(t, h);
+	return;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (h != NULL)
+		fsrv_handle_free(t, h);
+	fuse_reply_err(req, e);
+}
+
+static void
+fsrv_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
+	char path[FSRV_PATH_MAX];
+	char *buf = NULL, *p;
+	size_t rem = 0;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_READDIR, FSRV_CAP_LIST, path)) != 0)
+		goto out;
+	if (size > FSRV_IO_MAX)
+		size = FSRV_IO_MAX;
+	if ((buf = malloc(size)) == NULL) {
+		e = ENOMEM;
+		goto out;
+	}
+	if (off != h->offset) {
+		seekdir(h->dir, off);
+		h->entry = NULL;
+		h->offset = off;
+	}
+	for (p = buf, rem = size;;) {
+		struct stat st;
+		size_t len;
+
+		if (h->entry == NULL) {
+			errno = 0;
+			h->entry = readdir(h->dir);
+			if (h->entry == NULL) {
+				if (errno != 0 && p == buf)
+					e = errno;
+				break;
+			}
+		}
+		memset(&st, 0, sizeof(st));
+		st.st_ino = h->entry->d_ino;
+		st.st_mode = (mode_t)h->entry->d_type << 12;
+		len = fuse_add_direntry(req, p, rem, h->entry->d_name, &st, h->entry->d_off);
+		if (len > rem)
+			break;	/* kept for the next batch */
+		p += len;
+		rem -= len;
+		h->offset = h->entry->d_off;
+		h->entry = NULL;
+	}
+out:
+	if (e != 0)
+		fuse_reply_err(req, e);
+	else
+		fuse_reply_buf(req, buf, size - rem);
+	free(buf);
+}
+
+static void
+fsrv_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	fsrv_handle_free(fsrv_t(req), (struct fsrv_handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void
+fsrv_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	char path[FSRV_PATH_MAX];
+	struct statvfs sv;
+	int e;
+
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_STATFS, FSRV_CAP_SEE, path)) != 0) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	if (fstatvfs(t->root_fd, &sv) != 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+static void
+fsrv_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* No splice (the buffer is ours to check), no export (no handles the
+	 * agent could forge), no writeback cache (every write is checked). */
+	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+				  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_EXPORT_SUPPORT |
+				  FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL);
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+}
+
+const struct fuse_lowlevel_ops fsrv_ops = {
+	.init = fsrv_init,
+	.lookup = fsrv_lookup,
+	.forget = fsrv_forget,
+	.forget_multi = fsrv_forget_multi,
+	.getattr = fsrv_getattr,
+	.setattr = fsrv_setattr,
+	.readlink = fsrv_readlink,
+	.mknod = fsrv_mknod,
+	.mkdir = fsrv_mkdir,
+	.unlink = fsrv_unlink,
+	.rmdir = fsrv_rmdir,
+	.symlink = fsrv_symlink,
+	.rename = fsrv_rename,
+	.link = fsrv_link,
+	.open = fsrv_open,
+	.read = fsrv_read,
+	.write = fsrv_write,
+	.flush = fsrv_flush,
+	.release = fsrv_release,
+	.fsync = fsrv_fsync,
+	.opendir = fsrv_opendir,
+	.readdir = fsrv_readdir,
+	.releasedir = fsrv_releasedir,
+	.statfs = fsrv_statfs,
+	.create = fsrv_create,
+};

@@ -1,0 +1,397 @@
+/*
+ * server.c - fsrv's sessions (one libfuse low-level session per served
+ * tree, driven by the caller's loop), and the invalidation of the kernel's
+ * caches after a revocation.
+ *
+ * Trust domain: broker.  libfuse decodes the kernel's protocol (we never
+ * parse /dev/fuse ourselves; see docs/dependencies.md); the session reads
+ * a request with fuse_session_receive_buf and dispatches it to ops.c with
+ * fuse_session_process_buf, so the caller's loop decides when the server
+ * runs and one tree's requests never block another's.
+ *
+ * Invalidations are written by a helper thread.  A FUSE_NOTIFY_INVAL_ENTRY
+ * takes the parent directory's lock in the kernel; if an agent's mkdir in
+ * that directory is waiting for our answer, it holds that lock, and a
+ * serving thread that wrote the notification itself would wait for itself
+ * for ever.  The helper waits instead, while the serving thread goes on
+ * answering.
+ */
+#include "fsrv/srv_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void *
+fsrv_notifier(void *arg)
+{
+	struct fsrv *s = arg;
+	struct fsrv_inval *q;
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (s->nq == 0 && !s->stop)
+			pthread_cond_wait(&s->cond, &s->lock);
+		if (s->nq == 0)
+			break;
+		q = s->q;
+		n = s->nq;
+		s->q = NULL;
+		s->nq = s->capq = 0;
+		s->busy = true;
+		pthread_mutex_unlock(&s->lock);
+		for (size_t i = 0; i < n; i++) {
+			struct fsrv_tree *t = s->trees[q[i].tree];
+
+			/* ENOENT: the kernel no longer holds it; nothing to do. */
+			if (!t->closed) {
+				if (q[i].name != NULL)
+					cb_ignore(fuse_lowlevel_notify_inval_entry(t->se, q[i].id,
+						q[i].name, strlen(q[i].name)));
+				else
+					cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, q[i].id, -1, 0));
+			}
+			free(q[i].name);
+		}
+		free(q);
+		pthread_mutex_lock(&s->lock);
+		s->busy = false;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int
+fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
+{
+	struct fsrv *s = NULL;
+	int e = CB_EINVAL;
+
+	*out = NULL;
+	if (cfg == NULL || cfg->authz == NULL || cfg->entry_timeout < 0 || cfg->attr_timeout < 0)
+		goto out;
+	e = CB_ENOMEM;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		goto out;
+	s->cfg = *cfg;
+	if (s->cfg.max_handles == 0)
+		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
+	e = CB_EINTERNAL;
+	if (pthread_mutex_init(&s->lock, NULL) != 0)
+		goto out;
+	if (pthread_cond_init(&s->cond, NULL) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		goto out;
+	}
+	if (pthread_create(&s->notifier, NULL, fsrv_notifier, s) != 0) {
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
+		goto out;
+	}
+	s->started = true;
+	*out = s;
+	s = NULL;
+	e = 0;
+out:
+	free(s);
+	return e;
+}
+
+int
+fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
+{
+	char *argv[] = { (char *)"capbroker-fsrv", NULL };
+	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
+	struct fsrv_tree *t = NULL;
+	char mp[32];
+	struct stat st;
+	int e = CB_EINVAL, dfd = -1;
+
+	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		goto out;
+	e = CB_EBUSY;
+	if (s->ntrees >= FSRV_MAX_TREES)
+		goto out;
+	e = CB_ENOMEM;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		goto out;
+	t->root_fd = -1;
+	if (fsrv_nodes_init(&t->nodes, s->cfg.max_nodes) != 0)
+		goto out;
+	e = CB_EIO;
+	if ((t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		goto out;
+	t->srv = s;
+	t->idx = s->ntrees;
+	e = CB_EINTERNAL;
+	t->se = fuse_session_new(&args, &fsrv_ops, sizeof(fsrv_ops), t);
+	if (t->se == NULL)
+		goto out;
+	/* libfuse takes an open /dev/fuse as "/dev/fd/N" (and then mounts
+	 * nothing itself); the session owns dfd from here. */
+	snprintf(mp, sizeof(mp), "/dev/fd/%d", dfd);
+	if (fuse_session_mount(t->se, mp) != 0)
+		goto out;
+	dfd = -1;
+	s->trees[s->ntrees++] = t;
+	*tree = t->idx;
+	t = NULL;
+	e = 0;
+out:
+	fuse_opt_free_args(&args);
+	if (dfd >= 0)
+		close(dfd);
+	if (t != NULL) {
+		if (t->se != NULL)
+			fuse_session_destroy(t->se);
+		if (t->root_fd >= 0)
+			close(t->root_fd);
+		fsrv_nodes_fini(&t->nodes);
+		free(t);
+	}
+	return e;
+}
+
+int
+fsrv_fd(const struct fsrv *s, unsigned tree)
+{
+	if (tree >= s->ntrees || s->trees[tree]->closed)
+		return -1;
+	return fuse_session_fd(s->trees[tree]->se);
+}
+
+int
+fsrv_process(struct fsrv *s, unsigned tree)
+{
+	struct fsrv_tree *t;
+	int r;
+
+	if (tree >= s->ntrees)
+		return CB_EINVAL;
+	t = s->trees[tree];
+	if (t->closed)
+		return CB_ECLOSED;
+	r = fuse_session_receive_buf(t->se, &t->buf);
+	if (r == -EINTR || r == -EAGAIN)
+		return CB_ETIMEDOUT;	/* nothing (or an interrupted request) */
+	if (r == 0 || r == -ENODEV || fuse_session_exited(t->se)) {
+		t->closed = true;	/* unmounted or aborted */
+		return CB_ECLOSED;
+	}
+	if (r < 0)
+		return CB_EIO;
+	fuse_session_process_buf(t->se, &t->buf);
+	if (fuse_session_exited(t->se)) {
+		t->closed = true;
+		return CB_ECLOSED;
+	}
+	return 0;
+}
+
+int
+fsrv_run(struct fsrv *s, int stop_fd)
+{
+	struct pollfd pfd[FSRV_MAX_TREES + 1];
+	unsigned map[FSRV_MAX_TREES];
+
+	for (;;) {
+		nfds_t n = 0;
+
+		for (unsigned i = 0; i < s->ntrees; i++) {
+			if (s->trees[i]->closed)
+				continue;
+			map[n] = i;
+			pfd[n++] = (struct pollfd){ .fd = fuse_session_fd(s->trees[i]->se),
+						    .events = POLLIN };
+		}
+		if (n == 0)
+			return 0;
+		if (stop_fd >= 0)
+			pfd[n] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+		if (poll(pfd, n + (stop_fd >= 0), -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return CB_EIO;
+		}
+		if (stop_fd >= 0 && pfd[n].revents)
+			return 0;
+		for (nfds_t i = 0; i < n; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			int r = fsrv_process(s, map[i]);
+
+			if (r != 0 && r != CB_ETIMEDOUT && r != CB_ECLOSED)
+				return r;
+		}
+	}
+}
+
+/* Queue one invalidation; called with s->lock held.  A failed allocation
+ * drops it: the entry then lives at most its timeout. */
+static void
+fsrv_queue(struct fsrv *s, unsigned tree, uint64_t id, const char *name)
+{
+	struct fsrv_inval *q = s->q;
+
+	if (s->nq == s->capq) {
+		size_t nc = s->capq ? s->capq * 2 : 64;
+
+		if ((q = realloc(s->q, nc * sizeof(*q))) == NULL)
+			return;
+		s->q = q;
+		s->capq = nc;
+	}
+	q[s->nq].tree = tree;
+	q[s->nq].id = id;
+	q[s->nq].name = NULL;
+	if (name != NULL && (q[s->nq].name = strdup(name)) == NULL)
+		return;
+	s->nq++;
+}
+
+/* Queue the invalidation of every node of tree t whose path is within
+ * prefix (NULL: all).  Called with s->lock held. */
+static void
+fsrv_queue_tree(struct fsrv *s, struct fsrv_tree *t, const char *prefix)
+{
+	char path[FSRV_PATH_MAX];
+
+	for (uint32_t i = 0; i < t->nodes.nids; i++) {
+		const struct fsrv_node *n = t->nodes.byid[i];
+
+		if (n == NULL)
+			continue;
+		if (prefix != NULL && (fsrv_node_path(n, path, sizeof(path)) != 0 ||
+				       !fsrv_path_within(path, prefix)))
+			continue;
+		if (n->parent != NULL && n->linked)
+			fsrv_queue(s, t->idx, n->parent->id, n->name);
+		fsrv_queue(s, t->idx, n->id, NULL);
+	}
+}
+
+int
+fsrv_invalidate_all(struct fsrv *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->ntrees; i++)
+		if (!s->trees[i]->closed)
+			fsrv_queue_tree(s, s->trees[i], NULL);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+int
+fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path)
+{
+	if (tree >= s->ntrees || path == NULL)
+		return CB_EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if (!s->trees[tree]->closed)
+		fsrv_queue_tree(s, s->trees[tree], path);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Let the notifier finish what is queued, answering requests meanwhile
+ * (a notification may wait for one of them), for at most about 2 s. */
+static void
+fsrv_drain(struct fsrv *s)
+{
+	for (int round = 0; round < 200; round++) {
+		bool idle;
+
+		pthread_mutex_lock(&s->lock);
+		idle = s->nq == 0 && !s->busy;
+		pthread_mutex_unlock(&s->lock);
+		if (idle)
+			return;
+		for (unsigned i = 0; i < s->ntrees; i++) {
+			struct pollfd p = { .fd = fsrv_fd(s, i), .events = POLLIN };
+
+			if (p.fd >= 0 && poll(&p, 1, 10) > 0)
+				cb_ignore(fsrv_process(s, i));
+		}
+		if (s->ntrees == 0)
+			usleep(10000);
+	}
+}
+
+void
+fsrv_free(struct fsrv *s)
+{
+	if (s == NULL)
+		return;
+	if (s->started) {
+		fsrv_drain(s);
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_cond_broadcast(&s->cond);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->notifier, NULL);
+	}
+	for (unsigned i = 0; i < s->ntrees; i++) {
+		struct fsrv_tree *t = s->trees[i];
+
+		/* Closing the session's /dev/fuse ends the connection: the agent
+		 * gets ENOTCONN from then on, never a hang. */
+		fuse_session_destroy(t->se);
+		free(t->buf.mem);
+		free(t->io);
+		close(t->root_fd);
+		fsrv_nodes_fini(&t->nodes);
+		free(t);
+	}
+	for (size_t i = 0; i < s->nq; i++)
+		free(s->q[i].name);
+	free(s->q);
+	if (s->started) {
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(s);
+}
+
+const char *
+fsrv_cap_name(unsigned need)
+{
+	if (need & FSRV_CAP_READ)
+		return "fs.read";
+	if (need & FSRV_CAP_LIST)
+		return "fs.list";
+	if (need & FSRV_CAP_WRITE)
+		return "fs.write";
+	if (need & FSRV_CAP_DELETE)
+		return "fs.delete";
+	return "fs.*";
+}
+
+const char *
+fsrv_op_name(enum fsrv_op op)
+{
+	static const char *const names[FSRV_OP_COUNT_] = {
+		[FSRV_OP_LOOKUP] = "lookup", [FSRV_OP_GETATTR] = "getattr",
+		[FSRV_OP_SETATTR] = "setattr", [FSRV_OP_READLINK] = "readlink",
+		[FSRV_OP_MKDIR] = "mkdir", [FSRV_OP_UNLINK] = "unlink",
+		[FSRV_OP_RMDIR] = "rmdir", [FSRV_OP_SYMLINK] = "symlink",
+		[FSRV_OP_RENAME] = "rename", [FSRV_OP_LINK] = "link",
+		[FSRV_OP_OPEN] = "open", [FSRV_OP_CREATE] = "create",
+		[FSRV_OP_READ] = "read", [FSRV_OP_WRITE] = "write",
+		[FSRV_OP_OPENDIR] = "opendir", [FSRV_OP_READDIR] = "readdir",
+		[FSRV_OP_STATFS] = "statfs",
+	};
+
+	if ((unsigned)op >= FSRV_OP_COUNT_ || names[op] == NULL)
+		return "?";
+	return names[op];
+}

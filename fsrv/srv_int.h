@@ -1,0 +1,65 @@
+/*
+ * srv_int.h - the server's state, shared by server.c (sessions, loop,
+ * invalidation) and ops.c (the FUSE operations).  Private to fsrv/.
+ *
+ * Trust domain: broker.
+ */
+#ifndef CB_FSRV_SRV_INT_H
+#define CB_FSRV_SRV_INT_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+
+#include <dirent.h>
+#include <pthread.h>
+
+#include "fsrv/fsrv_int.h"
+
+#define FSRV_IO_MAX (1u << 20)	/* the largest read we answer at once */
+
+/* An open file or directory.  fd is the broker's own descriptor, opened
+ * beneath the root at open time; it is never handed to the agent. */
+struct fsrv_handle {
+	int fd;
+	DIR *dir;		/* directories: fdopendir(fd) */
+	struct dirent *entry;	/* read from dir, not yet sent */
+	off_t offset;
+	struct fsrv_node *node;
+};
+
+struct fsrv_tree {
+	struct fsrv *srv;
+	unsigned idx;
+	int root_fd;
+	struct fuse_session *se;
+	struct fuse_buf buf;
+	struct fsrv_nodes nodes;	/* guarded by srv->lock */
+	uint32_t nhandles;
+	char *io;			/* read buffer */
+	size_t iolen;
+	bool closed;
+};
+
+/* One queued kernel invalidation. */
+struct fsrv_inval {
+	unsigned tree;
+	uint64_t id;		/* the inode (or the parent, for an entry) */
+	char *name;		/* an entry's name, or NULL for an inode */
+};
+
+struct fsrv {
+	struct fsrv_cfg cfg;
+	struct fsrv_tree *trees[FSRV_MAX_TREES];
+	unsigned ntrees;
+	pthread_mutex_t lock;	/* node tables and the queue */
+	pthread_cond_t cond;
+	struct fsrv_inval *q;
+	size_t nq, capq;
+	bool stop, busy, started;
+	pthread_t notifier;
+};
+
+/* The FUSE operations (ops.c). */
+extern const struct fuse_lowlevel_ops fsrv_ops;
+
+#endif

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# 70-fsrv.sh - the FUSE file server (fsrv/) on its own, for real: a
+# temporary tree served through $CB_BUILD/fsrv/fsrv-serve with an
+# allow-list for authorisation, mounted with fsopen/fsconfig/fsmount and
+# move_mount in a private mount namespace.  Ordinary programs work in it;
+# denied paths give EACCES; the server never follows a symlink; a
+# revocation stops the next open and a read on an already-open file; a
+# mount fd attaches inside a user namespace; a dead server leaves ENOTCONN,
+# not a hang.
+# Needs root (fsmount of fuse; unshare -m).
+if [ -z "${FSRV_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	FSRV_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+. "$(dirname "$0")/../lib.sh"
+: "${CB_BUILD:=$CB_TOP/build}"
+S="$CB_BUILD/fsrv/fsrv-serve"
+if [ -z "${FSRV_IN_NS:-}" ] || [ ! -x "$S" ] || [ ! -c /dev/fuse ]; then
+	t_skip "fsrv" "needs root, unshare, /dev/fuse and $S"
+	t_done
+	exit
+fi
+
+R="$T_TMP/root" M="$T_TMP/mnt" A="$T_TMP/allow" READY="$T_TMP/ready"
+mkdir -p "$R/sub" "$R/secret" "$R/ro" "$R/cached" "$M"
+echo hello >"$R/a.txt"
+echo needle >"$R/sub/hay.txt"
+: >"$R/sub/seen"
+echo topsecret >"$R/secret/key"
+echo readonly >"$R/ro/file"
+echo inside >"$R/cached/f"
+head -c 1048576 /dev/urandom >"$R/big"
+ln -s /etc/hostname "$R/abs"
+ln -s ../../../../../../../etc/hostname "$R/up"
+ln -s a.txt "$R/rel"
+printf 'rlwd .\n- secret\nrl ro\n' >"$A"
+
+spid=
+start() { # start the server; wait until it has loaded the allow-list
+	rm -f "$READY"
+	"$S" --root "$R" --allow "$A" --mount "$M" --ready "$READY" "$@" 2>"$T_TMP/serve.err" &
+	spid=$!
+	for _ in $(seq 200); do [ -s "$READY" ] && return 0; sleep 0.05; done
+	return 1
+}
+reload() { # SIGHUP, then wait until load number $1 is done
+	kill -HUP "$spid"
+	for _ in $(seq 200); do [ "$(cat "$READY" 2>/dev/null)" = "$1" ] && return 0; sleep 0.05; done
+	return 1
+}
+stop() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; }
+trap 'stop; t_cleanup' EXIT
+
+t_ok "the server mounts the tree (fsmount + move_mount)" start --timeout 30
+t_match "it is a fuse mount" "$(grep " $M " /proc/self/mounts)" "fuse.capbroker .*nosuid,nodev"
+
+# Ordinary programs.
+t_match "ls -la lists the tree" "$(ls -la "$M" 2>/dev/null)" 'a\.txt'
+t_is "cat reads a file" "$(cat "$M/a.txt")" hello
+t_ok "echo > file creates a file" sh -c "echo created >'$M/new.txt'"
+t_is "... which is on the host" "$(cat "$R/new.txt")" created
+t_ok "echo >> file appends" sh -c "echo more >>'$M/new.txt'"
+t_is "... at the end" "$(cat "$R/new.txt" | tr '\n' ' ')" "created more "
+t_ok "mkdir makes a directory" mkdir "$M/d1"
+t_ok "mv renames into it" mv "$M/new.txt" "$M/d1/moved.txt"
+t_is "... on the host" "$(cat "$R/d1/moved.txt" | head -n 1)" created
+t_ok "rm removes a file" rm "$M/d1/moved.txt"
+t_ok "rmdir removes a directory" rmdir "$M/d1"
+t_ok "... both gone on the host" test ! -e "$R/d1"
+t_match "grep -r finds text" "$(grep -r needle "$M" 2>/dev/null)" 'sub/hay\.txt:needle'
+t_match "find walks the tree" "$(find "$M" -name hay.txt 2>/dev/null)" "^$M/sub/hay\\.txt\$"
+t_is "a 1 MiB file reads back whole" "$(cmp "$M/big" "$R/big" && echo same)" same
+t_ok "git init, add, commit in the mount" sh -c "cd '$M' && git init -q . && git add a.txt sub &&
+	git -c user.name=t -c user.email=t@t.invalid commit -qm first"
+t_is "git status is clean" "$(cd "$M" && git status --short --untracked-files=no)" ""
+t_match "git log shows the commit" "$(cd "$M" && git log --oneline)" 'first'
+t_ok "chmod works" chmod 0600 "$M/a.txt"
+t_is "... on the host" "$(stat -c %a "$R/a.txt")" 600
+t_ok "a set-uid bit is refused" sh -c "! chmod 4755 '$M/a.txt' 2>/dev/null"
+t_ok "a FIFO cannot be made" sh -c "! mkfifo '$M/fifo' 2>/dev/null"
+t_ok "truncate works" truncate -s 2 "$M/a.txt"
+t_is "... on the host" "$(cat "$R/a.txt")" he
+t_ok "touch -d sets times" touch -d @1000000000 "$M/a.txt"
+t_is "... on the host" "$(stat -c %Y "$R/a.txt")" 1000000000
+t_ok "ln makes a hard link" ln "$M/a.txt" "$M/hard"
+t_is "... the same file on the host" "$(stat -c %i "$R/hard")" "$(stat -c %i "$R/a.txt")"
+t_ok "ln -s makes a symlink" ln -s a.txt "$M/soft"
+t_is "... a symlink on the host" "$(readlink "$R/soft")" a.txt
+
+# Symlinks are shown, never followed by the server.
+t_is "a symlink is shown as one" "$(stat -c %F "$M/abs")" "symbolic link"
+t_is "readlink returns its text" "$(readlink "$M/abs")" /etc/hostname
+t_is "a relative link inside the tree works" "$(cat "$M/rel")" he
+ls "$M/cached/" >/dev/null
+mv "$R/cached" "$R/cached.old" && ln -s /etc "$R/cached"
+t_ok "a directory swapped for a symlink on the host is not followed" \
+	sh -c "! cat '$M/cached/hostname' 2>/dev/null && ! cat '$M/cached/f' 2>/dev/null"
+
+# Denials.
+t_match "a denied file gives EACCES" "$(cat "$M/secret/key" 2>&1)" 'Permission denied'
+t_match "a denied directory cannot be listed" "$(ls "$M/secret" 2>&1)" 'Permission denied'
+t_match "a read-only area refuses a write" "$(sh -c "echo x >'$M/ro/file'" 2>&1)" 'Permission denied'
+t_match "... and a new file" "$(sh -c "echo x >'$M/ro/other'" 2>&1)" 'Permission denied'
+t_match "... and a delete" "$(rm -f "$M/ro/file" 2>&1)" 'Permission denied'
+t_is "... but reads" "$(cat "$M/ro/file")" readonly
+t_match "a rename out of the read-only area is refused" "$(mv "$M/ro/file" "$M/stolen" 2>&1)" 'Permission denied'
+t_is "the host file is untouched" "$(cat "$R/ro/file")" readonly
+
+# Revocation: the next open fails, and so does a read on an open file.
+exec 7<"$M/big"
+t_ok "a name is looked up (and cached)" test -e "$M/sub/seen"
+t_is "an open file reads" "$(head -c 4 <&7 | wc -c)" 4
+printf -- '- .\n' >"$A"
+t_ok "revoke everything (SIGHUP, caches invalidated)" reload 2
+t_match "after revocation cat fails" "$(cat "$M/sub/hay.txt" 2>&1)" 'Permission denied'
+t_match "... and a read on the already-open file fails" "$(head -c 4 <&7 2>&1)" 'Permission denied'
+t_ok "... and a name cached for 30 s is gone (invalidated)" sh -c "! test -e '$M/sub/seen'"
+printf 'rlwd .\n' >"$A"
+t_ok "grant again" reload 3
+t_is "the open file reads again" "$(head -c 4 <&7 | wc -c)" 4
+
+# A dead server: errors, never a hang.
+kill -9 "$spid"; wait "$spid" 2>/dev/null; spid=
+t_match "with the server dead cat fails with ENOTCONN" \
+	"$(timeout 10 cat "$M/sub/hay.txt" 2>&1 | tr '\n' ' '; echo "rc=${PIPESTATUS[0]}")" 'not connected.*rc=1'
+t_match "... and so does a read on an open file" \
+	"$(timeout 10 head -c 4 <&7 2>&1 | tr '\n' ' '; echo "rc=${PIPESTATUS[0]}")" '(not connected|Input/output error).*rc=1'
+exec 7<&-
+umount -l "$M" 2>/dev/null
+
+# The mount fd crosses into other namespaces; symlinks resolve in the
+# client's view, where "/" is the mount: they cannot leave it.
+t_is "a mount fd attaches inside a new user namespace" \
+	"$("$S" --root "$R" --allow "$A" --mount "$M" --userns -- cat "$M/rel" 2>&1)" he
+t_is "with the mount as root, an absolute link stays inside" \
+	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /abs 2>&1)" "No such file or directory"
+t_is "... and so does a link climbing with .." \
+	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /up 2>&1)" "No such file or directory"
+t_is "... while a link inside works" \
+	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /rel 2>&1)" he
+t_done

@@ -1,0 +1,186 @@
+/*
+ * test_fsrv.c - the file server's pure logic: the node table (paths
+ * rebuilt from parent + name through lookups, renames, unlinks and
+ * forgets; its bound), acceptable names, what an open needs.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fsrv/fsrv_int.h"
+#include "tests/tap.h"
+
+static const char *
+path_of(const struct fsrv_node *n)
+{
+	static char buf[FSRV_PATH_MAX];
+
+	if (fsrv_node_path(n, buf, sizeof(buf)) != 0)
+		return "<toobig>";
+	return buf;
+}
+
+static void
+test_paths(void)
+{
+	struct fsrv_nodes t;
+	struct fsrv_node *root, *a, *b, *c, *again;
+	char buf[FSRV_PATH_MAX];
+
+	T_ERR(fsrv_nodes_init(&t, 0), 0, "init");
+	root = fsrv_node_get(&t, FSRV_ROOT_ID);
+	T_OK(root != NULL && strcmp(path_of(root), "") == 0, "the root's path is empty");
+	T_ERR(fsrv_node_ref(&t, root, "a", &a), 0, "lookup a");
+	T_ERR(fsrv_node_ref(&t, a, "b", &b), 0, "lookup a/b");
+	T_ERR(fsrv_node_ref(&t, b, "c.txt", &c), 0, "lookup a/b/c.txt");
+	T_OK(strcmp(path_of(c), "a/b/c.txt") == 0, "path rebuilt from the root: %s", path_of(c));
+	T_ERR(fsrv_child_path(b, "new", buf, sizeof(buf)), 0, "child path");
+	T_OK(strcmp(buf, "a/b/new") == 0, "child path is a/b/new");
+	T_ERR(fsrv_child_path(root, "top", buf, sizeof(buf)), 0, "child of the root");
+	T_OK(strcmp(buf, "top") == 0, "child of the root has no leading slash");
+	T_ERR(fsrv_node_ref(&t, b, "c.txt", &again), 0, "lookup again");
+	T_OK(again == c && c->nlookup == 2, "a second lookup counts on the same node");
+	T_OK(fsrv_node_get(&t, c->id) == c, "found by id");
+	T_OK(fsrv_node_get(&t, 0) == NULL && fsrv_node_get(&t, 99999) == NULL,
+	     "unknown ids are refused, not dereferenced");
+
+	/* rename a/b -> top/z: the whole subtree's paths follow */
+	struct fsrv_node *top;
+	T_ERR(fsrv_node_ref(&t, root, "top", &top), 0, "lookup top");
+	T_ERR(fsrv_node_rename(&t, a, "b", top, "z", false), 0, "rename a/b to top/z");
+	T_OK(strcmp(path_of(c), "top/z/c.txt") == 0, "child follows its renamed parent: %s",
+	     path_of(c));
+	T_OK(fsrv_node_find(&t, a, "b") == NULL, "the old name is gone");
+	T_OK(fsrv_node_find(&t, top, "z") == b, "the new name finds the node");
+
+	/* rename over an existing name: the replaced node is no longer found */
+	struct fsrv_node *x, *y;
+	T_ERR(fsrv_node_ref(&t, root, "x", &x), 0, "lookup x");
+	T_ERR(fsrv_node_ref(&t, root, "y", &y), 0, "lookup y");
+	fsrv_node_hold(y);	/* an open handle on y */
+	T_ERR(fsrv_node_rename(&t, root, "x", root, "y", false), 0, "rename x over y");
+	T_OK(fsrv_node_find(&t, root, "y") == x, "y now names the moved node");
+	T_OK(!y->linked && strcmp(path_of(y), "y") == 0,
+	     "the replaced node keeps its last path for its open handle");
+
+	/* exchange */
+	struct fsrv_node *p, *q;
+	T_ERR(fsrv_node_ref(&t, root, "p", &p), 0, "lookup p");
+	T_ERR(fsrv_node_ref(&t, top, "q", &q), 0, "lookup top/q");
+	T_ERR(fsrv_node_rename(&t, root, "p", top, "q", true), 0, "exchange p and top/q");
+	T_OK(strcmp(path_of(p), "top/q") == 0 && strcmp(path_of(q), "p") == 0,
+	     "exchange swaps the two names");
+
+	/* unlink, forget */
+	uint32_t before = t.count;
+	fsrv_node_unlink(&t, root, "p");
+	T_OK(fsrv_node_find(&t, root, "p") == NULL, "an unlinked name is not found");
+	fsrv_node_forget(&t, q, q->nlookup);
+	T_OK(t.count == before - 1, "forgetting an unlinked node frees it");
+	before = t.count;
+	fsrv_node_forget(&t, y, 1);
+	T_OK(t.count == before, "a replaced node with an open handle stays");
+	fsrv_node_release(&t, y);
+	T_OK(t.count == before - 1, "closing its last handle frees it");
+	fsrv_node_forget(&t, c, 2);
+	fsrv_node_forget(&t, b, 1);
+	T_OK(fsrv_node_find(&t, top, "z") == NULL, "a forgotten child and parent are freed");
+	fsrv_node_forget(&t, root, 5);
+	T_OK(fsrv_node_get(&t, FSRV_ROOT_ID) == root, "the root is never forgotten");
+	fsrv_nodes_fini(&t);
+}
+
+static void
+test_bound(void)
+{
+	struct fsrv_nodes t;
+	struct fsrv_node *root, *n = NULL;
+	char name[32];
+	int e = 0;
+	unsigned i;
+
+	T_ERR(fsrv_nodes_init(&t, 100), 0, "init with a bound of 100");
+	root = fsrv_node_get(&t, FSRV_ROOT_ID);
+	for (i = 0; i < 200 && e == 0; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		e = fsrv_node_ref(&t, root, name, &n);
+	}
+	T_ERR(e, CB_EBUSY, "a lookup flood stops at the bound");
+	T_OK(t.count == 100, "the table holds exactly its bound (%u)", t.count);
+	fsrv_node_forget(&t, fsrv_node_find(&t, root, "f5"), 1);
+	T_ERR(fsrv_node_ref(&t, root, "again", &n), 0, "a forget makes room");
+	T_OK(n->id == 7, "and its id is reused (%llu)", (unsigned long long)n->id);
+	fsrv_nodes_fini(&t);
+
+	/* many nodes: the hash grows and still finds everything */
+	T_ERR(fsrv_nodes_init(&t, 0), 0, "init");
+	root = fsrv_node_get(&t, FSRV_ROOT_ID);
+	e = 0;
+	for (i = 0; i < 20000 && e == 0; i++) {
+		snprintf(name, sizeof(name), "n%u", i);
+		e = fsrv_node_ref(&t, root, name, &n);
+	}
+	T_OK(e == 0 || e == CB_EBUSY, "20000 lookups");
+	T_OK(fsrv_node_find(&t, root, "n12345") != NULL && t.nbuckets >= 16384,
+	     "found after growth (%u buckets)", t.nbuckets);
+	fsrv_nodes_fini(&t);
+}
+
+static void
+test_toolong(void)
+{
+	struct fsrv_nodes t;
+	struct fsrv_node *n;
+	char name[FSRV_NAME_MAX + 1], buf[FSRV_PATH_MAX];
+	int e = 0;
+
+	T_ERR(fsrv_nodes_init(&t, 0), 0, "init");
+	n = fsrv_node_get(&t, FSRV_ROOT_ID);
+	memset(name, 'x', FSRV_NAME_MAX);
+	name[FSRV_NAME_MAX] = '\0';
+	for (int i = 0; i < 20 && e == 0; i++)
+		e = fsrv_node_ref(&t, n, name, &n);
+	T_ERR(fsrv_node_path(n, buf, sizeof(buf)), CB_ETOOBIG, "a path over 4096 bytes is refused");
+	T_ERR(fsrv_node_path(n, buf, 0), CB_ETOOBIG, "an empty buffer is refused");
+	fsrv_nodes_fini(&t);
+}
+
+static void
+test_rules(void)
+{
+	char longname[FSRV_NAME_MAX + 2];
+
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	T_OK(fsrv_name_ok("a.txt") && fsrv_name_ok(".git") && fsrv_name_ok("..."), "plain names");
+	T_OK(!fsrv_name_ok("") && !fsrv_name_ok(".") && !fsrv_name_ok(".."), "no empty, . or ..");
+	T_OK(!fsrv_name_ok("a/b") && !fsrv_name_ok("/"), "no slash");
+	T_OK(!fsrv_name_ok(longname), "no name over 255 bytes");
+	T_OK(fsrv_open_need(O_RDONLY) == FSRV_CAP_READ, "read-only open needs fs.read");
+	T_OK(fsrv_open_need(O_WRONLY) == FSRV_CAP_WRITE, "write-only open needs fs.write");
+	T_OK(fsrv_open_need(O_RDWR) == (FSRV_CAP_READ | FSRV_CAP_WRITE), "O_RDWR needs both");
+	T_OK(fsrv_open_need(O_RDONLY | O_TRUNC) == (FSRV_CAP_READ | FSRV_CAP_WRITE),
+	     "O_TRUNC needs fs.write even read-only");
+	T_OK(fsrv_open_need(O_ACCMODE) == (FSRV_CAP_READ | FSRV_CAP_WRITE),
+	     "an invalid access mode needs both");
+	T_OK(fsrv_open_flags(O_RDONLY | O_DIRECT | O_NOATIME | O_NOFOLLOW | O_PATH) == O_RDONLY,
+	     "O_DIRECT, O_NOATIME, O_PATH and the like are dropped");
+	T_OK(fsrv_open_flags(O_WRONLY | O_APPEND | O_TRUNC) == (O_WRONLY | O_APPEND | O_TRUNC),
+	     "O_APPEND and O_TRUNC pass");
+	T_OK(fsrv_path_within("a/b", "a") && fsrv_path_within("a", "a") && fsrv_path_within("x", ""),
+	     "within: equal, beneath, root");
+	T_OK(!fsrv_path_within("ab", "a") && !fsrv_path_within("a", "a/b"), "within: not a prefix of a name");
+	T_OK(strcmp(fsrv_cap_name(FSRV_CAP_DELETE), "fs.delete") == 0 &&
+	     strcmp(fsrv_op_name(FSRV_OP_RENAME), "rename") == 0 &&
+	     strcmp(fsrv_op_name((enum fsrv_op)999), "?") == 0, "names of caps and ops");
+}
+
+int
+main(void)
+{
+	test_paths();
+	test_bound();
+	test_toolong();
+	test_rules();
+	return t_done();
+}
