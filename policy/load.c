@@ -16,7 +16,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define POL_FILE_MAX	(1024 * 1024)	/* a policy is a few KiB */
 #define POL_BUILTIN	"<built-in>"
@@ -1206,20 +1209,98 @@ pol_default(struct pol **out)
 	return r;
 }
 
-/* Read a whole small file; CB_ENOENT/CB_EIO/CB_ETOOBIG/CB_EINVAL (NUL). */
+/*
+ * Who may write the policy decides what every sandbox may do, so a policy
+ * file is held to the rule key files are: it must belong to root or to the
+ * user the broker runs as, and not be writable by group or others.  The
+ * same holds for every directory above its real path (a writable directory
+ * lets its writers rename another file into its place), except that a
+ * directory with the sticky bit (/tmp) protects files it does not own the
+ * way a private one does.  The file is judged by the fd it is read from
+ * (fstat), the directories by the path; the real path must still name that
+ * same file, so a swap between the two is refused too.
+ */
+static bool
+pol_owner_ok(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+static int
+pol_dirs_safe(const char *path, const struct stat *fst, FILE *errs)
+{
+	char *real = NULL, *slash;
+	struct stat st;
+	int r = 0;
+
+	if (!(real = realpath(path, NULL))) {
+		pol_msg(errs, path, 0, "cannot resolve: %s", strerror(errno));
+		return CB_EIO;
+	}
+	if (stat(real, &st) != 0 || st.st_dev != fst->st_dev || st.st_ino != fst->st_ino) {
+		pol_msg(errs, path, 0, "changed while it was read (refused)");
+		r = CB_EPERM;
+		goto out;
+	}
+	while ((slash = strrchr(real, '/'))) {
+		slash[slash == real] = '\0';	/* the parent; "/" stays "/" */
+		if (stat(real, &st) != 0) {
+			pol_msg(errs, path, 0, "cannot check directory %s: %s", real, strerror(errno));
+			r = CB_EIO;
+			break;
+		}
+		if (!pol_owner_ok(st.st_uid) || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			pol_msg(errs, path, 0, "directory %s is owned by uid %u with mode %04o (expected "
+			    "owned by root or uid %u and not writable by group or others, or sticky)",
+			    real, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+			r = CB_EPERM;
+			break;
+		}
+		if (slash == real)
+			break;
+	}
+out:
+	free(real);
+	return r;
+}
+
+/* Read a whole small file that only root or we can write; CB_ENOENT /
+ * CB_EIO / CB_ETOOBIG / CB_EINVAL (NUL) / CB_EPERM (who may write it). */
 static int
 read_text(const char *path, char **out, FILE *errs)
 {
-	FILE *f;
+	FILE *f = NULL;
 	char *buf = NULL;
+	struct stat st;
 	size_t n;
-	int r = 0;
+	int fd, r = 0;
 
 	*out = NULL;
-	if (!(f = fopen(path, "re"))) {
-		if (errs)
-			pol_msg(errs, path, 0, "cannot open: %s", strerror(errno));
-		return errno == ENOENT ? CB_ENOENT : CB_EIO;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+		r = errno == ENOENT ? CB_ENOENT : CB_EIO;
+		pol_msg(errs, path, 0, "cannot open: %s", strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		pol_msg(errs, path, 0, "not a regular file (expected a policy file)");
+		close(fd);
+		return CB_EINVAL;
+	}
+	if (!pol_owner_ok(st.st_uid) || (st.st_mode & 022)) {
+		pol_msg(errs, path, 0, "owned by uid %u with mode %04o: anyone who can write it could "
+		    "rewrite ceilings and administrators (expected owned by root or uid %u and not "
+		    "writable by group or others: chmod go-w)", (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+		close(fd);
+		return CB_EPERM;
+	}
+	if ((r = pol_dirs_safe(path, &st, errs)) != 0) {
+		close(fd);
+		return r;
+	}
+	if (!(f = fdopen(fd, "r"))) {
+		close(fd);
+		return CB_ENOMEM;
 	}
 	if (!(buf = malloc(POL_FILE_MAX + 1))) {
 		r = CB_ENOMEM;
@@ -1227,16 +1308,13 @@ read_text(const char *path, char **out, FILE *errs)
 	}
 	n = fread(buf, 1, POL_FILE_MAX + 1, f);
 	if (ferror(f)) {
-		if (errs)
-			pol_msg(errs, path, 0, "cannot read: %s", strerror(errno));
+		pol_msg(errs, path, 0, "cannot read: %s", strerror(errno));
 		r = CB_EIO;
 	} else if (n > POL_FILE_MAX) {
-		if (errs)
-			pol_msg(errs, path, 0, "too large (expected at most %d bytes)", POL_FILE_MAX);
+		pol_msg(errs, path, 0, "too large (expected at most %d bytes)", POL_FILE_MAX);
 		r = CB_ETOOBIG;
 	} else if (memchr(buf, '\0', n)) {
-		if (errs)
-			pol_msg(errs, path, 0, "contains a NUL byte (expected a text file)");
+		pol_msg(errs, path, 0, "contains a NUL byte (expected a text file)");
 		r = CB_EINVAL;
 	} else {
 		buf[n] = '\0';
@@ -1246,6 +1324,53 @@ read_text(const char *path, char **out, FILE *errs)
 out:
 	free(buf);
 	fclose(f);
+	return r;
+}
+
+#define POL_INCLUDE_DEPTH 10	/* libconfig's own limit */
+
+/*
+ * libconfig opens @include files itself, by name: before it does, every
+ * file the text includes (and what those include) is read through
+ * read_text, so it is held to the same owner and mode rule.  The scan
+ * follows libconfig 1.5's scanner: a line that starts, after blanks, with
+ * @include and a quoted name, relative names resolved in incdir.  A name
+ * with a backslash escape is refused rather than guessed at.
+ */
+static int
+check_includes(const char *text, const char *incdir, unsigned depth, FILE *errs)
+{
+	const char *line = text;
+	int r = 0;
+
+	for (; line && *line && r == 0; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		const char *p = line, *q;
+		char *name = NULL, *sub = NULL;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "@include", 8) != 0)
+			continue;
+		p += 8;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p != '"' || !(q = strpbrk(p + 1, "\"\\\n")) || *q != '"') {
+			pol_msg(errs, incdir ? incdir : ".", 0, "an @include line the loader cannot check "
+			    "(expected @include \"FILE\" without escapes)");
+			return CB_EINVAL;
+		}
+		if (depth >= POL_INCLUDE_DEPTH) {
+			pol_msg(errs, incdir ? incdir : ".", 0, "@include nested too deeply");
+			return CB_EINVAL;
+		}
+		if (asprintf(&name, "%s%s%.*s", p[1] == '/' || !incdir ? "" : incdir,
+		    p[1] == '/' || !incdir ? "" : "/", (int)(q - p - 1), p + 1) < 0)
+			return CB_ENOMEM;
+		if ((r = read_text(name, &sub, errs)) == 0)
+			r = check_includes(sub, incdir, depth + 1, errs);
+		free(sub);
+		free(name);
+	}
 	return r;
 }
 
@@ -1270,6 +1395,10 @@ pol_load(const char *path, struct pol **out, FILE *errs)
 	}
 	if ((slash = strrchr(dir, '/')))
 		slash[slash == dir] = '\0';
+	if ((r = check_includes(text, slash ? dir : NULL, 0, errs)) != 0) {
+		r = r == CB_ENOMEM ? r : CB_EINVAL;
+		goto out;
+	}
 	if ((r = apply_text(&x, text, slash ? dir : NULL)) != 0)
 		goto out;
 	if (x.nerr) {

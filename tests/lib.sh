@@ -5,6 +5,9 @@
 : "${CB_TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 : "${PYTHON:=/usr/bin/python3}"
 _t_n=0 _t_failed=0
+# Files the tests write (policies above all) must not be group-writable
+# whatever the caller's umask: the broker refuses such a policy.
+umask 022
 # Under the build directory when we have one: sandboxes reserve /tmp for
 # their own private tmpfs, so host paths there cannot be shown to them.
 if [ -n "${CB_BUILD:-}" ]; then mkdir -p "$CB_BUILD/tmp"; chmod 0755 "$CB_BUILD/tmp"; fi

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/tap.h"
 
@@ -78,6 +80,89 @@ count_lines(const char *s)
 	return n;
 }
 
+/* Load path as it is; keep what was printed. */
+static int
+load_path(const char *path)
+{
+	struct pol *p = NULL;
+	size_t len = 0;
+	FILE *errs;
+	int r;
+
+	free(last_errs);
+	last_errs = NULL;
+	if (!(errs = open_memstream(&last_errs, &len)))
+		abort();
+	r = pol_load(path, &p, errs);
+	fclose(errs);
+	pol_free(p);
+	return r;
+}
+
+static void
+write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		abort();
+	fputs(text, f);
+	fclose(f);
+	if (chmod(path, mode) != 0)
+		abort();
+}
+
+/* Issue 10, hole 11: a policy file (and what it includes, and the
+ * directories above it) that others could write is refused, like a key
+ * file. */
+static void
+test_file_modes(void)
+{
+	char *dir = NULL, *f = NULL, *inc = NULL, *sub = NULL, *subf = NULL;
+
+	if (asprintf(&dir, "%s/modes", tmpdir) < 0 || mkdir(dir, 0755) != 0 ||
+	    asprintf(&f, "%s/p.conf", dir) < 0 || asprintf(&inc, "%s/inc.conf", dir) < 0 ||
+	    asprintf(&sub, "%s/open", dir) < 0 || asprintf(&subf, "%s/open/p.conf", dir) < 0)
+		abort();
+	write_file(f, "version = 1;\n", 0644);
+	T_ERR(load_path(f), 0, "a 0644 policy file of ours loads");
+	write_file(f, "version = 1;\n", 0646);
+	T_ERR(load_path(f), CB_EINVAL, "a world-writable policy file is refused");
+	T_OK(last_errs && strstr(last_errs, "not writable by group or others"),
+	    "... saying who may not write it (%s)", last_errs ? last_errs : "");
+	write_file(f, "version = 1;\n", 0664);
+	T_ERR(load_path(f), CB_EINVAL, "a group-writable policy file is refused");
+	write_file(f, "version = 1;\n", 0600);
+	if (geteuid() == 0) {
+		T_OK(chown(f, 65534, 65534) == 0, "chown to another user");
+		T_ERR(load_path(f), CB_EINVAL, "a policy file owned by another user is refused");
+		T_OK(chown(f, 0, 0) == 0, "chown back");
+	}
+	write_file(f, "version = 1;\n@include \"inc.conf\"\n", 0644);
+	write_file(inc, "defaults = { ttl = 60; };\n", 0644);
+	T_ERR(load_path(f), 0, "an @include of a 0644 file loads");
+	write_file(inc, "defaults = { ttl = 60; };\n", 0666);
+	T_ERR(load_path(f), CB_EINVAL, "an @include of a world-writable file is refused");
+	T_OK(last_errs && strstr(last_errs, "inc.conf"), "... naming it");
+	write_file(f, "version = 1;\n  @include \"/nonexistent/x.conf\"\n", 0644);
+	T_ERR(load_path(f), CB_EINVAL, "an @include that cannot be checked is refused");
+	write_file(f, "version = 1;\n@include \"a\\\\b\"\n", 0644);
+	T_ERR(load_path(f), CB_EINVAL, "an @include name with an escape is refused");
+	if (mkdir(sub, 0777) != 0 || chmod(sub, 0777) != 0)
+		abort();
+	write_file(subf, "version = 1;\n", 0644);
+	T_ERR(load_path(subf), CB_EINVAL, "a policy in a world-writable directory is refused");
+	T_OK(last_errs && strstr(last_errs, "directory"), "... naming the directory");
+	if (chmod(sub, 01777) != 0)
+		abort();
+	T_ERR(load_path(subf), 0, "... but a sticky one (like /tmp) protects it");
+	free(dir);
+	free(f);
+	free(inc);
+	free(sub);
+	free(subf);
+}
+
 int
 main(void)
 {
@@ -87,6 +172,7 @@ main(void)
 	if (!mkdtemp(tmpdir))
 		return 1;
 
+	test_file_modes();
 	accepted("empty file: the default policy", "");
 	accepted("comments of every style", "# a\n// b\n/* c */\nversion = 1;\n");
 
