@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "client/capclient.h"
 #include "client/mcp.h"
 
@@ -75,12 +76,21 @@ static const char *const help_text =
     "  --version         print the version;  --help  this text\n"
     "inside a sandbox: CAPBROKER_FD names the broker channel.  See capcall(1).\n";
 
+static void json_fail(const char *op, int err, const char *name, const char *reason, int code);
+
+/* --json anywhere on the command line (before a "--"): a usage error is
+ * reported as an object too, whichever option it was found at. */
+static bool usage_json;
+static const char *usage_op = "";
+
 static int
 usage(const char *why)
 {
 	if (why)
 		fprintf(stderr, "capcall: %s\n", why);
 	fputs(usage_text, stderr);
+	if (usage_json)
+		json_fail(usage_op, CB_EINVAL, "usage", why ? why : "usage error", EX_USAGE);
 	return EX_USAGE;
 }
 
@@ -130,110 +140,60 @@ utf8_valid(const uint8_t *p, size_t n)
 	return true;
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped;
- * bytes that are not UTF-8 become U+FFFD so the output always parses. */
-static void
-json_strn(const void *s, size_t n)
-{
-	const uint8_t *p = s;
-
-	putchar('"');
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_len(p + i, n - i);
-
-		if (l == 0) {
-			fputs("\\ufffd", stdout);
-			i++;
-			continue;
-		}
-		if (l > 1) {
-			fwrite(p + i, 1, l, stdout);
-		} else if (p[i] == '"' || p[i] == '\\') {
-			printf("\\%c", p[i]);
-		} else if (p[i] == '\n') {
-			fputs("\\n", stdout);
-		} else if (p[i] == '\t') {
-			fputs("\\t", stdout);
-		} else if (p[i] == '\r') {
-			fputs("\\r", stdout);
-		} else if (p[i] < 0x20 || p[i] == 0x7f) {
-			printf("\\u%04x", p[i]);
-		} else {
-			putchar(p[i]);
-		}
-		i += l;
-	}
-	putchar('"');
-}
-
-static void
-json_str(const char *s)
-{
-	json_strn(s, strlen(s));
-}
-
-/* "key": with the comma the previous member needs. */
-static bool json_first;
+/* The document being built: one object, printed by json_end() through the
+ * tools' one JSON writer (cli/), which keeps it ASCII and valid whatever
+ * bytes a file name or a program's output holds. */
+static json_t *jdoc;
 
 static void
 json_begin(const char *op)
 {
-	json_first = true;
-	putchar('{');
-	json_first = false;
-	fputs("\"ok\":true", stdout);
-	if (op) {
-		fputs(",\"op\":", stdout);
-		json_str(op);
-	}
-}
-
-static void
-json_key(const char *k)
-{
-	if (!json_first)
-		putchar(',');
-	json_first = false;
-	json_str(k);
-	putchar(':');
+	json_decref(jdoc);
+	jdoc = json_pack("{s:b}", "ok", 1);
+	if (op)
+		cb_ignore(cli_json_set_str(jdoc, "op", op));
 }
 
 static void
 json_kstr(const char *k, const char *v)
 {
-	json_key(k);
-	json_str(v);
+	cb_ignore(cli_json_set_str(jdoc, k, v));
 }
 
 static void
 json_kint(const char *k, int64_t v)
 {
-	json_key(k);
-	printf("%" PRId64, v);
+	cb_ignore(json_object_set_new(jdoc, k, json_integer((json_int_t)v)));
 }
 
 static void
 json_kuint(const char *k, uint64_t v)
 {
-	json_key(k);
-	printf("%" PRIu64, v);
+	cb_ignore(json_object_set_new(jdoc, k, json_integer((json_int_t)v)));
 }
 
 static void
 json_kbool(const char *k, bool v)
 {
-	json_key(k);
-	fputs(v ? "true" : "false", stdout);
+	cb_ignore(json_object_set_new(jdoc, k, json_boolean(v)));
 }
 
+/* Bytes as "key" when they are UTF-8 text, else base64 as "key_base64". */
 static void
-json_kbase64(const char *k, const uint8_t *p, size_t n)
+json_kbytes(const char *k, const uint8_t *p, size_t n)
 {
 	static const char b64[] =
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char kb[64], *out;
+	size_t o = 0;
 
-	json_key(k);
-	putchar('"');
+	if (utf8_valid(p, n)) {
+		cb_ignore(json_object_set_new(jdoc, k, cli_json_strn((const char *)p, n)));
+		return;
+	}
+	snprintf(kb, sizeof(kb), "%s_base64", k);
+	if (!(out = malloc(4 * (n / 3 + 1) + 1)))
+		return;
 	for (size_t i = 0; i < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16;
 
@@ -241,27 +201,13 @@ json_kbase64(const char *k, const uint8_t *p, size_t n)
 			v |= (uint32_t)p[i + 1] << 8;
 		if (i + 2 < n)
 			v |= p[i + 2];
-		putchar(b64[(v >> 18) & 63]);
-		putchar(b64[(v >> 12) & 63]);
-		putchar(i + 1 < n ? b64[(v >> 6) & 63] : '=');
-		putchar(i + 2 < n ? b64[v & 63] : '=');
+		out[o++] = b64[(v >> 18) & 63];
+		out[o++] = b64[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? b64[v & 63] : '=';
 	}
-	putchar('"');
-}
-
-/* Bytes as "key" when they are UTF-8 text, else as "key_base64". */
-static void
-json_kbytes(const char *k, const uint8_t *p, size_t n)
-{
-	char kb[64];
-
-	if (utf8_valid(p, n)) {
-		json_key(k);
-		json_strn(p, n);
-		return;
-	}
-	snprintf(kb, sizeof(kb), "%s_base64", k);
-	json_kbase64(kb, p, n);
+	cb_ignore(json_object_set_new(jdoc, kb, json_stringn(out, o)));
+	free(out);
 }
 
 static const char *
@@ -275,14 +221,27 @@ type_name(char t)
 	}
 }
 
-/* Close the object; a failed write to stdout is a failure of the run. */
+/* Print the object; a failed write to stdout is a failure of the run. */
 static int
 json_end(int code)
 {
-	puts("}");
-	if (fflush(stdout) != 0 || ferror(stdout))
+	int r = cli_json_print(jdoc, stdout);
+
+	jdoc = NULL;
+	if (r != 0 || fflush(stdout) != 0 || ferror(stdout))
 		return EX_FAIL;
 	return code;
+}
+
+/* --json: a failure is one object too ({"ok":false,...}). */
+static void
+json_fail(const char *op, int err, const char *name, const char *reason, int code)
+{
+	json_t *o = json_pack("{s:b,s:o,s:i,s:o,s:o,s:i}", "ok", 0, "op", cli_json_str(op),
+	    "err", err, "name", cli_json_str(name), "reason", cli_json_str(reason), "exit", code);
+
+	cb_ignore(cli_json_print(o, stdout));
+	fflush(stdout);
 }
 
 /* ---- outcome of a failed call --------------------------------------------- */
@@ -337,16 +296,8 @@ fail(const struct opts *o, const struct cc_conn *c, int err)
 	else
 		fprintf(stderr, "capcall: %s%s%s: %s\n", o->op, o->target ? " " : "",
 		    o->target ? o->target : "", reason);
-	if (o->json) {
-		printf("{\"ok\":false,\"op\":");
-		json_str(o->op);
-		printf(",\"err\":%d,\"name\":", err);
-		json_str(cb_errname(err));
-		printf(",\"reason\":");
-		json_str(reason);
-		printf(",\"exit\":%d}\n", code);
-		fflush(stdout);
-	}
+	if (o->json)
+		json_fail(o->op, err, cb_errname(err), reason, code);
 	return code;
 }
 
@@ -356,14 +307,8 @@ fail_local(const struct opts *o, const char *what, int errnum)
 {
 	fprintf(stderr, "capcall: %s%s%s: %s: %s\n", o->op, o->target ? " " : "",
 	    o->target ? o->target : "", what, strerror(errnum));
-	if (o->json) {
-		printf("{\"ok\":false,\"op\":");
-		json_str(o->op);
-		printf(",\"err\":%d,\"name\":\"io\",\"reason\":", CB_EIO);
-		json_str(strerror(errnum));
-		printf(",\"exit\":%d}\n", EX_FAIL);
-		fflush(stdout);
-	}
+	if (o->json)
+		json_fail(o->op, CB_EIO, "io", strerror(errnum), EX_FAIL);
 	return EX_FAIL;
 }
 
@@ -381,8 +326,7 @@ connect_broker(const struct opts *o, struct cc_conn **c)
 	else if (err)
 		fprintf(stderr, "capcall: broker unavailable: %s\n", cb_strerror(err));
 	if (err && o->json)
-		printf("{\"ok\":false,\"op\":\"%s\",\"err\":%d,\"name\":\"%s\",\"reason\":"
-		    "\"no broker channel\",\"exit\":%d}\n", o->op, err, cb_errname(err), EX_UNAVAILABLE);
+		json_fail(o->op, err, cb_errname(err), "no broker channel", EX_UNAVAILABLE);
 	if (err)
 		return EX_UNAVAILABLE;
 	if (o->token && (err = cc_token_use(*c, o->token)) != 0)
@@ -719,23 +663,25 @@ op_fs_list(struct opts *o, int argc, char **argv)
 		goto out;
 	}
 	if (o->json) {
+		json_t *ents = json_array();
+
 		json_begin(o->op);
 		json_kstr("path", o->target);
-		json_key("entries");
-		putchar('[');
-		for (size_t i = 0; i < d->n; i++) {
-			printf(i ? ",{\"name\":" : "{\"name\":");
-			json_str(d->ents[i].name);
-			printf(",\"type\":\"%s\"}", type_name(d->ents[i].type));
-		}
-		putchar(']');
+		for (size_t i = 0; ents && i < d->n; i++)
+			cb_ignore(json_array_append_new(ents, json_pack("{s:o,s:s}", "name",
+			    cli_json_str(d->ents[i].name), "type", type_name(d->ents[i].type))));
+		cb_ignore(json_object_set_new(jdoc, "entries", ents));
 		json_kbool("trunc", d->trunc);
 		rc = json_end(EX_OK);
 		goto out;
 	}
-	for (size_t i = 0; i < d->n; i++)
-		printf("%s%s\n", d->ents[i].name, d->ents[i].type == 'd' ? "/" :
-		    d->ents[i].type == 'l' ? "@" : "");
+	/* A name is whatever bytes the file system holds: shown through the
+	 * one escaper, as capctl shows an agent's text, so a name cannot move
+	 * the cursor, fake a line or hide itself. */
+	for (size_t i = 0; i < d->n; i++) {
+		cb_ignore(cb_text_fputs(d->ents[i].name, stdout));
+		printf("%s\n", d->ents[i].type == 'd' ? "/" : d->ents[i].type == 'l' ? "@" : "");
+	}
 	if (d->trunc)
 		fprintf(stderr, "capcall: fs.list %s: listing truncated by the broker\n", o->target);
 	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
@@ -1090,32 +1036,32 @@ op_tokens(struct opts *o, int argc, char **argv)
 		goto out;
 	}
 	if (o->json) {
-		json_begin(o->op);
-		json_key("tokens");
-		putchar('[');
-		for (size_t i = 0; i < l->n; i++) {
-			const struct cc_tokinfo *t = &l->toks[i];
+		json_t *toks = json_array();
 
-			printf("%s{\"th\":%" PRIu32 ",\"id\":", i ? "," : "", t->th);
-			json_str(t->id);
-			printf(",\"caps\":[");
+		json_begin(o->op);
+		for (size_t i = 0; toks && i < l->n; i++) {
+			const struct cc_tokinfo *t = &l->toks[i];
+			json_t *caps = json_array(), *tj;
+
 			/* The broker sends them space-separated; capabilities
 			 * contain no spaces (the grammar forbids them). */
-			for (const char *p = t->caps, *e; *p; p = *e ? e + 1 : e) {
+			for (const char *p = t->caps, *e; caps && *p; p = *e ? e + 1 : e) {
 				e = strchr(p, ' ');
 				if (!e)
 					e = p + strlen(p);
-				if (e > p) {
-					printf("%s", p == t->caps ? "" : ",");
-					json_strn(p, (size_t)(e - p));
-				}
+				if (e > p)
+					cb_ignore(json_array_append_new(caps,
+					    cli_json_strn(p, (size_t)(e - p))));
 			}
-			printf("],\"exp\":%" PRIu64, t->exp);
-			if (t->has_uses)
-				printf(",\"uses\":%" PRIu32, t->uses);
-			printf(",\"elevated\":%s}", t->elevated ? "true" : "false");
+			tj = json_pack("{s:I,s:o,s:o,s:I}", "th", (json_int_t)t->th, "id",
+			    cli_json_str(t->id), "caps", caps, "exp", (json_int_t)t->exp);
+			if (tj && t->has_uses)
+				cb_ignore(json_object_set_new(tj, "uses", json_integer(t->uses)));
+			if (tj)
+				cb_ignore(json_object_set_new(tj, "elevated", json_boolean(t->elevated)));
+			cb_ignore(json_array_append_new(toks, tj));
 		}
-		putchar(']');
+		cb_ignore(json_object_set_new(jdoc, "tokens", toks));
 		rc = json_end(EX_OK);
 		goto out;
 	}
@@ -1242,13 +1188,15 @@ main(int argc, char **argv)
 
 	/* A reader that went away is an error we report, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		usage_json |= strcmp(argv[i], "--json") == 0;
 	/* "+": global options end at the operation's name. */
 	while ((ch = getopt_long(argc, argv, "+h", lo, NULL)) != -1)
 		if ((rc = global_opt(&o, ch)) != 0)
 			return rc;
 	if (optind >= argc)
 		return usage("no operation given");
-	o.op = argv[optind];
+	o.op = usage_op = argv[optind];
 	if (strcmp(o.op, "mcp") == 0)
 		return cc_mcp_main(argc - optind, argv + optind);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {

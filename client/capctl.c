@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "cli/cli.h"
 #include "caps/caps.h"
 #include "common/common.h"
 #include "state/state.h"
@@ -74,6 +75,8 @@ struct ctl {
 	const char *sock;	/* admin socket path, or NULL */
 	const char *state;	/* --state DIR, or NULL */
 	bool json;
+	bool json_done;		/* --json: a document is on stdout already */
+	char err[512];		/* the last message on stderr, for --json errors */
 	int fd;
 	bool answered;		/* the broker has replied at least once */
 	uint64_t next_id;
@@ -135,84 +138,53 @@ help(void)
 
 static int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The last message capctl printed on stderr, kept for --json: a failure
+ * that is not the broker's refusal still ends in one JSON object. */
+static char ctl_lasterr[512];
+
+static void ctl_text(FILE *f, const char *s);
+static void ctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+ctl_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctl_lasterr, sizeof(ctl_lasterr), fmt, ap);
+	va_end(ap);
+	fputs("capctl: ", stderr);
+	ctl_text(stderr, ctl_lasterr);
+	fputc('\n', stderr);
+}
+
 static int
 ctl_usage(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "capctl: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(ctl_lasterr, sizeof(ctl_lasterr), fmt, ap);
 	va_end(ap);
+	fputs("capctl: ", stderr);
+	ctl_text(stderr, ctl_lasterr);
 	fprintf(stderr, "\n(capctl --help for usage)\n");
 	return CTL_USAGE;
 }
 
 /* ---- output ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t
-ctl_utf8_len(const unsigned char *s)
-{
-	unsigned c = s[0];
-	size_t n;
-	unsigned min;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2; cp = c & 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3; cp = c & 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4; cp = c & 0x07; min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3fu);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-/* A JSON string: quotes, backslashes and control characters (C0, DEL and
- * C1, which some terminals act on even in JSON printed to them) escaped,
- * invalid UTF-8 replaced by U+FFFD, so the output always parses. */
+/* --json: one document, through the tools' one JSON writer (cli/), which
+ * keeps the output ASCII and valid whatever bytes an agent chose. */
 static void
-ctl_json_str(FILE *f, const char *s)
+ctl_json(struct ctl *c, json_t *v)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	fputc('"', f);
-	while (*p) {
-		size_t n = ctl_utf8_len(p);
-
-		if (n == 0) {
-			fputs("\\ufffd", f);
-			p++;
-			continue;
-		}
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
-			fprintf(f, "\\u%04x", p[1]);	/* C1 controls: escaped too */
-		else
-			fwrite(p, 1, n, f);
-		p += n;
-	}
-	fputc('"', f);
+	cb_ignore(cli_json_print(v, stdout));
+	c->json_done = true;
 }
+
+/* A string that may hold anything (an agent's reason, a path): JSON-safe. */
+#define J(s) cli_json_str(s)
 
 /* Text for a person: the one escaper (common/text.c) makes controls,
  * bidi overrides, invisible characters and invalid UTF-8 visible, so an
@@ -264,17 +236,17 @@ ctl_connect(struct ctl *c, bool quiet)
 
 	if (ctl_socket_path(c, path, sizeof(path)) != 0) {
 		if (!quiet)
-			fprintf(stderr, "capctl: no admin socket: give --socket PATH or --state DIR, "
-			    "or set CAPBROKER_SOCKET\n");
+			ctl_err("no admin socket: give --socket PATH or --state DIR, "
+			    "or set CAPBROKER_SOCKET");
 		return CTL_UNAVAIL;
 	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "capctl: admin socket path too long: %s\n", path);
+		ctl_err("admin socket path too long: %s", path);
 		return CTL_USAGE;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if ((c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0) {
-		fprintf(stderr, "capctl: socket: %s\n", strerror(errno));
+		ctl_err("socket: %s", strerror(errno));
 		return CTL_FAIL;
 	}
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
@@ -286,7 +258,7 @@ ctl_connect(struct ctl *c, bool quiet)
 		 * receive our commands, nor answer them. */
 		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 ||
 		    (cr.uid != 0 && cr.uid != geteuid())) {
-			fprintf(stderr, "capctl: %s is served by uid %u, not by root or you: refusing\n",
+			ctl_err("%s is served by uid %u, not by root or you: refusing",
 			    path, (unsigned)cr.uid);
 			close(c->fd);
 			c->fd = -1;
@@ -298,11 +270,11 @@ ctl_connect(struct ctl *c, bool quiet)
 	close(c->fd);
 	c->fd = -1;
 	if (e == EACCES || e == EPERM) {
-		fprintf(stderr, "capctl: permission denied: cannot open the admin socket %s\n", path);
+		ctl_err("permission denied: cannot open the admin socket %s", path);
 		return CTL_PERM;
 	}
 	if (!quiet)
-		fprintf(stderr, "capctl: no broker at %s: %s\n", path, strerror(e));
+		ctl_err("no broker at %s: %s", path, strerror(e));
 	return CTL_UNAVAIL;
 }
 
@@ -319,11 +291,11 @@ static int
 ctl_refused(struct ctl *c)
 {
 	if (!c->answered) {
-		fprintf(stderr, "capctl: permission denied: the broker closed the connection without "
-		    "a reply (this user is not one of its administrators)\n");
+		ctl_err("permission denied: the broker closed the connection without "
+		    "a reply (this user is not one of its administrators)");
 		return CTL_PERM;
 	}
-	fprintf(stderr, "capctl: the broker closed the connection\n");
+	ctl_err("the broker closed the connection");
 	return CTL_UNAVAIL;
 }
 
@@ -334,13 +306,13 @@ ctl_send(struct ctl *c, struct wire_enc *e)
 
 	wire_map_end(e);
 	if (wire_enc_finish(e, &len) != 0) {
-		fprintf(stderr, "capctl: request too large\n");
+		ctl_err("request too large");
 		return CTL_USAGE;
 	}
 	if (send(c->fd, c->tx, len, MSG_NOSIGNAL) < 0) {
 		if (errno == EPIPE || errno == ECONNRESET)
 			return ctl_refused(c);
-		fprintf(stderr, "capctl: send: %s\n", strerror(errno));
+		ctl_err("send: %s", strerror(errno));
 		return CTL_UNAVAIL;
 	}
 	return CTL_OK;
@@ -366,22 +338,38 @@ ctl_recv(struct ctl *c, struct wire_msg *m, int timeout_ms, bool *timedout)
 			*timedout = true;
 			return CTL_OK;
 		}
-		fprintf(stderr, "capctl: the broker did not answer in %d s\n", timeout_ms / 1000);
+		ctl_err("the broker did not answer in %d s", timeout_ms / 1000);
 		return CTL_UNAVAIL;
 	}
 	n = recv(c->fd, c->rx, WIRE_REPLY_MAX, MSG_TRUNC);
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		return ctl_refused(c);
 	if (n < 0) {
-		fprintf(stderr, "capctl: recv: %s\n", strerror(errno));
+		ctl_err("recv: %s", strerror(errno));
 		return CTL_UNAVAIL;
 	}
 	if ((size_t)n > WIRE_REPLY_MAX || wire_decode(c->dec, c->rx, (size_t)n, m) != 0) {
-		fprintf(stderr, "capctl: malformed reply from the broker\n");
+		ctl_err("malformed reply from the broker");
 		return CTL_PROTO;
 	}
 	c->answered = true;
 	return CTL_OK;
+}
+
+/* A stable name for an exit status, for --json errors. */
+static const char *
+ctl_exit_name(int code)
+{
+	switch (code) {
+	case CTL_UNKNOWN: return "unknown";
+	case CTL_PERM: return "permission-denied";
+	case CTL_BADCAP: return "bad-capability";
+	case CTL_POLICY: return "exceeds-policy";
+	case CTL_USAGE: return "usage";
+	case CTL_UNAVAIL: return "unavailable";
+	case CTL_PROTO: return "protocol";
+	default: return "failed";
+	}
 }
 
 static int
@@ -422,13 +410,9 @@ ctl_report_err(struct ctl *c, const struct wire_msg *m)
 	fputs("capctl: ", stderr);
 	ctl_text(stderr, reason);
 	fputc('\n', stderr);
-	if (c->json) {
-		printf("{\"ok\":false,\"error\":");
-		ctl_json_str(stdout, name);
-		printf(",\"reason\":");
-		ctl_json_str(stdout, reason);
-		printf("}\n");
-	}
+	if (c->json)
+		ctl_json(c, json_pack("{s:b,s:o,s:o,s:i}", "ok", 0, "error", J(name), "reason",
+		    J(reason), "exit", ctl_exit_for((int)err)));
 	return ctl_exit_for((int)err);
 }
 
@@ -454,7 +438,7 @@ ctl_call(struct ctl *c, struct wire_enc *e, struct wire_msg *m)
 		break;
 	}
 	if (wire_get_bool(m, "ok", &ok) != 0) {
-		fprintf(stderr, "capctl: malformed reply from the broker\n");
+		ctl_err("malformed reply from the broker");
 		return CTL_PROTO;
 	}
 	return ok ? CTL_OK : ctl_report_err(c, m);
@@ -465,12 +449,8 @@ static int
 ctl_done(struct ctl *c, const char *what, const char *id)
 {
 	if (c->json) {
-		printf("{\"ok\":true");
-		if (id) {
-			printf(",\"id\":");
-			ctl_json_str(stdout, id);
-		}
-		printf("}\n");
+		ctl_json(c, id ? json_pack("{s:b,s:o}", "ok", 1, "id", J(id)) :
+		    json_pack("{s:b}", "ok", 1));
 	} else {
 		printf("%s", what);
 		if (id) {
@@ -526,13 +506,9 @@ ctl_status(struct ctl *c, int argc, char **argv)
 	cb_ignore(wire_get_u64(&m, "audit_lines", &lines));
 	cb_ignore(wire_get_bool(&m, "audit_healthy", &healthy));
 	if (c->json) {
-		printf("{\"state\":");
-		ctl_json_str(stdout, state);
-		printf(",\"pid\":%" PRIu64 ",\"sandboxes\":%" PRIu64 ",\"audit_healthy\":%s,"
-		    "\"audit_lines\":%" PRIu64 ",\"policy\":", pid, nsbx, healthy ? "true" : "false",
-		    lines);
-		ctl_json_str(stdout, policy);
-		printf("}\n");
+		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o}", "state", J(state), "pid",
+		    (json_int_t)pid, "sandboxes", (json_int_t)nsbx, "audit_healthy", healthy,
+		    "audit_lines", (json_int_t)lines, "policy", J(policy)));
 	} else {
 		printf("state      ");
 		ctl_text(stdout, state);
@@ -618,18 +594,13 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 		return r;
 	if (wire_get_str(&m, "token", &token) != 0 || wire_get_str(&m, "tid", &tid) != 0) {
-		fprintf(stderr, "capctl: the broker's reply has no token\n");
+		ctl_err("the broker's reply has no token");
 		return CTL_PROTO;
 	}
 	cb_ignore(wire_get_u64(&m, "exp", &exp));
 	if (c->json) {
-		printf("{\"token\":");
-		ctl_json_str(stdout, token);
-		printf(",\"id\":");
-		ctl_json_str(stdout, tid);
-		printf(",\"sandbox\":");
-		ctl_json_str(stdout, sid);
-		printf(",\"exp\":%" PRIu64 "}\n", exp);
+		ctl_json(c, json_pack("{s:o,s:o,s:o,s:I}", "token", J(token), "id", J(tid),
+		    "sandbox", J(sid), "exp", (json_int_t)exp));
 	} else {
 		printf("%s\n", token);
 	}
@@ -677,7 +648,7 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 		return r;
 	cb_ignore(wire_get_u64(&m, "count", &count));
 	if (c->json)
-		printf("{\"ok\":true,\"id\":\"%s\",\"revoked\":%" PRIu64 "}\n", hex, count);
+		ctl_json(c, json_pack("{s:b,s:s,s:I}", "ok", 1, "id", hex, "revoked", (json_int_t)count));
 	else if (count == 0)
 		printf("%s was already revoked\n", hex);
 	else
@@ -687,32 +658,33 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 }
 
 /* caps arrive one per line; JSON gets an array. */
-static void
+static json_t *
 ctl_json_caps(const char *caps)
 {
 	char buf[ST_CAPS_MAX + 1];
 	char *save = NULL, *tok;
-	bool first = true;
+	json_t *a = json_array();
 
 	snprintf(buf, sizeof(buf), "%s", caps);
-	putchar('[');
-	for (tok = strtok_r(buf, "\n ", &save); tok; tok = strtok_r(NULL, "\n ", &save)) {
-		if (!first)
-			putchar(',');
-		ctl_json_str(stdout, tok);
-		first = false;
-	}
-	putchar(']');
+	for (tok = strtok_r(buf, "\n ", &save); a && tok; tok = strtok_r(NULL, "\n ", &save))
+		cb_ignore(json_array_append_new(a, J(tok)));
+	return a;
 }
 
+/* One row per token, every column filled ("-" when empty) and the
+ * capabilities last, so `awk '{print $1, $4}'` works. */
+#define CTL_LIST_ROW "%-32s  %-8s  %-20s  %-16s  %-5s  %-8s  %-4s  %-10s  %s\n"
+
 static void
-ctl_list_one(struct ctl *c, const struct wire_msg *t, bool first, uint64_t now)
+ctl_list_one(struct ctl *c, const struct wire_msg *t, json_t *arr, uint64_t now)
 {
 	const char *id = "", *parent = NULL, *sbx = "", *caps = "", *by = "";
 	uint64_t nbf = 0, exp = 0, uses = 0;
 	bool has_uses, revoked = false, elevated = false;
 	const char *state;
-	char tb[32];
+	char tb[32], ub[24], pb[12];
+	static char esbx[CB_ESC_SIZE(CAP_AUD_MAX)], eby[CB_ESC_SIZE(64)], flat[ST_CAPS_MAX + 1],
+	    ecaps[CB_ESC_SIZE(ST_CAPS_MAX)];
 
 	cb_ignore(wire_get_str(t, "id", &id));
 	cb_ignore(wire_get_str(t, "parent", &parent));
@@ -727,50 +699,24 @@ ctl_list_one(struct ctl *c, const struct wire_msg *t, bool first, uint64_t now)
 	state = revoked ? "revoked" : exp <= now ? "expired" : has_uses && uses == 0 ? "spent" :
 	    "active";
 	if (c->json) {
-		printf("%s\n {\"id\":", first ? "" : ",");
-		ctl_json_str(stdout, id);
-		printf(",\"parent\":");
-		if (parent)
-			ctl_json_str(stdout, parent);
-		else
-			printf("null");
-		printf(",\"sandbox\":");
-		ctl_json_str(stdout, sbx);
-		printf(",\"caps\":");
-		ctl_json_caps(caps);
-		printf(",\"nbf\":%" PRIu64 ",\"exp\":%" PRIu64 ",\"uses\":", nbf, exp);
-		if (has_uses)
-			printf("%" PRIu64, uses);
-		else
-			printf("null");
-		printf(",\"state\":\"%s\",\"revoked\":%s,\"elevated\":%s,\"by\":", state,
-		    revoked ? "true" : "false", elevated ? "true" : "false");
-		ctl_json_str(stdout, by);
-		putchar('}');
+		cb_ignore(json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:s,"
+		    "s:b,s:b,s:o}", "id", J(id), "parent", parent ? J(parent) : json_null(),
+		    "sandbox", J(sbx), "caps", ctl_json_caps(caps), "nbf", (json_int_t)nbf, "exp",
+		    (json_int_t)exp, "uses", has_uses ? json_integer((json_int_t)uses) : json_null(),
+		    "state", state, "revoked", revoked, "elevated", elevated, "by", J(by))));
 		return;
 	}
-	printf("%-32s  %-8s  %-20s  ", id, state, ctl_time(exp, tb, sizeof(tb)));
-	ctl_text(stdout, sbx);
-	printf("  ");
-	if (has_uses)
-		printf("%" PRIu64 " uses  ", uses);
-	if (parent)
-		printf("parent %.8s  ", parent);
-	if (elevated)
-		printf("elevated  ");
-	printf("by ");
-	ctl_text(stdout, by);
-	printf("\n    ");
-	{
-		static char flat[ST_CAPS_MAX + 1];
-
-		snprintf(flat, sizeof(flat), "%s", caps);
-		for (char *p = flat; *p; p++)
-			if (*p == '\n')
-				*p = ' ';
-		ctl_text(stdout, flat);
-	}
-	putchar('\n');
+	snprintf(flat, sizeof(flat), "%s", caps);
+	for (char *p = flat; *p; p++)
+		if (*p == '\n')
+			*p = ',';
+	snprintf(ub, sizeof(ub), has_uses ? "%" PRIu64 : "-", uses);
+	snprintf(pb, sizeof(pb), "%.8s", parent ? parent : "-");
+	cb_text_esc(esbx, sizeof(esbx), *sbx ? sbx : "-");
+	cb_text_esc(eby, sizeof(eby), *by ? by : "-");
+	cb_text_esc(ecaps, sizeof(ecaps), *flat ? flat : "-");
+	printf(CTL_LIST_ROW, *id ? id : "-", state, ctl_time(exp, tb, sizeof(tb)), esbx, ub, pb,
+	    elevated ? "yes" : "no", eby, ecaps);
 }
 
 static int
@@ -783,8 +729,9 @@ ctl_list(struct ctl *c, int argc, char **argv)
 	};
 	static struct wire_msg v[CTL_PAGE_MAX];
 	const char *sid = NULL;
-	uint64_t offset = 0, now = cb_now(), total = 0;
+	uint64_t offset = 0, now = cb_now();
 	bool more = true;
+	json_t *arr = NULL;
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -798,6 +745,8 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		return ctl_usage("list: unexpected argument '%s'", argv[optind]);
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
+	if (c->json && !(arr = json_array()))
+		return CTL_FAIL;
 	while (more) {
 		struct wire_enc e;
 		struct wire_msg m;
@@ -807,27 +756,27 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		wire_put_u64(&e, "offset", offset);
 		if (sid)
 			wire_put_str(&e, "sandbox", sid);
-		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+		if ((r = ctl_call(c, &e, &m)) != CTL_OK) {
+			json_decref(arr);
 			return r;
+		}
 		if (wire_get_maps(&m, "tokens", v, CTL_PAGE_MAX, &n) != 0 ||
 		    wire_get_bool(&m, "more", &more) != 0) {
-			fprintf(stderr, "capctl: malformed list reply\n");
+			json_decref(arr);
+			ctl_err("malformed list reply");
 			return CTL_PROTO;
 		}
-		if (offset == 0 && c->json)
-			printf("[");
-		else if (offset == 0)
-			printf("%-32s  %-8s  %-20s  SANDBOX  [USES] [PARENT] [ELEVATED] BY\n"
-			    "    CAPABILITIES\n", "ID", "STATE", "EXPIRES");
+		if (offset == 0 && !c->json)
+			printf(CTL_LIST_ROW, "ID", "STATE", "EXPIRES", "SANDBOX", "USES", "PARENT",
+			    "ELEV", "BY", "CAPABILITIES");
 		for (size_t i = 0; i < n; i++)
-			ctl_list_one(c, &v[i], total + i == 0, now);
-		total += n;
+			ctl_list_one(c, &v[i], arr, now);
 		offset += n;
 		if (n == 0)
 			more = false;	/* a broker that says more but sends none */
 	}
 	if (c->json)
-		printf("%s]\n", total ? "\n" : "");
+		ctl_json(c, arr);
 	return CTL_OK;
 }
 
@@ -838,6 +787,7 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 	struct wire_enc e;
 	struct wire_msg m;
 	size_t n = 0;
+	json_t *arr = NULL;
 	int r;
 
 	(void)argv;
@@ -849,12 +799,12 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 		return r;
 	if (wire_get_maps(&m, "sandboxes", v, CTL_PAGE_MAX, &n) != 0) {
-		fprintf(stderr, "capctl: malformed reply\n");
+		ctl_err("malformed reply");
 		return CTL_PROTO;
 	}
-	if (c->json)
-		printf("[");
-	else
+	if (c->json && !(arr = json_array()))
+		return CTL_FAIL;
+	if (!c->json)
 		printf("%-20s %-8s %8s %-20s %6s %8s  COMMAND\n", "ID", "TIER", "PID", "STARTED",
 		    "TOKENS", "REQUESTS");
 	for (size_t i = 0; i < n; i++) {
@@ -872,17 +822,10 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 		cb_ignore(wire_get_u64(&v[i], "requests", &nreq));
 		cb_ignore(wire_get_u64(&v[i], "owner", &owner));
 		if (c->json) {
-			printf("%s\n {\"id\":", i ? "," : "");
-			ctl_json_str(stdout, id);
-			printf(",\"tier\":");
-			ctl_json_str(stdout, tier);
-			printf(",\"command\":");
-			ctl_json_str(stdout, cmd);
-			printf(",\"workspace\":");
-			ctl_json_str(stdout, ws);
-			printf(",\"started\":%" PRIu64 ",\"pid\":%" PRIu64 ",\"tokens\":%" PRIu64
-			    ",\"requests\":%" PRIu64 ",\"owner\":%" PRIu64 "}", started, pid, ntok,
-			    nreq, owner);
+			cb_ignore(json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,"
+			    "s:I,s:I}", "id", J(id), "tier", J(tier), "command", J(cmd), "workspace",
+			    J(ws), "started", (json_int_t)started, "pid", (json_int_t)pid, "tokens",
+			    (json_int_t)ntok, "requests", (json_int_t)nreq, "owner", (json_int_t)owner)));
 			continue;
 		}
 		ctl_text(stdout, id);
@@ -893,7 +836,7 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 		putchar('\n');
 	}
 	if (c->json)
-		printf("%s]\n", n ? "\n" : "");
+		ctl_json(c, arr);
 	return CTL_OK;
 }
 
@@ -947,28 +890,25 @@ ctl_req_get(const struct wire_msg *m, struct ctl_req *q)
 		snprintf(q->state, sizeof(q->state), "%s", s);
 }
 
-static void
+static json_t *
 ctl_req_json(const struct ctl_req *q, const char *event)
 {
-	if (event) {
-		printf("{\"event\":");
-		ctl_json_str(stdout, event);
-		printf(",\"rid\":%" PRIu64, q->rid);
-	} else {
-		printf("{\"rid\":%" PRIu64, q->rid);
+	json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:o}", "rid", (json_int_t)q->rid,
+	    "sandbox", J(q->sandbox), "command", J(q->command), "cap", J(q->cap), "reason",
+	    J(q->reason), "ttl", (json_int_t)q->ttl, "asked", (json_int_t)q->asked, "expires",
+	    (json_int_t)q->expires, "state", J(q->state));
+
+	/* "event" first, as watch --json has always printed it. */
+	if (o && event) {
+		json_t *w = json_pack("{s:o}", "event", J(event));
+
+		if (w && json_object_update(w, o) == 0) {
+			json_decref(o);
+			return w;
+		}
+		json_decref(w);
 	}
-	printf(",\"sandbox\":");
-	ctl_json_str(stdout, q->sandbox);
-	printf(",\"command\":");
-	ctl_json_str(stdout, q->command);
-	printf(",\"cap\":");
-	ctl_json_str(stdout, q->cap);
-	printf(",\"reason\":");
-	ctl_json_str(stdout, q->reason);
-	printf(",\"ttl\":%" PRIu64 ",\"asked\":%" PRIu64 ",\"expires\":%" PRIu64 ",\"state\":",
-	    q->ttl, q->asked, q->expires);
-	ctl_json_str(stdout, q->state);
-	putchar('}');
+	return o;
 }
 
 static int
@@ -978,8 +918,9 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 	struct wire_enc e;
 	struct wire_msg m;
 	uint64_t offset = 0;
-	size_t n = 0, shown = 0;
+	size_t n = 0;
 	bool more = true;
+	json_t *arr = NULL;
 	int r;
 
 	(void)argv;
@@ -987,19 +928,22 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 		return ctl_usage("pending takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	if (c->json)
-		printf("[");
-	else
+	if (c->json && !(arr = json_array()))
+		return CTL_FAIL;
+	if (!c->json)
 		printf("%-6s %-20s %6s %-20s %-20s  CAPABILITY / COMMAND / REASON\n", "ID", "SANDBOX",
 		    "TTL", "ASKED", "EXPIRES");
 	/* The broker pages by size: many long requests never hide the rest. */
 	while (more) {
 		ctl_begin(c, &e, "pending");
 		wire_put_u64(&e, "offset", offset);
-		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+		if ((r = ctl_call(c, &e, &m)) != CTL_OK) {
+			json_decref(arr);
 			return r;
+		}
 		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-			fprintf(stderr, "capctl: malformed reply\n");
+			json_decref(arr);
+			ctl_err("malformed reply");
 			return CTL_PROTO;
 		}
 		if (wire_get_bool(&m, "more", &more) != 0 || n == 0)
@@ -1011,8 +955,7 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 
 			ctl_req_get(&v[i], &q);
 			if (c->json) {
-				printf("%s\n ", shown++ ? "," : "");
-				ctl_req_json(&q, NULL);
+				cb_ignore(json_array_append_new(arr, ctl_req_json(&q, NULL)));
 				continue;
 			}
 			printf("%-6" PRIu64 " ", q.rid);
@@ -1029,7 +972,7 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 		}
 	}
 	if (c->json)
-		printf("%s]\n", shown ? "\n" : "");
+		ctl_json(c, arr);
 	return CTL_OK;
 }
 
@@ -1128,8 +1071,7 @@ ctl_watch_add(struct ctl *c, struct ctl_watch *w, const struct wire_msg *m)
 			return;
 	w->seen[w->nseen++ % 256] = q.rid;
 	if (c->json) {
-		ctl_req_json(&q, "request");
-		putchar('\n');
+		ctl_json(c, ctl_req_json(&q, "request"));
 		fflush(stdout);
 		return;
 	}
@@ -1322,7 +1264,7 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 			return r;
 		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-			fprintf(stderr, "capctl: malformed reply\n");
+			ctl_err("malformed reply");
 			return CTL_PROTO;
 		}
 		for (size_t i = 0; i < n; i++)
@@ -1407,43 +1349,179 @@ ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 		return r;
 	if (wire_get_str(&m, "state", &state) != 0) {
-		fprintf(stderr, "capctl: the broker did not say where its state is\n");
+		ctl_err("the broker did not say where its state is");
 		return CTL_PROTO;
 	}
 	snprintf(path, len, "%s/audit.jsonl", state);
 	return CTL_OK;
 }
 
+/* What `capctl audit` shows: every filter given must match. */
+struct ctl_afilter {
+	const char *sandbox, *decision, *op;
+	uint64_t since_ms;		/* 0: from the beginning */
+};
+
+/* --since: a duration ago ("90s", "15m", "2h", "3d"), or a time: epoch
+ * seconds, or YYYY-MM-DD[THH:MM[:SS]][Z] in UTC.  Milliseconds. */
 static int
-ctl_audit_print(struct ctl *c, bool follow)
+ctl_since_arg(const char *s, uint64_t *ms)
+{
+	static const char *const fmts[] = { "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d" };
+	unsigned long long v;
+	char *end;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (!errno && v < (1ULL << 40)) {
+			uint64_t unit = !*end ? 0 : end[1] ? 1 : *end == 's' ? 1 : *end == 'm' ? 60 :
+			    *end == 'h' ? 3600 : *end == 'd' ? 86400 : 1;
+			uint64_t now = cb_now();
+
+			if (!*end) {
+				*ms = v * 1000;	/* epoch seconds */
+				return CTL_OK;
+			}
+			if (!end[1] && strchr("smhd", *end)) {
+				*ms = v * unit < now ? (now - v * unit) * 1000 : 1;
+				return CTL_OK;
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		struct tm tm;
+		const char *p;
+
+		memset(&tm, 0, sizeof(tm));
+		if ((p = strptime(s, fmts[i], &tm)) && (!*p || (p[0] == 'Z' && !p[1]))) {
+			time_t t = timegm(&tm);
+
+			if (t >= 0) {
+				*ms = (uint64_t)t * 1000;
+				return CTL_OK;
+			}
+		}
+	}
+	return ctl_usage("--since takes a duration (90s, 15m, 2h, 1d) or a time "
+	    "(2026-01-31T12:00:00Z, 2026-01-31, epoch seconds), not '%s'", s);
+}
+
+/* The audit line's "ts" (2026-01-31T12:00:00.123Z) in milliseconds; 0 if
+ * it has none. */
+static uint64_t
+ctl_ts_ms(const char *ts)
+{
+	struct tm tm;
+	const char *p;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!ts || !(p = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) || (t = timegm(&tm)) < 0)
+		return 0;
+	return (uint64_t)t * 1000 + (p[0] == '.' ? (uint64_t)strtoul(p + 1, NULL, 10) % 1000 : 0);
+}
+
+static const char *
+ctl_jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static bool
+ctl_afilter_match(const struct ctl_afilter *f, const json_t *o)
+{
+	const char *op = ctl_jstr(o, "op") ? ctl_jstr(o, "op") : ctl_jstr(o, "ev");
+	const char *v;
+
+	if (f->sandbox && (!(v = ctl_jstr(o, "sandbox")) || strcmp(v, f->sandbox) != 0))
+		return false;
+	if (f->decision && (!(v = ctl_jstr(o, "decision")) || strcmp(v, f->decision) != 0))
+		return false;
+	if (f->op && (!op || strcmp(op, f->op) != 0))
+		return false;
+	return !f->since_ms || ctl_ts_ms(ctl_jstr(o, "ts")) >= f->since_ms;
+}
+
+#define CTL_AUD_HEADER "%-24s  %-16s  %-8s  %-16s  %-32s  %s\n"
+
+/* One line of the table.  Every field an agent could have chosen (the
+ * resource, the reason, the detail) goes through the one escaper. */
+static void
+ctl_audit_row(const json_t *o)
+{
+	const char *op = ctl_jstr(o, "op") ? ctl_jstr(o, "op") : ctl_jstr(o, "ev");
+	const char *why = ctl_jstr(o, "reason") ? ctl_jstr(o, "reason") : ctl_jstr(o, "detail");
+	const char *actor = ctl_jstr(o, "actor");
+	static char sbx[CB_ESC_SIZE(CAP_AUD_MAX)], res[CB_ESC_SIZE(4096)], rsn[CB_ESC_SIZE(4096)];
+	char opb[CB_ESC_SIZE(64)];
+	char ts[32];
+
+	snprintf(ts, sizeof(ts), "%s", ctl_jstr(o, "ts") ? ctl_jstr(o, "ts") : "-");
+	cb_text_esc(sbx, sizeof(sbx), ctl_jstr(o, "sandbox") ? ctl_jstr(o, "sandbox") : "-");
+	cb_text_esc(opb, sizeof(opb), op ? op : "-");
+	cb_text_esc(res, sizeof(res), ctl_jstr(o, "resource") ? ctl_jstr(o, "resource") : "-");
+	cb_text_esc(rsn, sizeof(rsn), why ? why : "");
+	printf("%-24s  %-16s  %-8s  %-16s  %-32s  %s", ts, sbx,
+	    ctl_jstr(o, "decision") ? ctl_jstr(o, "decision") : "-", opb, res, rsn);
+	if (actor && strcmp(actor, "agent") != 0) {
+		printf("%s(by ", *rsn ? " " : "");
+		ctl_text(stdout, actor);
+		putchar(')');
+	}
+	putchar('\n');
+}
+
+static int
+ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_afilter *flt)
 {
 	struct aud_follow *f = NULL;
 	char path[4200];
 	const char *line;
 	size_t len;
+	uint64_t n = 0;
 	bool online;
 	int r;
 
 	if ((r = ctl_audit_path(c, path, sizeof(path), &online)) != CTL_OK)
 		return r;
-	if ((r = aud_follow_open(path, true, &f)) != 0) {
-		fprintf(stderr, "capctl: cannot read %s: %s\n", path,
+	/* --follow: what happens from now on, unless --from-start. */
+	if ((r = aud_follow_open(path, !follow || from_start, &f)) != 0) {
+		ctl_err("cannot read %s: %s", path,
 		    errno ? strerror(errno) : cb_strerror(r));
 		return errno == EACCES ? CTL_PERM : CTL_FAIL;
 	}
-	/* The lines are JSON already (escaped by the broker); --json or not,
-	 * they are printed as they are: one object a line. */
+	if (!c->json)
+		printf(CTL_AUD_HEADER, "TIME", "SANDBOX", "DECISION", "OPERATION", "RESOURCE",
+		    "REASON");
 	for (;;) {
+		json_t *o;
+
 		r = aud_follow_next(f, follow ? -1 : 0, &line, &len);
 		if (r == CB_ETIMEDOUT && !follow)
 			break;
 		if (r != 0) {
-			fprintf(stderr, "capctl: reading %s: %s\n", path, cb_strerror(r));
+			ctl_err("reading %s: %s", path, cb_strerror(r));
 			aud_follow_free(f);
 			return CTL_FAIL;
 		}
-		fwrite(line, 1, len, stdout);
-		putchar('\n');
+		n++;
+		if (!(o = json_loadb(line, len, 0, NULL)) || !json_is_object(o)) {
+			fprintf(stderr, "capctl: %s: line %" PRIu64 " is not a JSON object (torn?)\n",
+			    path, n);
+			json_decref(o);
+			continue;
+		}
+		/* --json: the line itself, byte for byte (it is the log's). */
+		if (ctl_afilter_match(flt, o)) {
+			if (c->json) {
+				fwrite(line, 1, len, stdout);
+				putchar('\n');
+			} else {
+				ctl_audit_row(o);
+			}
+		}
+		json_decref(o);
 		if (follow)
 			fflush(stdout);
 	}
@@ -1456,14 +1534,10 @@ ctl_verify_print(struct ctl *c, bool intact, const char *problem, uint64_t line,
     uint64_t checkpoints, uint64_t unsealed, const char *what, const char *path, bool offline)
 {
 	if (c->json) {
-		printf("{\"intact\":%s,\"problem\":", intact ? "true" : "false");
-		ctl_json_str(stdout, problem);
-		printf(",\"line\":%" PRIu64 ",\"lines\":%" PRIu64 ",\"checkpoints\":%" PRIu64
-		    ",\"unsealed\":%" PRIu64 ",\"what\":", line, lines, checkpoints, unsealed);
-		ctl_json_str(stdout, what);
-		printf(",\"path\":");
-		ctl_json_str(stdout, path);
-		printf(",\"offline\":%s}\n", offline ? "true" : "false");
+		ctl_json(c, json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "intact", intact,
+		    "problem", J(problem), "line", (json_int_t)line, "lines", (json_int_t)lines,
+		    "checkpoints", (json_int_t)checkpoints, "unsealed", (json_int_t)unsealed, "what",
+		    J(what), "path", J(path), "offline", offline));
 		return intact ? CTL_OK : CTL_FAIL;
 	}
 	if (intact) {
@@ -1510,17 +1584,17 @@ ctl_offline_verify(struct ctl *c)
 	snprintf(db, sizeof(db), "%s/state.db", c->state);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", c->state);
 	if (stat(db, &sb) != 0) {
-		fprintf(stderr, "capctl: no broker at %s/admin.sock and no state in %s\n", c->state,
+		ctl_err("no broker at %s/admin.sock and no state in %s", c->state,
 		    c->state);
 		return CTL_UNAVAIL;
 	}
 	if ((r = st_open(c->state, &st)) != 0) {
-		fprintf(stderr, "capctl: cannot open the state in %s: %s%s\n", c->state,
+		ctl_err("cannot open the state in %s: %s%s", c->state,
 		    cb_strerror(r), r == CB_EBUSY ? " (a broker holds it but does not answer)" : "");
 		return r == CB_EBUSY ? CTL_UNAVAIL : errno == EACCES ? CTL_PERM : CTL_FAIL;
 	}
 	if ((r = st_audit_keyring(st, &kr)) != 0) {
-		fprintf(stderr, "capctl: cannot read the keys: %s\n", cb_strerror(r));
+		ctl_err("cannot read the keys: %s", cb_strerror(r));
 		goto out;
 	}
 	if (st_get_audit_head(st, head.log_id, &head.seq, head.hash) == 0)
@@ -1528,10 +1602,11 @@ ctl_offline_verify(struct ctl *c)
 	memset(&rep, 0, sizeof(rep));
 	r = aud_verify(path, kr, hp, &rep);
 	if (r != 0 && r != CB_EAUDIT) {
-		fprintf(stderr, "capctl: cannot read %s: %s\n", path, cb_strerror(r));
-		if (r == CB_ENOENT)
-			printf(c->json ? "{\"intact\":false,\"problem\":\"missing\"}\n" :
-			    "NOT INTACT (missing): the audit log is gone\n");
+		ctl_err("cannot read %s: %s", path, cb_strerror(r));
+		if (r == CB_ENOENT && c->json)
+			ctl_json(c, json_pack("{s:b,s:s}", "intact", 0, "problem", "missing"));
+		else if (r == CB_ENOENT)
+			printf("NOT INTACT (missing): the audit log is gone\n");
 		goto out;
 	}
 	code = ctl_verify_print(c, r == 0, aud_problem_name(rep.problem), rep.line, rep.lines,
@@ -1561,7 +1636,7 @@ ctl_audit_verify(struct ctl *c)
 	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
 		return r;
 	if (wire_get_bool(&m, "intact", &intact) != 0) {
-		fprintf(stderr, "capctl: malformed audit-verify reply\n");
+		ctl_err("malformed audit-verify reply");
 		return CTL_PROTO;
 	}
 	cb_ignore(wire_get_str(&m, "problem", &problem));
@@ -1580,27 +1655,48 @@ ctl_audit(struct ctl *c, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "follow", no_argument, NULL, 'f' },
+		{ "from-start", no_argument, NULL, 'F' },
+		{ "sandbox", required_argument, NULL, 's' },
+		{ "since", required_argument, NULL, 'S' },
+		{ "decision", required_argument, NULL, 'd' },
+		{ "op", required_argument, NULL, 'o' },
 		CTL_JSON_OPT,
 		{ NULL, 0, NULL, 0 },
 	};
-	bool follow = false;
-	int o;
+	struct ctl_afilter flt = { 0 };
+	bool follow = false, from_start = false;
+	int o, r;
 
 	while ((o = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
 		switch (o) {
 		case 'f': follow = true; break;
+		case 'F': from_start = true; break;
+		case 's': flt.sandbox = optarg; break;
+		case 'o': flt.op = optarg; break;
+		case 'd':
+			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0)
+				return ctl_usage("--decision takes allow or deny, not '%s'", optarg);
+			flt.decision = optarg;
+			break;
+		case 'S':
+			if ((r = ctl_since_arg(optarg, &flt.since_ms)) != CTL_OK)
+				return r;
+			break;
 		case 'j': c->json = true; break;
 		default: return CTL_USAGE;
 		}
 	}
 	if (optind < argc && strcmp(argv[optind], "verify") == 0) {
-		if (follow || optind + 1 != argc)
+		if (follow || from_start || flt.sandbox || flt.op || flt.decision || flt.since_ms ||
+		    optind + 1 != argc)
 			return ctl_usage("audit verify takes no arguments");
 		return ctl_audit_verify(c);
 	}
 	if (optind != argc)
 		return ctl_usage("audit: unexpected argument '%s'", argv[optind]);
-	return ctl_audit_print(c, follow);
+	if (from_start && !follow)
+		return ctl_usage("--from-start goes with --follow (without it, audit prints the whole log)");
+	return ctl_audit_print(c, follow, from_start, &flt);
 }
 
 /* ---- keys -------------------------------------------------------------- */
@@ -1629,7 +1725,7 @@ ctl_keygen(struct ctl *c, int argc, char **argv)
 	if (optind != argc)
 		return ctl_usage("keygen: unexpected argument '%s'", argv[optind]);
 	if ((r = cap_key_generate(&k)) != 0) {
-		fprintf(stderr, "capctl: cannot generate a key: %s\n", cb_strerror(r));
+		ctl_err("cannot generate a key: %s", cb_strerror(r));
 		return CTL_FAIL;
 	}
 	cap_key_id(k, kid);
@@ -1645,14 +1741,12 @@ ctl_keygen(struct ctl *c, int argc, char **argv)
 	r = cap_key_save(k, out);
 	cap_key_free(k);
 	if (r != 0) {
-		fprintf(stderr, "capctl: cannot write %s: %s\n", out,
+		ctl_err("cannot write %s: %s", out,
 		    r == CB_EEXIST ? "it already exists" : errno ? strerror(errno) : cb_strerror(r));
 		return CTL_FAIL;
 	}
 	if (c->json) {
-		printf("{\"kid\":\"%s\",\"public\":\"%s\",\"file\":", kidhex, pkhex);
-		ctl_json_str(stdout, out);
-		printf("}\n");
+		ctl_json(c, json_pack("{s:s,s:s,s:o}", "kid", kidhex, "public", pkhex, "file", J(out)));
 	} else {
 		printf("key %s written to ", kidhex);
 		ctl_text(stdout, out);
@@ -1679,9 +1773,7 @@ ctl_rotate(struct ctl *c, int argc, char **argv)
 		return r;
 	cb_ignore(wire_get_str(&m, "kid", &kid));
 	if (c->json) {
-		printf("{\"ok\":true,\"kid\":");
-		ctl_json_str(stdout, kid);
-		printf("}\n");
+		ctl_json(c, json_pack("{s:b,s:o}", "ok", 1, "kid", J(kid)));
 	} else {
 		printf("now signing with key ");
 		ctl_text(stdout, kid);
@@ -1770,7 +1862,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!(c.tx = malloc(WIRE_REQ_MAX)) || !(c.rx = malloc(WIRE_REPLY_MAX)) ||
 	    wire_dec_new(WIRE_REPLY_MAX, &c.dec) != 0) {
-		fprintf(stderr, "capctl: out of memory\n");
+		ctl_err("out of memory");
 		code = CTL_FAIL;
 		goto out;
 	}
@@ -1784,12 +1876,15 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	fprintf(stderr, "capctl: unknown command '");
-	ctl_text(stderr, cmd);
-	fprintf(stderr, "'\n");
+	ctl_err("unknown command '%s'", cmd);
 	usage(stderr);
 	code = CTL_USAGE;
 out:
+	/* --json: every failure ends in one object on stdout, not only the
+	 * broker's refusals (which print theirs in ctl_report_err). */
+	if (c.json && code != CTL_OK && !c.json_done)
+		ctl_json(&c, json_pack("{s:b,s:s,s:o,s:i}", "ok", 0, "error", ctl_exit_name(code),
+		    "reason", J(ctl_lasterr[0] ? ctl_lasterr : "failed"), "exit", code));
 	if (c.fd >= 0)
 		close(c.fd);
 	wire_dec_free(c.dec);

@@ -2,5 +2,5 @@
 # Makefile includes */module.mk; add `include client/capctl.mk`).
 PROGS += capctl
 capctl_SRCS := client/capctl.c
-capctl_LIBS := caps wire common audit state
+capctl_LIBS := cli caps wire common audit state
 MAN1 += docs/man/capctl.1

@@ -6,6 +6,6 @@ client_LIBS := client wire caps common
 
 PROGS += capcall
 capcall_SRCS := client/capcall.c
-capcall_LIBS := client wire caps common
+capcall_LIBS := client cli wire caps common
 
 MAN1 += docs/man/capcall.1

@@ -48,6 +48,9 @@
 #include "sandbox-stub/stub_int.h"
 
 #define STUB_NOBODY		65534	/* the agent's uid and gid when started as root */
+#ifndef CB_VERSION
+#define CB_VERSION		"0.1"
+#endif
 
 static const char *stub_stage = "stub";
 static int stub_errpipe = -1;	/* agent: tells pid 1 that it failed */
@@ -438,6 +441,14 @@ main(int argc, char **argv)
 	pid_t child;
 	int outer_pidfd, st;
 
+	/* The two options every program takes; the stub is started by the
+	 * broker, never by hand, so this is all it says to a person. */
+	if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf(strcmp(argv[1], "--version") == 0 ? "capbroker-stub %s\n" :
+		    "capbroker-stub builds one sandbox for capbroker (version %s); it is started by "
+		    "capbroker, not by hand: see capbroker-stub(1)\n", CB_VERSION);
+		return 0;
+	}
 	parse_args(argc, argv, &c);
 	check_fds(&c);
 	join_cgroups(&c);

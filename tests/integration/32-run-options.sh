@@ -74,7 +74,7 @@ t_match "a refused connection is reported" "$(cat "$T_TMP/err")" "connection ref
 t_is "... once" "$(grep -oi 'connection refused' "$T_TMP/err" | wc -l)" 1
 
 # -- --version and --help everywhere --------------------------------------------------------
-for p in capbroker capcall capctl; do
+for p in capbroker capcall capctl capbroker-stub; do
 	t_exit "$p --version" 0 "$CB_BIN/$p" --version
 	t_match "... prints its name and version" "$(cat "$T_TMP/out")" "^$p [0-9]"
 done

@@ -6,7 +6,8 @@
 # log without the key), each caught with where.  The copies are checked
 # offline (`capctl --state DIR audit verify` with no broker running opens
 # the state itself); an edited log is also checked through a broker
-# restarted on it.  Also `capctl audit` and `audit --follow`.
+# restarted on it.  Also `capctl --json audit` (the lines byte for byte) and
+# `audit --follow --from-start` (the table and the filters: 54-admin-audit-table.sh).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
@@ -18,7 +19,7 @@ out() { cat "$T_TMP/out"; }
 
 # -- a real log ----------------------------------------------------------------
 srv_start "$S"
-"$CTL" --state "$S" audit --follow >"$T_TMP/follow.out" 2>&1 &
+"$CTL" --state "$S" --json audit --follow --from-start >"$T_TMP/follow.out" 2>&1 &
 FOL=$!
 _adm_pids+=("$FOL")
 agent_start a1 --tier medium --workspace "$W" --grant "fs.read:$W/**"
@@ -30,9 +31,9 @@ t_is "--json: intact" "$(jget 'd["intact"], d["problem"]' <"$T_TMP/v.json")" "(T
 for i in 5 6 7; do agent_do a1 "capcall fs.read $W/f"; done
 agent_do a1 "capcall fs.read /etc/passwd"
 "$CTL" --state "$S" issue --sandbox a1 --cap "fs.read:$W/f" >/dev/null
-"$CTL" --state "$S" audit >"$T_TMP/audit.out"
+"$CTL" --state "$S" --json audit >"$T_TMP/audit.out"
 # (the broker keeps writing: what was printed is a prefix of the file)
-t_ok "capctl audit prints the log" sh -c "head -c \$(stat -c %s '$T_TMP/audit.out') '$S/audit.jsonl' | cmp - '$T_TMP/audit.out'"
+t_ok "capctl --json audit prints the log" sh -c "head -c \$(stat -c %s '$T_TMP/audit.out') '$S/audit.jsonl' | cmp - '$T_TMP/audit.out'"
 t_ok "... from its genesis record" sh -c "head -n 1 '$T_TMP/audit.out' | grep -q '\"ev\":\"genesis\"'"
 t_ok "... as JSON lines" "$PYTHON" -c 'import json, sys
 for l in open(sys.argv[1]): json.loads(l)' "$T_TMP/audit.out"
@@ -43,7 +44,7 @@ kill "$FOL" 2>/dev/null
 srv_stop
 t_exit "offline verify of the stopped broker's state: intact (0)" 0 "$CTL" --state "$S" audit verify
 t_match "... ends sealed by the shutdown checkpoint" "$(out)" "checkpoints, 0 lines after the last checkpoint"
-t_ok "capctl audit reads the log offline too" sh -c "'$CTL' --state '$S' audit | cmp - '$S/audit.jsonl'"
+t_ok "capctl --json audit reads the log offline too" sh -c "'$CTL' --state '$S' --json audit | cmp - '$S/audit.jsonl'"
 
 L=$(wc -l <"$S/audit.jsonl")
 # Lines (1-based) of two neighbouring op records in the middle, and the
