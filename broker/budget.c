@@ -174,14 +174,20 @@ brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why, size_t whyl
 	const struct pol_audit_budget *pb = pol_audit_budget(s->b->pol);
 	double rate = pb->rate ? (double)pb->rate : 1.0, burst = pb->burst ? (double)pb->burst : 1.0;
 	uint64_t now = cb_mono_ns();
-	double need;
+	double need, calm;
 
+	/* A bucket of one unit would be full again after every wait, so
+	 * that an episode (below) would never last: at least two. */
+	if (burst < 2.0)
+		burst = 2.0;
+	calm = burst >= 4.0 ? burst / 2 : burst;
 	s->aud_bucket += (double)(now - s->aud_bucket_ns) * rate / 1e9;
 	if (s->aud_bucket > burst)
 		s->aud_bucket = burst;
 	s->aud_bucket_ns = now;
-	/* Half the burst saved up again: the agent has calmed down. */
-	if (s->throttled_since && s->aud_bucket >= burst / 2)
+	/* Half the burst (all of a small one) saved up again: the agent has
+	 * calmed down, the episode is over.  Waiting for one unit is not. */
+	if (s->throttled_since && s->aud_bucket >= calm)
 		s->throttled_since = 0;
 	if (s->aud_bucket >= 1.0)
 		return BRK_BUDGET_OK;

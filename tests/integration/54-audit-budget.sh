@@ -64,4 +64,13 @@ out=$(run --id after --grant "fs.read:$W/**" -- capcall fs.read "$W/f")
 t_is "and still starts and serves a new sandbox" "$out" "payload"
 t_ok "capctl audit verify: intact" "$CB_BIN/capctl" --socket "$S/admin.sock" audit verify
 t_match "... says so" "$(cat "$T_TMP/out")" "^intact"
+
+# A burst of 1 is full again after every wait: the episode must still last
+# (2 units are used), or such a sandbox would never be stopped.
+echo 'defaults = { audit_budget = 50; audit_burst = 1; audit_throttle_max = 2; };' >"$T_TMP/p1.conf"
+t_exit "a burst of 1: the flooding agent is still stopped (137)" 137 \
+	"$CB_BIN/capbroker" run --state "$T_TMP/s1" --policy "$T_TMP/p1.conf" --timeout 30 \
+	--ro-bind "$CB_TOP/tests/integration:/t" -- /usr/bin/python3 /t/audit_flood_agent.py vary 20
+t_is "... with one line saying it is throttled" \
+	"$(grep -c '"op":"sandbox.throttled"' "$T_TMP/s1/audit.jsonl")" 1
 t_done
