@@ -15,7 +15,9 @@
 #                           translates (limits, exec list, binds, --timeout,
 #                           --grant, --state)
 #   ARGS: ...               arguments; @STATEKEY@ @STATEDIR@ @STATEKID@ @ABSTRACT@
-#                           @HOSTPIDS@ @AGENTUID@ are filled in here
+#                           @HOSTPIDS@ @AGENTUID@ @HOSTPORT@ (a host service
+#                           on 0.0.0.0) @HOSTADDRS@ (the host's global
+#                           addresses, comma-separated) are filled in here
 #   PRE: ARG                run once with ARG first (persistence attempts)
 # Plus positive controls written here (python3, the broker protocol from
 # Python, a script agent, the medium exec list, policy limits, setup
@@ -39,8 +41,10 @@ failed=0
 started=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/cbescape.XXXXXX") || exit 1
 listener=
+tcplistener=
 cleanup() {
 	[ -n "$listener" ] && kill "$listener" 2>/dev/null
+	[ -n "$tcplistener" ] && kill "$tcplistener" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -72,6 +76,16 @@ abstract="capbroker-escape-$$"
 s=socket.socket(socket.AF_UNIX); s.bind("\0"+sys.argv[1]); s.listen(8); time.sleep(600)' \
 	"$abstract" &
 listener=$!
+# A host service bound to 0.0.0.0 (an ephemeral port), and the host's own
+# global addresses, for net_host_addrs: net.connect:*:PORT must reach the
+# service through none of them.
+"$PYTHON3" -c 'import socket,sys,time
+s=socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1]); time.sleep(600)' "$work/hostport" &
+tcplistener=$!
+for _ in $(seq 100); do [ -s "$work/hostport" ] && break; sleep 0.05; done
+hostport=$(cat "$work/hostport" 2>/dev/null)
+hostaddrs=$(ip -o addr show scope global 2>/dev/null | awk '{ sub("/.*", "", $4); print $4 }' | paste -sd, -)
 
 AS_USER=()		# how a pass runs capbroker (empty: as ourselves)
 CB=			# the capbroker a pass runs
@@ -207,6 +221,8 @@ fill() { # TEXT: the @...@ placeholders of ARGS and OPTS
 	v=${v//@ABSTRACT@/$abstract}
 	v=${v//@HOSTPIDS@/$$ $listener $PPID}
 	v=${v//@AGENTUID@/$agent_uid}
+	v=${v//@HOSTPORT@/$hostport}
+	v=${v//@HOSTADDRS@/$hostaddrs}
 	echo "$v"
 }
 
