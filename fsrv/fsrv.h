@@ -17,8 +17,9 @@
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
  * from the root fd.  Reads and writes on an already-open file ask again on
  * every call, so a revocation cuts an open file mid-stream.  File data is
- * never cached by the kernel (direct I/O); entries and attributes are, for
- * at most the configured timeouts, and fsrv_invalidate_*() drops them.
+ * not cached by the kernel (direct I/O) unless cache_data asks for it;
+ * entries and attributes are, for at most the configured timeouts, and
+ * fsrv_invalidate_*() drops them (and cached data).
  *
  * Threads: one thread (the caller's event loop) calls fsrv_process() and
  * every other function except fsrv_invalidate_*(), which may be called from
@@ -97,6 +98,7 @@ struct fsrv_cfg {
 	double attr_timeout;	/* seconds it may cache attributes */
 	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
+	bool cache_data;	/* let the kernel cache file data (see docs/fsrv.md) */
 };
 
 #define FSRV_MAX_NODES_DEFAULT (256u * 1024u)
@@ -141,6 +143,11 @@ int fsrv_invalidate_all(struct fsrv *s);
 
 /* The same for one path of one tree and everything beneath it. */
 int fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path);
+
+/* Wait until every queued invalidation has reached the kernel, answering
+ * requests of this server's trees meanwhile (a notification can wait for
+ * one of them).  Serving thread only.  0, or CB_ETIMEDOUT after about 2 s. */
+int fsrv_invalidate_wait(struct fsrv *s);
 
 /* Stop serving and free.  Accepts NULL. */
 void fsrv_free(struct fsrv *s);

@@ -186,15 +186,24 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
 		close(fd);
 		return -ENXIO;
 	}
-	/* Regular files ignore O_NONBLOCK; drop it anyway (plain flags). */
-	if (fcntl(fd, F_SETFL, flags & O_APPEND) != 0) {
-		close(fd);
-		return -EIO;
-	}
+	/* O_NONBLOCK stays: regular files ignore it, and this fd is ours,
+	 * never handed to the agent. */
 	return fd;
 }
 
 static void fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h);
+
+/* How the kernel may cache an open file's data.  By default not at all
+ * (direct I/O): every read and write reaches the check.  With cache_data
+ * the kernel keeps pages between opens and reads them without asking; a
+ * revocation then stops reads only once fsrv_invalidate_*() has dropped
+ * the pages (docs/fsrv.md). */
+static void
+fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi)
+{
+	fi->direct_io = !t->srv->cfg.cache_data;
+	fi->keep_cache = t->srv->cfg.cache_data;
+}
 
 /* Hand the kernel a node for (parent, name) with attributes st; for a
  * create, also the open handle h (freed here if that fails). */
@@ -232,8 +241,7 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	e.entry_timeout = t->srv->cfg.entry_timeout;
 	if (fi != NULL) {
 		fi->fh = (uint64_t)(uintptr_t)h;
-		fi->direct_io = 1;
-		fi->keep_cache = 0;
+		fsrv_open_mode(t, fi);
 		if (fuse_reply_create(req, &e, fi) != 0) {
 			/* Interrupted: the kernel holds neither name nor handle. */
 			pthread_mutex_lock(&t->srv->lock);
@@ -713,8 +721,7 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fsrv_node_hold(n);
 	pthread_mutex_unlock(&t->srv->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = 1;	/* every read and write reaches the check */
-	fi->keep_cache = 0;
+	fsrv_open_mode(t, fi);
 	if (fuse_reply_open(req, fi) != 0)
 		fsrv_handle_free(t, h);	/* interrupted: the kernel has no handle */
 }
@@ -799,13 +806,6 @@ fsrv_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t o
 		fuse_reply_err(req, errno);
 	else
 		fuse_reply_write(req, (size_t)n);
-}
-
-static void
-fsrv_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);	/* writes are not buffered here */
 }
 
 static void
@@ -954,7 +954,10 @@ fsrv_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	/* No splice (the buffer is ours to check), no export (no handles the
-	 * agent could forge), no writeback cache (every write is checked). */
+	 * agent could forge), no writeback cache (every write is checked).
+	 * No flush handler either: the kernel then stops sending FUSE_FLUSH
+	 * (a round trip on every close) after the first ENOSYS; writes are
+	 * not buffered here, so there is nothing to flush. */
 	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 				  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_EXPORT_SUPPORT |
 				  FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL);
@@ -980,7 +983,6 @@ const struct fuse_lowlevel_ops fsrv_ops = {
 	.open = fsrv_open,
 	.read = fsrv_read,
 	.write = fsrv_write,
-	.flush = fsrv_flush,
 	.release = fsrv_release,
 	.fsync = fsrv_fsync,
 	.opendir = fsrv_opendir,

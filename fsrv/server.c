@@ -55,7 +55,11 @@ fsrv_notifier(void *arg)
 					cb_ignore(fuse_lowlevel_notify_inval_entry(t->se, q[i].id,
 						q[i].name, strlen(q[i].name)));
 				else
-					cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, q[i].id, -1, 0));
+					/* Attributes; with cache_data also every page
+					 * (offset 0, length 0: all), so a revoked file's
+					 * cached data cannot be read without a check. */
+					cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, q[i].id,
+						s->cfg.cache_data ? 0 : -1, 0));
 			}
 			free(q[i].name);
 		}
@@ -305,7 +309,7 @@ fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path)
 
 /* Let the notifier finish what is queued, answering requests meanwhile
  * (a notification may wait for one of them), for at most about 2 s. */
-static void
+static int
 fsrv_drain(struct fsrv *s)
 {
 	for (int round = 0; round < 200; round++) {
@@ -315,7 +319,7 @@ fsrv_drain(struct fsrv *s)
 		idle = s->nq == 0 && !s->busy;
 		pthread_mutex_unlock(&s->lock);
 		if (idle)
-			return;
+			return 0;
 		for (unsigned i = 0; i < s->ntrees; i++) {
 			struct pollfd p = { .fd = fsrv_fd(s, i), .events = POLLIN };
 
@@ -325,6 +329,13 @@ fsrv_drain(struct fsrv *s)
 		if (s->ntrees == 0)
 			usleep(10000);
 	}
+	return CB_ETIMEDOUT;
+}
+
+int
+fsrv_invalidate_wait(struct fsrv *s)
+{
+	return fsrv_drain(s);
 }
 
 void
@@ -333,7 +344,7 @@ fsrv_free(struct fsrv *s)
 	if (s == NULL)
 		return;
 	if (s->started) {
-		fsrv_drain(s);
+		cb_ignore(fsrv_drain(s));
 		pthread_mutex_lock(&s->lock);
 		s->stop = true;
 		pthread_cond_broadcast(&s->cond);

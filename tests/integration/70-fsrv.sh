@@ -48,7 +48,7 @@ reload() { # SIGHUP, then wait until load number $1 is done
 	return 1
 }
 stop() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; }
-trap 'stop; t_cleanup' EXIT
+trap 'stop; umount -l "$M" 2>/dev/null; t_cleanup' EXIT
 
 t_ok "the server mounts the tree (fsmount + move_mount)" start --timeout 30
 t_match "it is a fuse mount" "$(grep " $M " /proc/self/mounts)" "fuse.capbroker .*nosuid,nodev"
@@ -137,4 +137,16 @@ t_is "... and so does a link climbing with .." \
 	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /up 2>&1)" "No such file or directory"
 t_is "... while a link inside works" \
 	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /rel 2>&1)" he
+
+# With cache_data the kernel keeps file pages; a revocation still cuts an
+# open file, once the invalidation has dropped them.
+t_ok "a server with cached file data mounts" start --timeout 30 --cache-data
+exec 8<"$M/big"
+t_is "an open file reads (and is cached whole)" "$(head -c 4 <&8 | wc -c; cat "$M/big" >/dev/null)" 4
+printf -- '- .\n' >"$A"
+t_ok "revoke everything" reload 2
+t_match "a cached open file no longer reads" "$(head -c 4 <&8 2>&1)" 'Permission denied'
+t_match "... nor opens" "$(cat "$M/big" 2>&1 >/dev/null)" 'Permission denied'
+exec 8<&-
+stop
 t_done

@@ -5,14 +5,16 @@
  * one command against the mount.
  *
  *   fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]
- *              [--timeout SECONDS] [--userns] [--chroot] [-- CMD ARGS...]
+ *              [--timeout SECONDS] [--cache-data] [--userns] [--chroot]
+ *              [--verbose] [-- CMD ARGS...]
  *
  * The allow-list: one rule a line, "CAPS PATH", CAPS letters of r (fs.read)
  * l (fs.list) w (fs.write) d (fs.delete) or "-" for nothing, PATH relative
  * to the root ("." is the root).  The longest rule containing a path
  * decides; a name on the way to a granted path may be looked up.  SIGHUP
  * re-reads the file and invalidates the kernel's caches (a revocation);
- * the ready file then holds the number of loads done.
+ * once the invalidations are done, the ready file holds the number of
+ * loads done.
  *
  * Without a command: attaches the mount at --mount in the current mount
  * namespace (run it under `unshare -m`).  With one: a child attaches the
@@ -79,16 +81,20 @@ load_rules(void)
 		snprintf(r->path, sizeof(r->path), "%s", strcmp(path, ".") == 0 ? "" : path);
 	}
 	fclose(f);
-	nloads++;
-	if (ready_file != NULL) {
-		FILE *r = fopen(ready_file, "w");
-
-		if (r != NULL) {
-			fprintf(r, "%lu\n", nloads);
-			fclose(r);
-		}
-	}
 	return 0;
+}
+
+/* Say that load number N is in force (and its invalidations done). */
+static void
+write_ready(void)
+{
+	FILE *r;
+
+	nloads++;
+	if (ready_file != NULL && (r = fopen(ready_file, "w")) != NULL) {
+		fprintf(r, "%lu\n", nloads);
+		fclose(r);
+	}
 }
 
 static int
@@ -207,7 +213,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]\n"
-			"       [--timeout S] [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
+			"       [--timeout S] [--cache-data] [--userns] [--chroot] [--verbose]\n"
+			"       [-- CMD ARGS...]\n");
 	exit(64);
 }
 
@@ -234,6 +241,8 @@ main(int argc, char **argv)
 			userns = true;
 		} else if (strcmp(argv[i], "--chroot") == 0) {
 			chrt = true;
+		} else if (strcmp(argv[i], "--cache-data") == 0) {
+			cfg.cache_data = true;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = true;
 		} else if (i + 1 < argc && strcmp(argv[i], "--root") == 0) {
@@ -305,6 +314,7 @@ main(int argc, char **argv)
 		perror("fsrv-serve: allow-list");
 		return 125;
 	}
+	write_ready();
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = fsrv_fd(s, tree), .events = POLLIN },
@@ -320,6 +330,8 @@ main(int argc, char **argv)
 				if (load_rules() != 0)
 					nrules = 0;	/* fail closed */
 				cb_ignore(fsrv_invalidate_all(s));
+				cb_ignore(fsrv_invalidate_wait(s));
+				write_ready();
 			} else if (si.ssi_signo == SIGCHLD && pid > 0) {
 				int st;
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bench/fsrv.sh - the file server's speed (fsrv/, docs/fsrv.md) against the
+# host and libfuse's own example server, passthrough_ll (built here from
+# libfuse3-dev's examples), with the server and the client pinned to the
+# same CPU.  Not part of `make check` or `make bench` yet; run as root:
+#
+#   bench/fsrv.sh            (FSRV_BENCH_CPU=N to pick the CPU, default 0;
+#                             FSRV_BENCH_QUICK=1 for fewer repetitions)
+#
+# Rows: open+read(4 KiB)+close, open+read(1 MiB)+close, stat of a cached
+# name, and `git status` in a 5,000-file repository.  Columns: the host,
+# fsrv (default: direct I/O, every read checked), fsrv-c (cache_data: the
+# kernel keeps file pages, dropped on revocation) and passthrough_ll
+# (single-threaded, cache=always, long timeouts; fsrv runs with the same
+# timeouts).  Prints a table and
+# writes $CB_BUILD/bench/fsrv.json.  Host side, trusted.
+set -eu
+cd "$(dirname "$0")/.."
+if [ -z "${FSRV_BENCH_NS:-}" ]; then
+	[ "$(id -u)" = 0 ] || { echo "bench/fsrv.sh: needs root (fsmount)" >&2; exit 1; }
+	FSRV_BENCH_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+B=${CB_BUILD:-$PWD/build}
+CPU=${FSRV_BENCH_CPU:-0}
+EX=/usr/share/doc/libfuse3-dev/examples
+make -s "$B/fsrv/fsrv-serve" >/dev/null
+mkdir -p "$B/bench"
+cc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$B/bench/fsrv-io" bench/fsrv_io.c
+cc -O2 -w -I"$EX" -o "$B/bench/passthrough_ll" "$EX/passthrough_ll.c" $(pkg-config --cflags --libs fuse3)
+
+W=$(mktemp -d /var/tmp/fsrv-bench.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	umount -l "$W/m1" "$W/m2" "$W/m3" 2>/dev/null || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+R="$W/tree"
+mkdir -p "$R" "$W/m1" "$W/m2" "$W/m3"
+head -c 4096 /dev/urandom >"$R/f4k"
+head -c 1048576 /dev/urandom >"$R/f1m"
+mkdir "$R/repo"
+for d in $(seq 50); do
+	mkdir "$R/repo/d$d"
+	for f in $(seq 100); do echo "$d $f" >"$R/repo/d$d/f$f.txt"; done
+done
+git -C "$R/repo" init -q && git -C "$R/repo" add . &&
+	git -C "$R/repo" -c user.name=b -c user.email=b@b.invalid commit -qm files
+echo "rlwd ." >"$W/allow"
+
+taskset -c "$CPU" "$B/fsrv/fsrv-serve" --root "$R" --allow "$W/allow" --mount "$W/m1" \
+	--ready "$W/ready" --timeout 86400 &
+pids+=($!)
+taskset -c "$CPU" "$B/fsrv/fsrv-serve" --root "$R" --allow "$W/allow" --mount "$W/m3" \
+	--ready "$W/ready3" --timeout 86400 --cache-data &
+pids+=($!)
+taskset -c "$CPU" "$B/bench/passthrough_ll" -f -s -o source="$R",cache=always,timeout=86400 "$W/m2" &
+pids+=($!)
+for _ in $(seq 200); do
+	[ -s "$W/ready" ] && [ -s "$W/ready3" ] && grep -q " $W/m2 " /proc/self/mounts && break
+	sleep 0.05
+done
+git config --global --get safe.directory >/dev/null 2>&1 || true
+export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
+
+q=${FSRV_BENCH_QUICK:-0}
+n4k=$([ "$q" = 1 ] && echo 2000 || echo 20000)
+n1m=$([ "$q" = 1 ] && echo 100 || echo 1000)
+nst=$([ "$q" = 1 ] && echo 5000 || echo 50000)
+ngit=$([ "$q" = 1 ] && echo 3 || echo 7)
+
+io() { taskset -c "$CPU" "$B/bench/fsrv-io" "$@"; }
+# median of ngit runs of git status, in ms
+gitst() {
+	local d=$1 ts=()
+	taskset -c "$CPU" git -C "$d" status --porcelain >/dev/null	# warm up
+	for _ in $(seq "$ngit"); do
+		local t0 t1
+		t0=$(date +%s%N)
+		taskset -c "$CPU" git -C "$d" status --porcelain >/dev/null
+		t1=$(date +%s%N)
+		ts+=($(( (t1 - t0) / 1000 )))
+	done
+	printf '%s\n' "${ts[@]}" | sort -n | awk '{a[NR]=$1} END {printf "%.1f\n", a[int((NR+1)/2)]/1000}'
+}
+
+declare -A v
+for where in host fsrv fsrvc pll; do
+	case $where in host) d=$R ;; fsrv) d=$W/m1 ;; fsrvc) d=$W/m3 ;; pll) d=$W/m2 ;; esac
+	v[$where.read4k]=$(io read4k "$d/f4k" "$n4k")
+	v[$where.read1m]=$(io read1m "$d/f1m" "$n1m")
+	v[$where.stat]=$(io stat "$d/f4k" "$nst")
+	v[$where.git]=$(gitst "$d/repo")
+done
+# The same 4 KiB round trip with the client on another CPU than the server.
+other=$(( (CPU + 1) % $(nproc) ))
+v[fsrv.read4k_split]=$(taskset -c "$other" "$B/bench/fsrv-io" read4k "$W/m1/f4k" "$n4k")
+
+r() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+printf '%-16s %8s %8s %8s %8s %9s %9s %10s %10s\n' row host fsrv fsrv-c p_ll \
+	fsrv/host fsrv/p_ll fsrv-c/host fsrv-c/p_ll
+for k in read4k read1m stat git; do
+	unit=us; [ $k = git ] && unit=ms
+	printf '%-16s %8s %8s %8s %8s %9s %9s %10s %10s\n' "$k ($unit)" "${v[host.$k]}" \
+		"${v[fsrv.$k]}" "${v[fsrvc.$k]}" "${v[pll.$k]}" \
+		"$(r "${v[fsrv.$k]}" "${v[host.$k]}")" "$(r "${v[fsrv.$k]}" "${v[pll.$k]}")" \
+		"$(r "${v[fsrvc.$k]}" "${v[host.$k]}")" "$(r "${v[fsrvc.$k]}" "${v[pll.$k]}")"
+done
+printf '%-16s %8s %8s   (client on CPU %s, server on CPU %s)\n' "read4k split" - \
+	"${v[fsrv.read4k_split]}" "$other" "$CPU"
+{
+	printf '{\n'
+	for k in "${!v[@]}"; do printf '  "fuse.%s": %s,\n' "$k" "${v[$k]}"; done
+	printf '  "fuse.read4k_vs_host": %s,\n' "$(r "${v[fsrv.read4k]}" "${v[host.read4k]}")"
+	printf '  "fuse.read4k_vs_passthrough_ll": %s,\n' "$(r "${v[fsrv.read4k]}" "${v[pll.read4k]}")"
+	printf '  "fuse.git_status_vs_host": %s\n' "$(r "${v[fsrv.git]}" "${v[host.git]}")"
+	printf '}\n'
+} >"$B/bench/fsrv.json"
+echo "(json: $B/bench/fsrv.json)"
