@@ -2,7 +2,11 @@
 # scripts/deps.sh WHAT - make sure the Debian packages that WHAT needs are
 # installed.  As root, installs what is missing with apt-get; otherwise stops
 # with the exact apt-get line to run.  WHAT: build | check | fuzz | bench.
+# `scripts/deps.sh --list WHAT` only prints the packages, one a line (.ci/run
+# uses it to remove the -dev packages before proving a fresh machine).
 set -eu
+list=""
+if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 build="gcc make pkg-config libsodium-dev libseccomp-dev libmsgpack-dev libevent-dev libsqlite3-dev libconfig-dev libjansson-dev libfuse3-dev python3 python3-msgpack procps util-linux bsdutils mount"
 case "${1:-build}" in
 build|check|demo) want="$build" ;;
@@ -10,6 +14,10 @@ fuzz)  want="$build clang libclang-rt-14-dev" ;;
 bench) want="$build bubblewrap" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
+if [ -n "$list" ]; then
+	printf '%s\n' $want
+	exit 0
+fi
 missing=""
 for p in $want; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing="$missing $p"
