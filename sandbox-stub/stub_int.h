@@ -64,6 +64,12 @@ struct stub_cfg {
 void stub_die(int errnum, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
+/* As root, before dropping privileges: capture the broker's own files
+ * (c->capcall, c->pylib) as read-only detached trees, so that the sandbox
+ * user need not be able to walk to them.  Nothing happens on a refusal:
+ * stub_mount_setup then captures them as the sandbox user. */
+void stub_mount_capture_early(const struct stub_cfg *c);
+
 /* Build the new root and pivot into it.  Runs as pid 1 of the new pid
  * namespace, with full capabilities in the new user namespace only. */
 void stub_mount_setup(const struct stub_cfg *c);

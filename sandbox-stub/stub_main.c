@@ -452,6 +452,8 @@ main(int argc, char **argv)
 	parse_args(argc, argv, &c);
 	check_fds(&c);
 	join_cgroups(&c);
+	if (geteuid() == 0)
+		stub_mount_capture_early(&c);
 	drop_host_privileges(&c);
 	/* After the credential change: it clears the parent-death signal. */
 	set_pdeathsig(c.parent_pid);

@@ -68,12 +68,12 @@ set_attr(int fd, const char *path, unsigned flags, uint64_t set, const char *wha
 
 /* Clone the host object at src (symlinks followed: the broker chose it) as a
  * detached tree with attributes attr.  optional: a missing src is skipped. */
+static void capture_finish(struct stub_tree *t, const char *src, uint64_t attr);
+
 static void
 capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
     bool optional)
 {
-	struct stat st;
-
 	t->fd = -1;
 	t->link[0] = '\0';
 	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
@@ -84,6 +84,51 @@ capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
 			return;
 		stub_die(errno, "bind source %.200s", src);
 	}
+	capture_finish(t, src, attr);
+}
+
+/* The broker's own files (capcall, the Python module), captured while the
+ * stub still has the broker's credentials; see stub_mount_capture_early. */
+static struct stub_tree early_capcall = { .fd = -1 }, early_pylib = { .fd = -1 };
+
+static void
+capture_early(struct stub_tree *t, const char *src, const char *dst)
+{
+	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
+		return;
+	t->link[0] = '\0';
+	/* A refusal (say, a root without CAP_SYS_ADMIN) is not an error here:
+	 * stub_mount_setup captures the file as the sandbox user instead. */
+	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (t->fd != -1)
+		capture_finish(t, src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+/*
+ * Why this is safe: the two paths are the broker's own runtime files (next
+ * to its executable, or installed), given by the broker, never by an agent
+ * or an administrator; they are captured as read-only, nosuid, nodev
+ * detached trees before the stub drops root and before any namespace exists,
+ * and attached in the new root exactly where the sandbox user's own capture
+ * would have put them.  What changes is only who walks the path: root, so a
+ * build tree inside a private (0700) directory still works when the broker
+ * runs as root and the sandbox user (nobody) could not walk there.
+ */
+void
+stub_mount_capture_early(const struct stub_cfg *c)
+{
+	if (c->capcall != NULL)
+		capture_early(&early_capcall, c->capcall, "/capbroker/bin/capcall");
+	if (c->pylib != NULL)
+		capture_early(&early_pylib, c->pylib, "/capbroker/python");
+}
+
+/* The type check and attributes of a captured tree, before it is attached. */
+static void
+capture_finish(struct stub_tree *t, const char *src, uint64_t attr)
+{
+	struct stat st;
+
 	/* The type of what was captured, not of what the path names now. */
 	if (fstat(t->fd, &st) == -1)
 		stub_die(errno, "fstat %.200s", src);
@@ -305,9 +350,13 @@ stub_mount_setup(const struct stub_cfg *c)
 	capture(&sys[T_LDCACHE], "/etc/ld.so.cache", "/etc/ld.so.cache", ro, true);
 	capture(&sys[T_CERTS], "/etc/ssl/certs", "/etc/ssl/certs", ro, true);
 	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = -1;
-	if (c->capcall != NULL)
+	if (early_capcall.fd != -1)
+		sys[T_CAPCALL] = early_capcall;
+	else if (c->capcall != NULL)
 		capture(&sys[T_CAPCALL], c->capcall, "/capbroker/bin/capcall", ro, false);
-	if (c->pylib != NULL)
+	if (early_pylib.fd != -1)
+		sys[T_PYLIB] = early_pylib;
+	else if (c->pylib != NULL)
 		capture(&sys[T_PYLIB], c->pylib, "/capbroker/python", ro, false);
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
