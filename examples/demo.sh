@@ -7,12 +7,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${CB_BIN:-$top/bin}
 py=${PYTHON:-/usr/bin/python3}
 
-# The workspace lives under build/: the sandbox reserves /tmp for its own
-# private tmpfs, so a workspace there could not be shown to proc.exec.
-demo=$(mktemp -d "$top/build/demo.XXXXXX")
-# proc.exec sandboxes see the granted directory through a bind made as the
-# unprivileged sandbox user, who must be able to reach it.
+# The demo's directory: not under /tmp (the sandbox reserves /tmp for its own
+# private tmpfs, so a workspace there could not be shown to proc.exec), and not
+# inside the source tree, which may sit in a private (0700) directory that the
+# unprivileged sandbox user cannot walk into: proc.exec sandboxes see the
+# granted directory through a bind made as that user.
+demo=$(mktemp -d "${CB_DEMO_DIR:-/var/tmp}/capbroker-demo.XXXXXX")
 chmod 0755 "$demo"
+mkdir "$demo/agent"
+cp "$top/examples/agent.py" "$demo/agent/"
 state="$demo/state"
 ws="$demo/workspace"
 cleanup() {
@@ -59,7 +62,7 @@ set +e
 	--tier medium --workspace "$ws" --id demo-agent --approve deny --timeout 120 \
 	--grant "fs.read:$ws/docs/**" --grant "fs.write:$ws/out/**" --grant "fs.list:$ws/**" \
 	--grant "net.connect:127.0.0.1:$p1" --grant "proc.exec:/usr/bin/wc" \
-	--ro-bind "$top/examples:/capbroker-demo" \
+	--ro-bind "$demo/agent:/capbroker-demo" \
 	-- /usr/bin/python3 /capbroker-demo/agent.py "$ws" "$p1" "$p2"
 rc=$?
 set -e
