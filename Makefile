@@ -150,6 +150,7 @@ $(B)/escape/%: tests/escape/%.c tests/escape/escape.h
 $(B)/escape/proc_exec_slot_nofile: tests/escape/proc_exec_slot.c
 
 check: deps programs $(UNIT_BINS) $(ESC_BINS)
+	@scripts/deps.sh check
 	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) PYTHON=$(PYTHON) CB_SANITIZE=$(SANITIZE) \
 		tests/run.sh
 
@@ -177,27 +178,52 @@ bench: deps programs
 	@scripts/deps.sh bench
 	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) bench/run.sh
 
-# The C client library is installed as one static archive (the client and
-# the modules it uses), with its headers under include/capbroker/ and a
-# pkg-config file; the Python module goes where the broker binds it from.
-VERSION ?= 0.1
+# The C client library is installed twice: libcapclient.so (soname
+# libcapclient.so.$(CAPCLIENT_SOVER), exporting only what client/capclient.map
+# lists: the API of capclient.h) and libcapclient.a (the client and the
+# modules it uses, for static links), with its headers under
+# include/capbroker/ and a pkg-config file.  The Python module goes where the
+# broker binds it from (DATADIR/python) and where python3 imports it
+# (PYTHONDIR: Debian's /usr/lib/python3/dist-packages for PREFIX=/usr,
+# otherwise PREFIX/lib/python3.N/dist-packages, which Debian's python3 reads
+# for /usr/local).
+VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' client/python/capbroker/__init__.py)
+CAPCLIENT_SOVER := 0
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3.$(shell $(PYTHON) -c 'import sys; print(sys.version_info[1])')/dist-packages)
 CLIENT_ARCHIVES = $(call modlibs,$(client_LIBS))
 $(B)/libcapclient.a: $(CLIENT_ARCHIVES)
 	rm -f $@ && printf 'create $@\n$(foreach a,$^,addlib $(a)\n)save\nend\n' | ar -M
 
-install: programs $(B)/libcapclient.a
+# A shared library needs position-independent code: its own objects.
+CLIENT_PIC_OBJS = $(patsubst %.c,$(B)/pic/%.o,$(foreach m,$(client_LIBS),$($(m)_SRCS)))
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fPIE,$(ALL_CFLAGS)) -fPIC -c -o $@ $<
+$(B)/libcapclient.so.$(VERSION): $(CLIENT_PIC_OBJS) client/capclient.map
+	$(CC) -shared $(filter-out -pie,$(ALL_LDFLAGS)) -Wl,-soname,libcapclient.so.$(CAPCLIENT_SOVER) \
+		-Wl,--version-script=client/capclient.map -Wl,--no-undefined -o $@ \
+		$(CLIENT_PIC_OBJS) -Wl,--as-needed $(ALL_LIBS)
+
+install: programs $(B)/libcapclient.a $(B)/libcapclient.so.$(VERSION)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/capbroker/client \
-		$(DESTDIR)$(INCLUDEDIR)/capbroker/common $(DESTDIR)$(DATADIR)/python/capbroker
+		$(DESTDIR)$(INCLUDEDIR)/capbroker/common $(DESTDIR)$(DATADIR)/python/capbroker \
+		$(DESTDIR)$(PYTHONDIR)/capbroker
 	install -m 0755 $(PROGS:%=$(BIN)/%) $(DESTDIR)$(BINDIR)/
 	$(if $(LIBEXEC_PROGS),install -m 0755 $(LIBEXEC_PROGS:%=$(BIN)/%) $(DESTDIR)$(LIBEXECDIR)/)
 	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
 	install -m 0644 $(B)/libcapclient.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(B)/libcapclient.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libcapclient.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcapclient.so.$(CAPCLIENT_SOVER)
+	ln -sf libcapclient.so.$(CAPCLIENT_SOVER) $(DESTDIR)$(LIBDIR)/libcapclient.so
 	install -m 0644 client/capclient.h $(DESTDIR)$(INCLUDEDIR)/capbroker/
 	install -m 0644 common/common.h $(DESTDIR)$(INCLUDEDIR)/capbroker/common/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
 		client/capclient.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/capclient.pc
-	install -m 0644 client/python/capbroker/__init__.py $(DESTDIR)$(DATADIR)/python/capbroker/
+	install -m 0644 client/python/capbroker/__init__.py client/python/capbroker/py.typed \
+		$(DESTDIR)$(DATADIR)/python/capbroker/
+	install -m 0644 client/python/capbroker/__init__.py client/python/capbroker/py.typed \
+		$(DESTDIR)$(PYTHONDIR)/capbroker/
 
 clean:
 	rm -rf build build-san build-fuzz bin

@@ -20,6 +20,8 @@ A Client may be shared by threads: replies are matched to requests by id,
 and whichever thread is reading hands the others their replies.
 """
 
+from __future__ import annotations
+
 import array
 import collections
 import os
@@ -28,8 +30,16 @@ import threading
 
 import msgpack
 
+# Type names for checkers only: importing typing would cost every agent's
+# start-up a few milliseconds for nothing at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, Iterable
+
+__version__ = "0.1"
+
 __all__ = [
-    "Client", "Error", "Denied", "BrokerUnavailable", "RequestExpired", "OperationError",
+    "__version__", "Client", "Error", "Denied", "BrokerUnavailable", "RequestExpired", "OperationError",
     "Entry", "Stat", "ExecResult", "Grant", "TokenInfo",
     "CREATE", "TRUNC", "APPEND", "EXCL",
 ]
@@ -69,7 +79,7 @@ class Error(Exception):
     """A failed broker call.  .code is the broker's negative code, .name its
     stable identifier ('not-covered', 'not-found', ...), .reason its sentence."""
 
-    def __init__(self, name, reason, code=None):
+    def __init__(self, name: str, reason: str, code: int | None = None) -> None:
         super().__init__("%s: %s" % (name, reason))
         self.name = name
         self.reason = reason
@@ -93,25 +103,57 @@ class OperationError(Error):
     """The broker tried and the operation failed (not found, exists, ...)."""
 
 
-Entry = collections.namedtuple("Entry", "name type")            # type: file dir link other
-Stat = collections.namedtuple("Stat", "type size mode mtime")
-Grant = collections.namedtuple("Grant", "token tid th")
-TokenInfo = collections.namedtuple("TokenInfo", "th id caps exp uses elevated")
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class Entry(NamedTuple):
+        name: str
+        type: str           # 'file', 'dir', 'link' or 'other'
+
+    class Stat(NamedTuple):
+        type: str
+        size: int
+        mode: int
+        mtime: int
+
+    class Grant(NamedTuple):
+        token: str | None
+        tid: str | None
+        th: int | None
+
+    class TokenInfo(NamedTuple):
+        th: int
+        id: str
+        caps: list[str]
+        exp: int
+        uses: int | None
+        elevated: bool
+
+    class _ExecResult(NamedTuple):
+        status: int
+        out: bytes
+        err: bytes
+else:
+    Entry = collections.namedtuple("Entry", "name type")        # type: file dir link other
+    Stat = collections.namedtuple("Stat", "type size mode mtime")
+    Grant = collections.namedtuple("Grant", "token tid th")
+    TokenInfo = collections.namedtuple("TokenInfo", "th id caps exp uses elevated")
+    _ExecResult = collections.namedtuple("ExecResult", "status out err")
 
 _TYPES = {"f": "file", "d": "dir", "l": "link"}
 
 
-class ExecResult(collections.namedtuple("ExecResult", "status out err")):
+class ExecResult(_ExecResult):
     """(status, out, err); .truncated when the broker cut the output."""
     truncated = False
 
 
-class DirList(list):
+class DirList(list["Entry"]):
     """A list of Entry; .truncated when the broker cut the listing short."""
     truncated = False
 
 
-def _error(reply):
+def _error(reply: dict[str, Any]) -> Error:
     code = reply.get("err")
     if not isinstance(code, int) or code >= 0:
         return BrokerUnavailable("protocol", "failed reply without an error code")
@@ -132,7 +174,7 @@ def _error(reply):
     return cls(name, reason, code)
 
 
-def _unique_map(pairs):
+def _unique_map(pairs: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
     """object_pairs_hook: a key twice is a malformed reply, as in wire/."""
     d = {}
     for k, v in pairs:
@@ -142,7 +184,8 @@ def _unique_map(pairs):
     return d
 
 
-def _get(reply, key, typ, default=None, required=False):
+def _get(reply: dict[str, Any], key: str, typ: type, default: Any = None,
+         required: bool = False) -> Any:
     """A reply field checked for its type (bool is not an int here)."""
     if key not in reply:
         if required:
@@ -163,7 +206,7 @@ class Client:
     sandbox holds that covers each request (see use_token, use_handle).
     """
 
-    def __init__(self, fd=None, token=None):
+    def __init__(self, fd: int | None = None, token: str | None = None) -> None:
         self._sock = None
         if fd is None:
             s = os.environ.get(ENV_FD, "")
@@ -199,7 +242,7 @@ class Client:
         self._th = None
 
     # ---- lifetime ------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Close the channel and any fds of replies never collected."""
         with self._lock:
             for _, fd in self._done.values():
@@ -213,27 +256,27 @@ class Client:
                 self._broken = BrokerUnavailable("closed", "client closed")
             self._cv.notify_all()
 
-    def __enter__(self):
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_sock", None) is not None:
             self.close()
 
     # ---- token presentation ----------------------------------------------
-    def use_token(self, token):
+    def use_token(self, token: str | None) -> None:
         """Present this token text with later requests (None: let the broker pick)."""
         self._tok, self._th = token, None
 
-    def use_handle(self, th):
+    def use_handle(self, th: int | None) -> None:
         """Present the held token with this handle (from tokens() or token_add())."""
         self._tok, self._th = None, th
 
     # ---- low level: send, receive ---------------------------------------------
-    def send(self, op, **fields):
+    def send(self, op: str, **fields: Any) -> int:
         """Send one request; returns its id for recv().  Fields as in
         docs/protocol.md; None values are left out."""
         msg = {k: v for k, v in fields.items() if v is not None}
@@ -269,7 +312,7 @@ class Client:
                 raise self._break("the broker channel failed: %s" % (e.strerror or e))
         return rid
 
-    def recv(self, rid):
+    def recv(self, rid: int) -> tuple[dict[str, Any], int | None]:
         """Wait for the reply to rid: (reply dict, fd or None).  The fd is
         the caller's.  Replies for other ids are kept for their waiters.
         A reply with ok false is returned as it is, not raised."""
@@ -307,12 +350,12 @@ class Client:
                 self._reading = False
                 self._cv.notify_all()
 
-    def _break(self, why):
+    def _break(self, why: str) -> BrokerUnavailable:
         # Called with the lock held or from the reader: the channel is dead.
         self._broken = BrokerUnavailable("closed", why, -101)
         return self._broken
 
-    def _recv_packet(self):
+    def _recv_packet(self) -> tuple[dict[str, Any], int | None]:
         sock = self._sock
         if sock is None:
             raise BrokerUnavailable("closed", "client closed", -101)
@@ -354,7 +397,7 @@ class Client:
             raise
         return reply, (fds[0] if fds else None)
 
-    def call(self, op, want_fd=False, **fields):
+    def call(self, op: str, want_fd: bool = False, **fields: Any) -> Any:
         """Send a request and wait for its reply; raise on failure.
         Returns the reply dict, or (reply, fd) when want_fd."""
         reply, fd = self.recv(self.send(op, **fields))
@@ -375,25 +418,26 @@ class Client:
                 os.close(fd)
 
     # ---- operations ---------------------------------------------------------
-    def ping(self):
+    def ping(self) -> None:
         self.call("ping")
 
-    def open_fd(self, path):
+    def open_fd(self, path: str) -> int:
         """Open path read-only through the broker; the raw fd (yours to close)."""
         return self.call("fs.read", want_fd=True, path=path)[1]
 
-    def open_read(self, path, mode="rb", **kw):
+    def open_read(self, path: str, mode: str = "rb", **kw: Any) -> IO[Any]:
         """A file object reading path ('rb' by default, or 'r' with encoding=...)."""
         if "w" in mode or "a" in mode or "+" in mode or "x" in mode:
             raise ValueError("open_read is for reading; use open_write")
         return os.fdopen(self.open_fd(path), mode, **kw)
 
-    def read_file(self, path):
+    def read_file(self, path: str) -> bytes:
         """The content of path, as bytes."""
         with self.open_read(path) as f:
             return f.read()
 
-    def open_write(self, path, append=False, exclusive=False, mode=None, text=False, **kw):
+    def open_write(self, path: str, append: bool = False, exclusive: bool = False,
+                   mode: int | None = None, text: bool = False, **kw: Any) -> IO[Any]:
         """A file object writing path: created and truncated by default,
         appended to with append=True, created only if new with exclusive=True."""
         if append:
@@ -405,7 +449,8 @@ class Client:
         _, fd = self.call("fs.write", want_fd=True, path=path, flags=flags, mode=mode)
         return os.fdopen(fd, ("a" if append else "w") + ("" if text else "b"), **kw)
 
-    def write_file(self, path, data, append=False, mode=None):
+    def write_file(self, path: str, data: bytes | str, append: bool = False,
+                   mode: int | None = None) -> int:
         """Write data (bytes, or str as UTF-8) to path; returns the byte count."""
         if isinstance(data, str):
             data = data.encode()
@@ -413,7 +458,8 @@ class Client:
             f.write(data)
         return len(data)
 
-    def write_small(self, path, data, append=False, mode=None):
+    def write_small(self, path: str, data: bytes | str, append: bool = False,
+                    mode: int | None = None) -> int:
         """Have the broker write data (at most 56 KiB) itself; no fd needed."""
         if isinstance(data, str):
             data = data.encode()
@@ -423,7 +469,7 @@ class Client:
                       flags=(CREATE | APPEND) if append else (CREATE | TRUNC))
         return _get(r, "n", int, required=True)
 
-    def list_dir(self, path):
+    def list_dir(self, path: str) -> DirList:
         """The entries of directory path: a list of Entry(name, type) with
         type 'file', 'dir', 'link' or 'other'; .truncated if cut short."""
         r = self.call("fs.list", path=path)
@@ -435,23 +481,23 @@ class Client:
         out.truncated = bool(_get(r, "trunc", bool, default=False))
         return out
 
-    def stat(self, path):
+    def stat(self, path: str) -> Stat:
         """Stat(type, size, mode, mtime) of path."""
         s = _get(self.call("fs.stat", path=path), "st", dict, required=True)
         return Stat(_TYPES.get(_get(s, "type", str, required=True), "other"),
                     _get(s, "size", int, required=True), _get(s, "mode", int, required=True),
                     _get(s, "mtime", int, required=True))
 
-    def mkdir(self, path, mode=None):
+    def mkdir(self, path: str, mode: int | None = None) -> None:
         self.call("fs.mkdir", path=path, mode=mode)
 
-    def delete(self, path):
+    def delete(self, path: str) -> None:
         self.call("fs.delete", path=path)
 
-    def rename(self, src, dst):
+    def rename(self, src: str, dst: str) -> None:
         self.call("fs.rename", path=src, path2=dst)
 
-    def connect(self, host, port, timeout=None):
+    def connect(self, host: str, port: int, timeout: float | None = None) -> socket.socket:
         """A TCP connection the broker opened to host:port (a socket object).
         timeout: seconds the broker may take to connect."""
         if not isinstance(port, int) or not 0 < port < 65536:
@@ -460,7 +506,7 @@ class Client:
         _, fd = self.call("net.connect", want_fd=True, host=host, port=port, timeout=ms)
         return socket.socket(fileno=fd)
 
-    def exec(self, argv, timeout=None):
+    def exec(self, argv: Iterable[object], timeout: float | None = None) -> ExecResult:
         """Run argv (argv[0] an absolute path) in a sandbox of its own:
         ExecResult(status, out, err) with .truncated."""
         argv = [str(a) for a in argv]
@@ -473,14 +519,14 @@ class Client:
         res.truncated = bool(_get(r, "trunc", bool, default=False))
         return res
 
-    def request(self, cap, ttl=None, reason=None):
+    def request(self, cap: str, ttl: int | None = None, reason: str | None = None) -> Grant:
         """Ask a human for elevation to cap; blocks until decided.
         Grant(token, tid, th) on approval (the sandbox holds the token from
         now on); Denied (name 'denied' or 'exceeds-policy') or RequestExpired."""
         r = self.call("request", cap=cap, ttl=ttl, reason=reason)
         return Grant(_get(r, "token", str), _get(r, "tid", str), _get(r, "th", int))
 
-    def tokens(self):
+    def tokens(self) -> list[TokenInfo]:
         """The tokens this sandbox holds: a list of TokenInfo(th, id, caps
         (list), exp, uses (None: unlimited), elevated)."""
         out = []
@@ -493,11 +539,12 @@ class Client:
                                  bool(_get(t, "elev", bool, default=False))))
         return out
 
-    def token_add(self, token):
+    def token_add(self, token: str) -> int:
         """Hand the broker a token once; returns its handle (see use_handle)."""
         return _get(self.call("token.add", tok=token), "th", int, required=True)
 
-    def derive(self, caps, ttl=None, uses=None, aud=None):
+    def derive(self, caps: str | Iterable[str], ttl: int | None = None, uses: int | None = None,
+               aud: str | None = None) -> Grant:
         """A narrower child of the presented token: Grant(token, tid, th)."""
         if isinstance(caps, str):
             caps = [caps]
@@ -505,7 +552,8 @@ class Client:
         return Grant(_get(r, "token", str, required=True), _get(r, "tid", str), _get(r, "th", int))
 
     # ---- mediated I/O: the broker keeps the file, bytes go through it ------------
-    def open_handle(self, path, write=False, append=False, mode=None):
+    def open_handle(self, path: str, write: bool = False, append: bool = False,
+                    mode: int | None = None) -> int:
         """A broker-side handle on path for io_read / io_write / io_close."""
         flags = _MEDIATED
         if write:
@@ -513,7 +561,7 @@ class Client:
         r = self.call("fs.write" if write else "fs.read", path=path, flags=flags, mode=mode)
         return _get(r, "h", int, required=True)
 
-    def io_read(self, h, n=DATA_MAX):
+    def io_read(self, h: int, n: int = DATA_MAX) -> bytes:
         """Up to n bytes (at most 56 KiB) from a handle; b'' at EOF."""
         n = max(1, min(int(n), DATA_MAX))
         data = _get(self.call("io.read", h=h, len=n), "data", bytes, required=True)
@@ -521,11 +569,11 @@ class Client:
             raise BrokerUnavailable("protocol", "io.read returned more than asked")
         return data
 
-    def io_write(self, h, data):
+    def io_write(self, h: int, data: bytes) -> int:
         """Write up to 56 KiB through a handle; returns the count written."""
         if len(data) > DATA_MAX:
             raise OperationError("too-big", "more data than one request may carry", -7)
         return _get(self.call("io.write", h=h, data=bytes(data)), "n", int, required=True)
 
-    def io_close(self, h):
+    def io_close(self, h: int) -> None:
         self.call("io.close", h=h)
