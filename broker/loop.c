@@ -861,8 +861,12 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		r = CB_ENOMEM;
 		goto out;
 	}
+	/* The policy's binds are its author's choice (root's, when we are
+	 * root); a caller's --ro-bind is root's only when the caller is root.
+	 * Paths the agent's tokens name (proc.exec) are never by_root. */
 	for (size_t i = 0; i < npb; i++)
-		binds[nb++] = (struct sbx_bind){ pbinds[i].src, pbinds[i].dst, pbinds[i].rw };
+		binds[nb++] = (struct sbx_bind){ .src = pbinds[i].src, .dst = pbinds[i].dst,
+		    .writable = pbinds[i].rw, .by_root = true };
 	for (size_t i = 0; i < spec->nro_binds; i++) {
 		const char *no;
 
@@ -877,6 +881,7 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			r = CB_EINVAL;
 			goto out;
 		}
+		binds[nb].by_root = spec->owner == 0;
 		nb++;
 	}
 	memset(&cfg, 0, sizeof(cfg));

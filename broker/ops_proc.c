@@ -236,7 +236,7 @@ brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store,
 	if (stat(dir, &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
 		return;
 	memcpy(store, dir, strlen(dir) + 1);
-	b[*nb] = (struct sbx_bind){ store, store, false };
+	b[*nb] = (struct sbx_bind){ .src = store, .dst = store };
 	(*nb)++;
 }
 

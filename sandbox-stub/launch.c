@@ -380,6 +380,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 		rc |= arg(a, "--broker-fd");
 	rc |= arg_num(a, "--cgroups", (uint64_t)ncg);
 	for (i = 0; i < cfg->nbinds; i++) {
+		if (cfg->binds[i].by_root)
+			rc |= arg(a, "--by-root");
 		rc |= arg(a, cfg->binds[i].writable ? "--bind" : "--ro-bind");
 		rc |= arg(a, cfg->binds[i].src);
 		rc |= arg(a, cfg->binds[i].dst);

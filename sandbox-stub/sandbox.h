@@ -58,11 +58,17 @@ enum sbx_tier {
 /* A host path made visible inside the sandbox.  src must be absolute and
  * is resolved on the host (symlinks followed: the broker chose it); dst is
  * absolute, without ".", ".." or empty components, and not /, /proc or /dev.
- * writable is honoured only in the high tier (elsewhere refused). */
+ * writable is honoured only in the high tier (elsewhere refused).
+ * by_root: root chose src (the policy of a root broker, or a root caller's
+ * --ro-bind); a root broker's stub then walks to it as root, before it drops
+ * privileges, so that src may lie below a directory the sandbox user cannot
+ * search (a checkout in a 0700 home).  Otherwise (and for every path an
+ * agent's tokens name) the sandbox user walks to it. */
 struct sbx_bind {
 	const char *src;
 	const char *dst;
 	bool writable;
+	bool by_root;
 };
 
 /* Resource limits; 0 means the SBX_DEFAULT_* value. */

@@ -136,7 +136,7 @@ enum {
 	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
-	OPT_SETENV, OPT_UNSETENV,
+	OPT_SETENV, OPT_UNSETENV, OPT_BY_ROOT,
 };
 
 static void
@@ -150,6 +150,7 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "cgroups", required_argument, NULL, OPT_CGROUPS },
 		{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
 		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "by-root", no_argument, NULL, OPT_BY_ROOT },
 		{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
 		{ "capcall", required_argument, NULL, OPT_CAPCALL },
 		{ "pylib", required_argument, NULL, OPT_PYLIB },
@@ -166,7 +167,7 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "unsetenv", required_argument, NULL, OPT_UNSETENV },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_tier = false, have_parent = false;
+	bool have_tier = false, have_parent = false, by_root = false;
 	const char *why;
 	int o;
 
@@ -205,12 +206,17 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			c->binds[c->nbinds].src = optarg;
 			c->binds[c->nbinds].dst = argv[optind++];
 			c->binds[c->nbinds].writable = (o == OPT_BIND);
+			c->binds[c->nbinds].by_root = by_root;
+			by_root = false;
 			if (!path_ok(c->binds[c->nbinds].src))
 				stub_die(0, "bind source must be absolute: %.200s", optarg);
 			if ((why = sbx_bind_dst_refusal(c->binds[c->nbinds].dst)) != NULL)
 				stub_die(0, "bind destination %.200s refused: %s",
 				    c->binds[c->nbinds].dst, why);
 			c->nbinds++;
+			break;
+		case OPT_BY_ROOT:	/* applies to the next --ro-bind or --bind */
+			by_root = true;
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)

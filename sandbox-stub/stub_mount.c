@@ -90,37 +90,51 @@ capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
 /* The broker's own files (capcall, the Python module), captured while the
  * stub still has the broker's credentials; see stub_mount_capture_early. */
 static struct stub_tree early_capcall = { .fd = -1 }, early_pylib = { .fd = -1 };
+static struct stub_tree early_bind[STUB_MAX_BINDS];
 
 static void
-capture_early(struct stub_tree *t, const char *src, const char *dst)
+capture_early(struct stub_tree *t, const char *src, const char *dst, uint64_t attr)
 {
 	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
 		return;
 	t->link[0] = '\0';
+	t->fd = -1;
 	/* A refusal (say, a root without CAP_SYS_ADMIN) is not an error here:
 	 * stub_mount_setup captures the file as the sandbox user instead. */
 	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (t->fd != -1)
-		capture_finish(t, src, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		capture_finish(t, src, attr);
 }
 
 /*
- * Why this is safe: the two paths are the broker's own runtime files (next
- * to its executable, or installed), given by the broker, never by an agent
- * or an administrator; they are captured as read-only, nosuid, nodev
- * detached trees before the stub drops root and before any namespace exists,
- * and attached in the new root exactly where the sandbox user's own capture
- * would have put them.  What changes is only who walks the path: root, so a
- * build tree inside a private (0700) directory still works when the broker
- * runs as root and the sandbox user (nobody) could not walk there.
+ * Why this is safe: the paths captured here were chosen by root: the
+ * broker's own runtime files (next to its executable, or installed), and the
+ * binds marked by_root (the root broker's policy, a root caller's --ro-bind);
+ * never a path an agent's token names (those the sandbox user walks to, as
+ * before).  They are captured as detached trees with their final attributes
+ * (read-only, nosuid, nodev; writable binds only nosuid, nodev) before the
+ * stub drops root and before any namespace exists, and attached in the new
+ * root exactly where the sandbox user's own capture would have put them.
+ * What changes is only who walks the path: root, so a build tree or a
+ * workspace inside a private (0700) directory still works when the broker
+ * runs as root and the sandbox user (nobody) could not search it.  Inside
+ * the bind, the files' own permissions still decide what the agent may read.
  */
 void
 stub_mount_capture_early(const struct stub_cfg *c)
 {
+	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
 	if (c->capcall != NULL)
-		capture_early(&early_capcall, c->capcall, "/capbroker/bin/capcall");
+		capture_early(&early_capcall, c->capcall, "/capbroker/bin/capcall", ro);
 	if (c->pylib != NULL)
-		capture_early(&early_pylib, c->pylib, "/capbroker/python");
+		capture_early(&early_pylib, c->pylib, "/capbroker/python", ro);
+	for (size_t i = 0; i < c->nbinds; i++) {
+		early_bind[i].fd = -1;
+		if (c->binds[i].by_root)
+			capture_early(&early_bind[i], c->binds[i].src, c->binds[i].dst,
+			    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro);
+	}
 }
 
 /* The type check and attributes of a captured tree, before it is attached. */
@@ -368,6 +382,10 @@ stub_mount_setup(const struct stub_cfg *c)
 			stub_die(0, "%s is not a character device", path);
 	}
 	for (size_t i = 0; i < c->nbinds; i++) {
+		if (c->binds[i].by_root && early_bind[i].fd != -1) {
+			user[i] = early_bind[i];
+			continue;
+		}
 		capture(&user[i], c->binds[i].src, c->binds[i].dst,
 		    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, false);
 	}

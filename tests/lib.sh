@@ -8,13 +8,18 @@ _t_n=0 _t_failed=0
 # Files the tests write (policies above all) must not be group-writable
 # whatever the caller's umask: the broker refuses such a policy.
 umask 022
-# Under the build directory when we have one: sandboxes reserve /tmp for
-# their own private tmpfs, so host paths there cannot be shown to them.
-if [ -n "${CB_BUILD:-}" ]; then mkdir -p "$CB_BUILD/tmp"; chmod 0755 "$CB_BUILD/tmp"; fi
-if [ -n "${CB_BUILD:-}" ]; then T_TMP=$(mktemp -d "$CB_BUILD/tmp/cbtest.XXXXXX"); else T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cbtest.XXXXXX"); fi
+# Not under /tmp: sandboxes reserve /tmp for their own private tmpfs, so host
+# paths there cannot be shown to them.  Not under the build directory either:
+# the tree may sit in a private (0700) directory (CI clones into mktemp -d),
+# which the sandbox user and the tests' other users cannot search.
+T_TMP=$(mktemp -d "${CB_TEST_TMPDIR:-/var/tmp}/cbtest.XXXXXX")
 chmod 0755 "$T_TMP"
 trap 't_cleanup' EXIT
 t_cleanup() { [ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"; }
+# t_public PROG... : copy built programs where other users may run them
+# (runuser/setpriv tests: the tree itself may be private); prints the directory.
+t_public() { mkdir -p -m 0755 "$T_TMP/pub-bin" && install -m 0755 "$@" "$T_TMP/pub-bin/" &&
+	echo "$T_TMP/pub-bin"; }
 
 _t_report() { # cond title
 	_t_n=$((_t_n + 1))

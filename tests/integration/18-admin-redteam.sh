@@ -69,10 +69,10 @@ SRV2=$!
 _adm_pids+=("$SRV2")
 wait_for 100 "$CTL" --socket "$T_TMP/pub/adm.sock" status
 chmod 0666 "$T_TMP/pub/adm.sock"
-t_exit "nobody on a 0666 socket: refused (3)" 3 runuser -u nobody -- "$CTL" --socket "$T_TMP/pub/adm.sock" pending
-t_exit "nobody cannot approve (3)" 3 runuser -u nobody -- "$CTL" --socket "$T_TMP/pub/adm.sock" approve 1
+t_exit "nobody on a 0666 socket: refused (3)" 3 runuser -u nobody -- "$PUB/capctl" --socket "$T_TMP/pub/adm.sock" pending
+t_exit "nobody cannot approve (3)" 3 runuser -u nobody -- "$PUB/capctl" --socket "$T_TMP/pub/adm.sock" approve 1
 t_exit "nobody cannot run a sandbox through the daemon (run --connect)" 125 \
-	runuser -u nobody -- "$CB" run --connect "$T_TMP/pub/adm.sock" --tier high -- /bin/true
+	runuser -u nobody -- "$PUB/capbroker" run --connect "$T_TMP/pub/adm.sock" --tier high -- /bin/true
 # the other user's gid being in the supplementary groups of a non-admin does not help either
 kill "$SRV2" 2>/dev/null; wait "$SRV2" 2>/dev/null
 

@@ -55,6 +55,9 @@ t_is "no cgroup left behind" "$(find /sys/fs/cgroup -maxdepth 4 -name "capbroker
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	chmod 0755 "$T_TMP"
 	U=(setpriv --reuid=4242 --regid=4242 --clear-groups --)
+	# The tree may be private: the ordinary user runs copies.
+	P=$(t_public "$L" "$CAPBROKER_STUB")
+	L="$P/launch" CAPBROKER_STUB="$P/capbroker-stub"
 	t_is "as root the agent is nobody" "$("$L" --tier high -- /usr/bin/id -u)" 65534
 	t_is "as an ordinary user the agent is that user" \
 		"$("${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" --tier high -- /usr/bin/id -u)" 4242

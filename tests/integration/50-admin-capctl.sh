@@ -44,17 +44,17 @@ t_is "status --json gives the state directory" "$(jget 'd["state"]' <"$T_TMP/sta
 # Open the modes for this test only, so that only SO_PEERCRED stands in the way.
 chmod 0711 "$T_TMP" "$S"
 t_exit "nobody, socket 0600: permission denied (3)" 3 \
-	runuser -u nobody -- "$CTL" --socket "$S/admin.sock" list
+	runuser -u nobody -- "$PUB/capctl" --socket "$S/admin.sock" list
 chmod 0666 "$S/admin.sock"
 t_exit "nobody, socket 0666: refused by the broker (3)" 3 \
-	runuser -u nobody -- "$CTL" --socket "$S/admin.sock" list
+	runuser -u nobody -- "$PUB/capctl" --socket "$S/admin.sock" list
 t_match "... which closed the connection without a reply" "$(err)" \
 	"permission denied: the broker closed the connection without a reply"
 t_is "... and nothing was listed" "$(out)" ""
 t_exit "nobody cannot issue either (3)" 3 \
-	runuser -u nobody -- "$CTL" --socket "$S/admin.sock" issue --sandbox a1 --cap "fs.read:$W/**"
+	runuser -u nobody -- "$PUB/capctl" --socket "$S/admin.sock" issue --sandbox a1 --cap "fs.read:$W/**"
 t_exit "nobody cannot watch for requests (3)" 3 \
-	runuser -u nobody -- "$CTL" --socket "$S/admin.sock" watch
+	runuser -u nobody -- "$PUB/capctl" --socket "$S/admin.sock" watch
 chmod 0600 "$S/admin.sock"
 chmod 0700 "$S"
 chmod 0755 "$T_TMP"
@@ -200,12 +200,12 @@ srv_start "$S2" --policy "$T_TMP/admins.conf"
 chmod 0711 "$T_TMP" "$S2"
 chmod 0666 "$S2/admin.sock"
 t_exit "a uid the policy lists as an administrator may use capctl: 0" 0 \
-	runuser -u nobody -- "$CTL" --socket "$S2/admin.sock" --json status
+	runuser -u nobody -- "$PUB/capctl" --socket "$S2/admin.sock" --json status
 t_exit "... and is recorded as itself when it acts" 0 \
-	runuser -u nobody -- "$CTL" --socket "$S2/admin.sock" rotate-key
+	runuser -u nobody -- "$PUB/capctl" --socket "$S2/admin.sock" rotate-key
 t_ok "... in the audit log" wait_for 50 grep -q '"op":"rotate-key",.*"actor":"uid:65534"' "$S2/audit.jsonl"
 t_exit "... but it cannot read the broker's 0600 audit log itself (3)" 3 \
-	runuser -u nobody -- "$CTL" --socket "$S2/admin.sock" audit
+	runuser -u nobody -- "$PUB/capctl" --socket "$S2/admin.sock" audit
 chmod 0755 "$T_TMP"
 srv_stop
 t_done

@@ -15,6 +15,8 @@
 # Every process started here is killed at exit.
 CTL="$CB_BIN/capctl"
 CB="$CB_BIN/capbroker"
+# The same programs for other users (runuser -u nobody ...).
+PUB=$(t_public "$CTL" "$CB")
 _adm_pids=()
 declare -A AFD ASEQS APID
 

@@ -75,7 +75,7 @@ test_config_checks(void)
 {
 	char *argv[] = { "/bin/true", NULL };
 	char *empty[] = { NULL };
-	struct sbx_bind wb = { "/tmp", "/data", true };
+	struct sbx_bind wb = { .src = "/tmp", .dst = "/data", .writable = true };
 	struct sbx_config c;
 	struct sbx_proc p;
 
@@ -108,7 +108,7 @@ test_run(void)
 	char *t_cat[] = { "/bin/cat", NULL };
 	char *t_missing[] = { "/no/such/agent", NULL };
 	char *t_sleep[] = { "/bin/sleep", "30", NULL };
-	struct sbx_bind bad = { "/nonexistent-cb-src", "/x", false };
+	struct sbx_bind bad = { .src = "/nonexistent-cb-src", .dst = "/x" };
 	struct sbx_config c;
 	struct sbx_proc p;
 	char why[256], buf[64];
