@@ -7,7 +7,8 @@
 #   make demo            run the main job (examples/agent.py under capbroker run)
 #   make demo-mcp        an MCP session with capcall mcp (examples/demo-mcp.sh)
 #   make bench           the benchmark (bench/results.json)
-#   make install         honours PREFIX, DESTDIR, BINDIR, LIBEXECDIR, MANDIR
+#   make install         honours PREFIX, DESTDIR, BINDIR, LIBEXECDIR, MANDIR,
+#                        PYTHONDIR, SYSTEMDUNITDIR
 #
 # Each module lists its sources in MODULE/module.mk; this file holds the rules.
 
@@ -61,7 +62,9 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	@scripts/deps.sh build
 	@mkdir -p $(dir $@)
 	@cf=$$(pkg-config --cflags $(PKGS)) && lf=$$(pkg-config --libs $(PKGS)) && \
-		printf 'PKG_CFLAGS := %s\nPKG_LIBS := %s\n' "$$cf" "$$lf" >$@.tmp && mv $@.tmp $@
+		sc=$$(pkg-config --cflags libsystemd) && sl=$$(pkg-config --libs libsystemd) && \
+		printf 'PKG_CFLAGS := %s\nPKG_LIBS := %s\nSYSTEMD_CFLAGS := %s\nSYSTEMD_LIBS := %s\n' \
+		"$$cf" "$$lf" "$$sc" "$$sl" >$@.tmp && mv $@.tmp $@
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wimplicit-fallthrough -Wvla
@@ -189,6 +192,9 @@ bench: deps programs
 # for /usr/local).
 VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' client/python/capbroker/__init__.py)
 CAPCLIENT_SOVER := 0
+# systemd units: PREFIX/lib/systemd/system is on systemd's search path for
+# /usr and /usr/local alike.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python3.$(shell $(PYTHON) -c 'import sys; print(sys.version_info[1])')/dist-packages)
 CLIENT_ARCHIVES = $(call modlibs,$(client_LIBS))
 $(B)/libcapclient.a: $(CLIENT_ARCHIVES)
@@ -208,7 +214,7 @@ install: programs $(B)/libcapclient.a $(B)/libcapclient.so.$(VERSION)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/capbroker/client \
 		$(DESTDIR)$(INCLUDEDIR)/capbroker/common $(DESTDIR)$(DATADIR)/python/capbroker \
-		$(DESTDIR)$(PYTHONDIR)/capbroker
+		$(DESTDIR)$(PYTHONDIR)/capbroker $(DESTDIR)$(SYSTEMDUNITDIR)
 	install -m 0755 $(PROGS:%=$(BIN)/%) $(DESTDIR)$(BINDIR)/
 	$(if $(LIBEXEC_PROGS),install -m 0755 $(LIBEXEC_PROGS:%=$(BIN)/%) $(DESTDIR)$(LIBEXECDIR)/)
 	$(if $(MAN1),install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
@@ -224,6 +230,9 @@ install: programs $(B)/libcapclient.a $(B)/libcapclient.so.$(VERSION)
 		$(DESTDIR)$(DATADIR)/python/capbroker/
 	install -m 0644 client/python/capbroker/__init__.py client/python/capbroker/py.typed \
 		$(DESTDIR)$(PYTHONDIR)/capbroker/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' broker/capbroker.service.in \
+		>$(DESTDIR)$(SYSTEMDUNITDIR)/capbroker.service
+	install -m 0644 broker/capbroker.socket $(DESTDIR)$(SYSTEMDUNITDIR)/
 
 clean:
 	rm -rf build build-san build-fuzz bin

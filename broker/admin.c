@@ -769,30 +769,80 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	b->admins = a;
 }
 
+/* Serve the listening socket fd (ours from now on). */
+static int
+brk_admin_start(struct brk *b, int fd)
+{
+	b->admin_fd = fd;
+	b->ev_admin = event_new(b->base, fd, EV_READ | EV_PERSIST, brk_admin_accept, b);
+	if (!b->ev_admin) {
+		close(fd);
+		b->admin_fd = -1;
+		return CB_ENOMEM;
+	}
+	event_add(b->ev_admin, NULL);
+	return 0;
+}
+
+/*
+ * Something is at path already.  A socket nobody listens on (connect says
+ * ECONNREFUSED) was left by a broker that exited without removing it: ours
+ * to replace.  A socket someone answers is a live broker's (CB_EBUSY), and
+ * anything else is not ours to remove (CB_EEXIST).
+ */
+static int
+brk_admin_clear_stale(struct brk *b, const struct sockaddr_un *sa, char *why, size_t whylen)
+{
+	struct stat st;
+	int fd, e;
+
+	if (lstat(sa->sun_path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(why, whylen, "admin socket %s: something that is not a socket is there; "
+		    "refusing to replace it", sa->sun_path);
+		return CB_EEXIST;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0) {
+		snprintf(why, whylen, "socket: %s", strerror(errno));
+		return CB_EIO;
+	}
+	e = connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 ? 0 : errno;
+	close(fd);
+	if (e != ECONNREFUSED) {
+		snprintf(why, whylen, "another broker is already serving the admin socket %s; stop "
+		    "it first, or give this one another --socket or --state", sa->sun_path);
+		return CB_EBUSY;
+	}
+	if (unlink(sa->sun_path) != 0 && errno != ENOENT) {
+		snprintf(why, whylen, "stale admin socket %s: cannot remove it: %s", sa->sun_path,
+		    strerror(errno));
+		return CB_EIO;
+	}
+	b->admin_stale = true;
+	return 0;
+}
+
 int
 brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
 	mode_t old;
-	int fd;
+	int fd, r;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(why, whylen, "admin socket path too long: %s", path);
 		return CB_ETOOBIG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
+	snprintf(b->admin_path, sizeof(b->admin_path), "%s", path);
+	if ((r = brk_admin_clear_stale(b, &sa, why, whylen)) != 0)
+		return r;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(why, whylen, "socket: %s", strerror(errno));
 		return CB_EIO;
-	}
-	/* A stale socket from a crashed broker is ours to replace; anything
-	 * else at that path is not. */
-	{
-		struct stat st;
-
-		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-			unlink(path);
 	}
 	old = umask(0177);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 64) != 0) {
@@ -803,15 +853,32 @@ brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen)
 	}
 	umask(old);
 	chmod(path, 0600);
-	b->admin_fd = fd;
-	b->ev_admin = event_new(b->base, fd, EV_READ | EV_PERSIST, brk_admin_accept, b);
-	if (!b->ev_admin) {
-		close(fd);
-		b->admin_fd = -1;
-		return CB_ENOMEM;
+	/* Remembered so that we remove it at exit only while it is ours. */
+	if (lstat(path, &st) == 0) {
+		b->admin_bound = true;
+		b->admin_dev = st.st_dev;
+		b->admin_ino = st.st_ino;
 	}
-	event_add(b->ev_admin, NULL);
-	return 0;
+	return brk_admin_start(b, fd);
+}
+
+int
+brk_admin_adopt(struct brk *b, int fd, char *why, size_t whylen)
+{
+	struct sockaddr_un sa;
+	socklen_t l = sizeof(sa);
+
+	/* Whoever passed it (systemd) owns the path and removes it. */
+	memset(&sa, 0, sizeof(sa));
+	if (getsockname(fd, (struct sockaddr *)&sa, &l) == 0 && sa.sun_path[0])
+		snprintf(b->admin_path, sizeof(b->admin_path), "%.*s",
+		    (int)sizeof(sa.sun_path), sa.sun_path);
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+		snprintf(why, whylen, "inherited admin socket: %s", strerror(errno));
+		return CB_EIO;
+	}
+	return brk_admin_start(b, fd);
 }
 
 void
@@ -830,6 +897,16 @@ brk_admin_close(struct brk *b)
 	if (b->admin_fd >= 0)
 		close(b->admin_fd);
 	b->admin_fd = -1;
+	/* Leave no stale socket for the next capctl to trip over; but a
+	 * socket another broker has bound at the path since is not ours. */
+	if (b->admin_bound) {
+		struct stat st;
+
+		if (lstat(b->admin_path, &st) == 0 && st.st_dev == b->admin_dev &&
+		    st.st_ino == b->admin_ino)
+			unlink(b->admin_path);
+		b->admin_bound = false;
+	}
 }
 
 void

@@ -99,6 +99,15 @@ struct brk_coal {
 struct brk_out;			/* a queued reply */
 struct brk_proc;		/* a running proc.exec child */
 
+/* A policy and the sandboxes still using it.  A reload (SIGHUP to `serve`)
+ * makes a new one current; new sandboxes start under it, running ones keep
+ * the one they started under, which is freed when the last of them ends. */
+struct brk_pol {
+	struct pol *pol;
+	unsigned refs;			/* sandboxes using it */
+	uint64_t gen;			/* 1 at start, +1 per reload */
+};
+
 struct brk_sbx {
 	struct brk *b;
 	struct brk_sbx *next;
@@ -106,7 +115,8 @@ struct brk_sbx {
 	char *command;			/* argv joined, for people */
 	char tier_name[64];
 	enum sbx_tier stier;
-	struct pol_inst *inst;
+	struct pol_inst *inst;		/* its tier, from pol */
+	struct brk_pol *pol;		/* the policy it started under */
 	char workspace[4096];
 	uint64_t started_at;
 	uint64_t wall;			/* its wall-clock limit, seconds */
@@ -161,11 +171,14 @@ struct brk_opts {
 	enum brk_approve approve;
 	bool quiet;
 	bool new_audit_log;		/* start a new log although the state remembers another */
+	bool has_admin_fd;		/* admin_fd: a listening socket to adopt (systemd) */
+	int admin_fd;
 };
 
 struct brk {
 	struct event_base *base;
-	struct pol *pol;
+	struct pol *pol;		/* the current policy: cur->pol */
+	struct brk_pol *cur;
 	struct st *st;
 	struct aud_log *aud;
 	struct wire_dec *dec;
@@ -180,6 +193,12 @@ struct brk {
 	char pylib_dir[4096];
 	int admin_fd;
 	struct event *ev_admin;
+	char admin_path[4096];		/* the admin socket's path */
+	bool admin_bound;		/* we bound it (not inherited): we remove it */
+	dev_t admin_dev;		/* ... if it is still ours at exit */
+	ino_t admin_ino;
+	bool admin_stale;		/* a stale socket was removed at start */
+	int lock_fd;			/* STATE/broker.lock, flock'd for our life */
 	struct event *ev_tick;
 	int wake_pipe[2];		/* worker threads -> loop */
 	struct event *ev_wake;
@@ -195,9 +214,17 @@ struct brk {
 	int exit_code;
 };
 
-/* Set up the broker: policy, state, audit log, admin socket.  On error a
- * one-line reason is in why. */
+/* Set up the broker: policy, state (locked: one broker per state directory,
+ * CB_EBUSY naming the live one otherwise), audit log, admin socket (a stale
+ * one is removed, a live one is CB_EBUSY).  On error a one-line reason is in
+ * why. */
 int brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* Load the policy file again and make it current for new sandboxes; running
+ * sandboxes keep theirs.  Audited (policy.reload, with actor), both ways.
+ * No policy file, or an invalid one: the policy in force stays, CB_EINVAL
+ * or the loader's code, and why says why (the loader's messages). */
+int brk_reload(struct brk *b, const char *actor, char *why, size_t whylen) CB_WARN_UNUSED;
 void brk_free(struct brk *b);
 int brk_loop(struct brk *b);
 void brk_stop(struct brk *b, int code);
@@ -351,6 +378,8 @@ int brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg)
 /* ---- elevation (ops_tok.c) and admin (admin.c) ---- */
 struct brk_pending;
 int brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen) CB_WARN_UNUSED;
+/* Serve an inherited listening socket (socket activation) instead. */
+int brk_admin_adopt(struct brk *b, int fd, char *why, size_t whylen) CB_WARN_UNUSED;
 void brk_admin_close(struct brk *b);
 void brk_pending_tick(struct brk *b);
 int brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool session,

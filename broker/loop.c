@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -449,6 +450,21 @@ brk_sbx_hold(struct brk_sbx *s)
 
 static void brk_sbx_free(struct brk_sbx *s);
 
+/* A sandbox is done with its policy: free it if a reload has replaced it
+ * and no other sandbox uses it. */
+static void
+brk_pol_release(struct brk *b, struct brk_pol *bp)
+{
+	if (!bp)
+		return;
+	if (bp->refs > 0)
+		bp->refs--;
+	if (bp->refs == 0 && bp != b->cur) {
+		pol_free(bp->pol);
+		free(bp);
+	}
+}
+
 void
 brk_sbx_release(struct brk_sbx *s)
 {
@@ -518,6 +534,7 @@ brk_sbx_free(struct brk_sbx *s)
 	if (s->spawned)
 		sbx_proc_close(&s->proc);
 	pol_inst_free(s->inst);
+	brk_pol_release(s->b, s->pol);
 	free(s->command);
 	free(s);
 }
@@ -749,6 +766,9 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	s->proc.pid = -1;
 	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 	s->proc.status_fd = -1;
+	/* It lives under the policy current now, whatever reloads follow. */
+	s->pol = b->cur;
+	s->pol->refs++;
 	if (spec->id) {
 		if (!cap_aud_valid(spec->id, strlen(spec->id)) || strlen(spec->id) > SBX_ID_MAX) {
 			snprintf(why, whylen, "invalid sandbox id '%s' (1-64 of A-Z a-z 0-9 . _ -)", spec->id);
@@ -1067,6 +1087,115 @@ brk_revoke_stale_elevations(struct brk *b)
 	return r;
 }
 
+/*
+ * One broker per state directory: a second one would share the signing keys,
+ * the database and the audit log with the first (two writers of one hash
+ * chain), and take over its admin socket.  STATE/broker.lock is flock'd for
+ * the broker's whole life; the kernel drops the lock when the process dies,
+ * however it dies, so a crash leaves nothing stale to clean up.  The file
+ * holds the owner's pid, for the message a second broker prints.
+ */
+static int
+brk_lock_state(struct brk *b, char *why, size_t whylen)
+{
+	char path[4200], pid[32];
+	ssize_t n;
+	int fd;
+
+	if (mkdir(b->state_dir, 0700) != 0 && errno != EEXIST) {
+		snprintf(why, whylen, "state %s: %s", b->state_dir, strerror(errno));
+		return CB_EIO;
+	}
+	snprintf(path, sizeof(path), "%s/broker.lock", b->state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		snprintf(why, whylen, "state %s: cannot open %s: %s", b->state_dir, path,
+		    strerror(errno));
+		return CB_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = e == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e != EWOULDBLOCK) {
+			snprintf(why, whylen, "state %s: cannot lock %s: %s", b->state_dir, path,
+			    strerror(e));
+			return CB_EIO;
+		}
+		snprintf(why, whylen, "state directory %s is in use by a running broker%s%s%s; "
+		    "stop it first, or give this one another --state", b->state_dir,
+		    pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+		return CB_EBUSY;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		(void)0;	/* the pid is for people; the lock is what counts */
+	b->lock_fd = fd;
+	return 0;
+}
+
+int
+brk_reload(struct brk *b, const char *actor, char *why, size_t whylen)
+{
+	struct pol *np = NULL;
+	struct brk_pol *nb = NULL, *old = b->cur;
+	char *errs = NULL, detail[256];
+	size_t errlen = 0;
+	FILE *ef;
+	int r;
+
+	why[0] = '\0';
+	if (!b->opts.policy_path) {
+		snprintf(why, whylen, "no --policy file: the built-in policy stays in force");
+		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EINVAL, NULL, "policy.reload", NULL, NULL,
+		    actor, why);
+		return CB_EINVAL;
+	}
+	/* The loader's messages (file:line: what) become the reason. */
+	ef = open_memstream(&errs, &errlen);
+	r = pol_load(b->opts.policy_path, &np, ef ? ef : stderr);
+	if (ef)
+		fclose(ef);
+	if (r != 0) {
+		for (char *p = errs; p && *p; p++)
+			if (*p == '\n' && p[1])
+				*p = ';';
+		if (errs && errlen && errs[strlen(errs) - 1] == '\n')
+			errs[strlen(errs) - 1] = '\0';
+		snprintf(why, whylen, "policy %s is not valid; keeping the policy in force: %s",
+		    b->opts.policy_path, errs && errs[0] ? errs : cb_strerror(r));
+		brk_audit(b, AUD_ADMIN, AUD_DENY, r, NULL, "policy.reload", b->opts.policy_path,
+		    NULL, actor, why);
+		goto out;
+	}
+	if (!(nb = calloc(1, sizeof(*nb)))) {
+		pol_free(np);
+		r = CB_ENOMEM;
+		snprintf(why, whylen, "%s", cb_strerror(r));
+		goto out;
+	}
+	nb->pol = np;
+	nb->gen = old->gen + 1;
+	b->cur = nb;
+	b->pol = np;
+	snprintf(detail, sizeof(detail), "policy generation %llu for new sandboxes; %u running "
+	    "sandbox(es) keep generation %llu", (unsigned long long)nb->gen, old->refs,
+	    (unsigned long long)old->gen);
+	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "policy.reload", b->opts.policy_path, NULL,
+	    actor, detail);
+	snprintf(why, whylen, "reloaded %s: %s", b->opts.policy_path, detail);
+	if (old->refs == 0) {
+		pol_free(old->pol);
+		free(old);
+	}
+out:
+	free(errs);
+	return r;
+}
+
 int
 brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 {
@@ -1084,7 +1213,7 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	if (!(b = calloc(1, sizeof(*b))))
 		return CB_ENOMEM;
 	b->opts = *o;
-	b->admin_fd = b->tty_fd = -1;
+	b->admin_fd = b->tty_fd = b->lock_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);
 	if (o->policy_path) {
@@ -1097,6 +1226,12 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		snprintf(why, whylen, "built-in policy: %s", cb_strerror(r));
 		goto out;
 	}
+	if (!(b->cur = calloc(1, sizeof(*b->cur)))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	b->cur->pol = b->pol;
+	b->cur->gen = 1;
 	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
 	{
 		struct stat sd;
@@ -1110,6 +1245,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 			goto out;
 		}
 	}
+	if ((r = brk_lock_state(b, why, whylen)) != 0)
+		goto out;
 	if ((r = st_open(b->state_dir, &b->st)) != 0) {
 		snprintf(why, whylen, "state %s: %s (%s)", b->state_dir, cb_strerror(r), strerror(errno));
 		goto out;
@@ -1185,7 +1322,11 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		snprintf(path, sizeof(path), "%s", o->admin_path);
 	else
 		snprintf(path, sizeof(path), "%s/admin.sock", b->state_dir);
-	if ((r = brk_admin_listen(b, path, why, whylen)) != 0)
+	if (o->has_admin_fd)
+		r = brk_admin_adopt(b, o->admin_fd, why, whylen);
+	else
+		r = brk_admin_listen(b, path, why, whylen);
+	if (r != 0)
 		goto out;
 	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "broker.start", b->state_dir, NULL, "broker",
 	    o->policy_path ? o->policy_path : "built-in policy");
@@ -1269,7 +1410,13 @@ brk_free(struct brk *b)
 		(void)aud_close(b->aud);
 	}
 	st_close(b->st);
+	/* Every sandbox is gone: only the current policy is left. */
+	if (b->cur)
+		free(b->cur);
 	pol_free(b->pol);
+	/* Last: the next broker may take the state only now. */
+	if (b->lock_fd >= 0)
+		close(b->lock_fd);
 	wire_dec_free(b->dec);
 	free(b->rbuf);
 	free(b->sbuf);

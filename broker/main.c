@@ -11,6 +11,7 @@
  * on stderr); 64 (EX_USAGE) for a usage error.
  */
 #include "broker/broker.h"
+#include "broker/service.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -630,8 +631,16 @@ run_connect(struct run_opts *o)
 	memcpy(sa.sun_path, o->connect, strlen(o->connect) + 1);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		fprintf(stderr, "capbroker: cannot reach the broker at %s: %s\n", o->connect,
-		    strerror(errno));
+		if (errno == ECONNREFUSED)
+			fprintf(stderr, "capbroker: no broker is listening at %s: the socket is stale, "
+			    "left by a broker that has exited (start one with capbroker serve)\n",
+			    o->connect);
+		else if (errno == ENOENT)
+			fprintf(stderr, "capbroker: no broker at %s (no such socket; is capbroker serve "
+			    "running?)\n", o->connect);
+		else
+			fprintf(stderr, "capbroker: cannot reach the broker at %s: %s\n", o->connect,
+			    strerror(errno));
 		goto out;
 	}
 	{
@@ -887,6 +896,24 @@ on_stop(evutil_socket_t sig, short ev, void *arg)
 	brk_stop(arg, 0);
 }
 
+/* SIGHUP: the policy file again, for new sandboxes; a bad one changes
+ * nothing (brk_reload audits both outcomes). */
+static void
+on_hup(evutil_socket_t sig, short ev, void *arg)
+{
+	struct brk *b = arg;
+	char why[2048];
+	int r;
+
+	(void)sig;
+	(void)ev;
+	brk_svc_reloading();
+	r = brk_reload(b, "signal:HUP", why, sizeof(why));
+	brk_svc_log(r == 0 ? LOG_INFO : LOG_ERR, "%s", why);
+	brk_svc_ready(r == 0 ? "serving; policy reloaded" :
+	    "serving; policy reload failed, the previous policy stays in force");
+}
+
 static int
 cmd_serve(int argc, char **argv)
 {
@@ -901,9 +928,9 @@ cmd_serve(int argc, char **argv)
 	};
 	struct brk_opts bo = { .approve = BRK_APPROVE_ADMIN };
 	struct brk *b = NULL;
-	struct event *e1 = NULL, *e2 = NULL;
-	char why[1024];
-	int c;
+	struct event *e1 = NULL, *e2 = NULL, *e3 = NULL;
+	char why[1024], status[4200];
+	int c, lfd;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -920,23 +947,46 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "capbroker: serve needs --state DIR\n");
 		return EX_USAGE;
 	}
+	brk_svc_log_state(bo.state_dir);
+	/* Socket activation (capbroker.socket): serve the socket systemd
+	 * listens on, so clients may connect before we are up. */
+	if ((c = brk_svc_listen_fd(&lfd, why, sizeof(why))) < 0) {
+		brk_svc_log(LOG_ERR, "%s", why);
+		return EXIT_SETUP;
+	}
+	if (c == 1) {
+		bo.has_admin_fd = true;
+		bo.admin_fd = lfd;
+	}
 	if (brk_new(&bo, &b, why, sizeof(why)) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
+		brk_svc_log(LOG_ERR, "%s", why);
 		return EXIT_SETUP;
 	}
 	e1 = evsignal_new(b->base, SIGTERM, on_stop, b);
 	e2 = evsignal_new(b->base, SIGINT, on_stop, b);
+	e3 = evsignal_new(b->base, SIGHUP, on_hup, b);
 	if (e1)
 		event_add(e1, NULL);
 	if (e2)
 		event_add(e2, NULL);
-	fprintf(stderr, "capbroker: serving; admin socket %s%s\n",
-	    bo.admin_path ? bo.admin_path : bo.state_dir, bo.admin_path ? "" : "/admin.sock");
+	if (e3)
+		event_add(e3, NULL);
+	if (b->admin_stale)
+		brk_svc_log(LOG_NOTICE, "removed a stale admin socket %s (no broker was listening "
+		    "on it)", b->admin_path);
+	snprintf(status, sizeof(status), "serving; admin socket %s%s", b->admin_path,
+	    bo.has_admin_fd ? " (from systemd)" : "");
+	brk_svc_log(LOG_INFO, "%s", status);
+	brk_svc_ready(status);
 	c = brk_loop(b) == 0 ? b->exit_code : 1;
+	brk_svc_stopping();
+	brk_svc_log(LOG_INFO, "stopping; admin socket %s", b->admin_path);
 	if (e1)
 		event_free(e1);
 	if (e2)
 		event_free(e2);
+	if (e3)
+		event_free(e3);
 	brk_free(b);
 	return c;
 }

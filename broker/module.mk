@@ -5,5 +5,9 @@ broker_SRCS := broker/loop.c broker/tokens.c broker/ops_fs.c broker/ops_net.c \
 broker_LIBS := broker sandbox policy audit state caps wire common
 PROGS += capbroker
 MAN1 += docs/man/capbroker.1
-capbroker_SRCS := broker/main.c
+capbroker_SRCS := broker/main.c broker/service.c
 capbroker_LIBS := broker sandbox policy audit state caps wire common
+# libsystemd (sd_notify, sd_listen_fds, the journal) only for the program:
+# not for the broker module, nor for anything that runs in a sandbox.
+$(BIN)/capbroker: ALL_LIBS += $(SYSTEMD_LIBS)
+$(B)/broker/service.o: ALL_CFLAGS += $(SYSTEMD_CFLAGS)

@@ -160,7 +160,7 @@ brk_net_judge(struct brk_net *n, const struct cap_addr *a, const struct cap_addr
 				}
 				continue;
 			}
-			if (pol_net_blocked_host(s->b->pol, a, c, host, nhost)) {
+			if (pol_net_blocked_host(s->pol->pol, a, c, host, nhost)) {
 				if (first == CB_ENOTCOVERED || first == CB_EPOLICY) {
 					first = CB_ENETBLOCKED;
 					*out = h;
@@ -361,7 +361,7 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 			return;
 		}
 	}
-	if (cap_addr_parse(q->host, &lit) != 0 && !pol_net_domain_allowed(s->b->pol, q->host)) {
+	if (cap_addr_parse(q->host, &lit) != 0 && !pol_net_domain_allowed(s->pol->pol, q->host)) {
 		brk_deny(s, q, CB_EPOLICY, res, NULL, "host not in the policy's domain allow list");
 		return;
 	}

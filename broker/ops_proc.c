@@ -323,7 +323,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 		argv[i] = (char *)q->argv[i];
 	argv[q->argc] = NULL;
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
-	low = pol_tier_get(s->b->pol, POL_TIER_LOW);
+	low = pol_tier_get(s->pol->pol, POL_TIER_LOW);
 	lim = pol_tier_limits(low);
 	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
 	if (timeout > lim->wall)

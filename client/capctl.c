@@ -273,7 +273,14 @@ ctl_connect(struct ctl *c, bool quiet)
 		ctl_err("permission denied: cannot open the admin socket %s", path);
 		return CTL_PERM;
 	}
-	if (!quiet)
+	if (quiet)
+		return CTL_UNAVAIL;
+	if (e == ECONNREFUSED)
+		ctl_err("no broker is listening at %s: the socket is stale, left by a broker that "
+		    "has exited (capbroker serve removes it when it starts)", path);
+	else if (e == ENOENT)
+		ctl_err("no broker at %s (no such socket; is capbroker serve running?)", path);
+	else
 		ctl_err("no broker at %s: %s", path, strerror(e));
 	return CTL_UNAVAIL;
 }

@@ -346,6 +346,9 @@ if [ "$(id -u)" = 0 ]; then
 		agent_uid=65534
 	fi
 	CB="$work/bin-exe/capbroker"
+	# The default workspace is the current directory: one the ordinary
+	# user can reach (the tree may sit in a private directory).
+	cd "$work" || exit 1
 	run_pass "uid $agent_uid" user
 else
 	agent_uid=$(id -u)
