@@ -171,7 +171,7 @@ brk_budget_end(struct brk_sbx *s)
 enum brk_budget
 brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why, size_t whylen)
 {
-	const struct pol_audit_budget *pb = pol_audit_budget(s->b->pol);
+	const struct pol_audit_budget *pb = pol_audit_budget(s->pol->pol);
 	double rate = pb->rate ? (double)pb->rate : 1.0, burst = pb->burst ? (double)pb->burst : 1.0;
 	uint64_t now = cb_mono_ns();
 	double need, calm;
