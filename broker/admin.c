@@ -612,6 +612,7 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	spec.grants = grants;
 	spec.ro_binds = binds;
 	ADM_OPT(a, wire_get_str(m, "chdir", &spec.chdir));
+	ADM_OPT(a, wire_get_bool(m, "pty", &spec.want_pty));
 	/* Names and counts are checked again by the launcher (CB_EINVAL). */
 	if (wire_get_strv(m, "setenv", setenv, 2 * SBX_ENV_MAX, &nset) == CB_ETOOBIG ||
 	    wire_get_strv(m, "unsetenv", unsetenv, SBX_ENV_MAX, &spec.nunsetenv) == CB_ETOOBIG ||
@@ -631,9 +632,13 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	a->run = s;
 	fds[0] = s->proc.stdin_fd;
 	fds[1] = s->proc.stdout_fd;
-	fds[2] = s->proc.stderr_fd;
+	/* With a pty there is no separate stderr: the pty master goes again
+	 * in its place (the message always carries three), and "pty" tells
+	 * the client to drop that copy. */
+	fds[2] = s->proc.stderr_fd >= 0 ? s->proc.stderr_fd : s->proc.stdout_fd;
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_put_str(&e, "sandbox", s->id);
+	wire_put_bool(&e, "pty", s->proc.stderr_fd < 0);
 	wire_map_end(&e);
 	if (brk_admin_send(a, &e, fds, 3) != 0) {
 		brk_sbx_kill(s, "broker");

@@ -622,7 +622,10 @@ run_connect(struct run_opts *o)
 	int fd = -1, fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
 	size_t len;
 	ssize_t n;
-	bool ok;
+	bool ok, got_pty = false;
+	struct event *sigwinch = NULL;
+	/* As run_local: a pty of the agent's own when we are on a terminal. */
+	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 
 	if (strlen(o->connect) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "capbroker: socket path too long\n");
@@ -696,6 +699,8 @@ run_connect(struct run_opts *o)
 	for (size_t i = 0; i < o->nunsetenv; i++)
 		wire_put_str(&e, NULL, o->unsetenv[i]);
 	wire_arr_end(&e);
+	if (pty)
+		wire_put_bool(&e, "pty", true);
 	wire_map_end(&e);
 	if (wire_enc_finish(&e, &len) != 0 || send(fd, buf, len, MSG_NOSIGNAL) < 0) {
 		fprintf(stderr, "capbroker: cannot send the request\n");
@@ -734,8 +739,17 @@ run_connect(struct run_opts *o)
 		fprintf(stderr, "capbroker: the broker sent no stdio\n");
 		goto out;
 	}
+	cb_ignore(wire_get_bool(&m, "pty", &got_pty));
+	if (got_pty) {
+		close(fds[2]);	/* the master's second copy: no stderr of its own */
+		fds[2] = -1;
+		relay_winsize(fds[1]);
+		relay_tty_raw(&r, true);
+	}
 	if (!(base = event_base_new()) || relay_start(&r, base, fds[0], fds[1], fds[2]) != 0)
 		goto out;
+	if (got_pty && (sigwinch = evsignal_new(base, SIGWINCH, on_winch, &r)))
+		event_add(sigwinch, NULL);
 	fds[0] = fds[1] = fds[2] = -1;	/* the relay's now */
 	/* Wait for the exit event while relaying. */
 	for (;;) {
@@ -754,6 +768,9 @@ run_connect(struct run_opts *o)
 		fprintf(stderr, "capbroker: lost the broker before the sandbox ended\n");
 	}
 out:
+	relay_tty_raw(&r, false);
+	if (sigwinch)
+		event_free(sigwinch);
 	relay_free(&r);
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)

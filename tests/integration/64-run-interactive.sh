@@ -100,6 +100,20 @@ t_ok "... nothing was injected" sh -c "! grep -q INJECTED '$T_TMP/pty.out'"
 t_ok "the agent cannot open the host's /dev/tty" sh -c "! grep -q OPENED-DEV-TTY '$T_TMP/pty.out'"
 t_match "... and it leads a session of its own" "$TOUT" "sid True"
 
+# -- run --connect: the daemon's sandbox gets a pty too -------------------------------------------
+"$CB" serve --state "$T_TMP/srv" >"$T_TMP/serve.log" 2>&1 &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; t_cleanup' EXIT
+for i in $(seq 50); do [ -S "$T_TMP/srv/admin.sock" ] && break; sleep 0.1; done
+drive '[["READY", "via the daemon\n"]]' "$CB" run --connect "$T_TMP/srv/admin.sock" --tier medium \
+	--workspace "$W" -- /bin/sh -c '[ -t 0 ] && [ -t 1 ] && echo TTY; echo READY; read -r l; echo "got:$l"; exit 4'
+t_match "run --connect on a terminal: the agent has a pty" "$TOUT" "TTY"
+t_match "... and reads what the user types" "$TOUT" "got:via the daemon"
+t_is "... its status is run's" "$TEXIT" 4
+drive '[]' /bin/sh -c 'a=$(stty -g); "$0" run --connect "$1" -- /bin/true; b=$(stty -g); [ "$a" = "$b" ] && echo MODE-KEPT' \
+	"$CB" "$T_TMP/srv/admin.sock"
+t_match "... the terminal's mode comes back" "$TOUT" "MODE-KEPT"
+
 # -- not a terminal both ways: plain pipes ------------------------------------------------------
 drive '[]' /bin/sh -c '"$0" run --approve deny -- /bin/sh -c "[ -t 1 ] && echo OUT-TTY; [ -t 0 ] && echo IN-TTY; echo done" | cat' "$CB"
 t_match "with stdout piped, the agent gets pipes" "$TOUT" "done"
