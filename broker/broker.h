@@ -41,7 +41,9 @@
 #define BRK_BAD_COST	16	/* a malformed packet costs this many requests of the rate */
 #define BRK_ROOTS_MAX	16	/* cached capability roots per sandbox */
 #define BRK_SANDBOXES_MAX 4096
-#define BRK_MINT_MAX	1024	/* tokens one sandbox may derive in its life */
+#define BRK_MINT_MAX	1024	/* tokens minted for one sandbox in its life: derive,
+				 * request (human, session, auto) alike */
+#define BRK_SESSION_MAX	16	/* approvals "for this session" one sandbox keeps */
 #define BRK_BAD_MAX	4096	/* malformed packets before the channel is closed */
 #define BRK_PENDING_MAX	4	/* elevation requests one sandbox may have waiting */
 #define BRK_COAL_SLOTS	8	/* recent denials remembered for coalescing (budget.c) */
@@ -66,6 +68,7 @@ struct brk_held {
 	uint64_t sig_epoch;	/* st_epoch() when verified */
 	uint32_t in_ceiling;	/* bit i: caps[i] inside the ceiling (or requestable) */
 	bool granted;		/* minted for this sandbox (not presented by it) */
+	bool inst_ok;		/* elevated: granted to this very sandbox instance */
 };
 
 /* A directory fd pinned on a capability's fixed prefix. */
@@ -145,8 +148,8 @@ struct brk_sbx {
 	struct brk_root roots[BRK_ROOTS_MAX];
 	size_t nroots;
 	struct brk_handle handles[BRK_HANDLES_MAX];
-	struct cap *session_caps[16];	/* approvals "for this session" */
-	uint64_t session_ttl[16];
+	struct cap *session_caps[BRK_SESSION_MAX];	/* approvals "for this session" */
+	uint64_t session_ttl[BRK_SESSION_MAX];
 	size_t nsession;
 
 	struct sbx_proc proc;		/* the agent's sandbox, if we spawned it */
@@ -157,9 +160,9 @@ struct brk_sbx {
 	void (*on_exit)(struct brk_sbx *, void *);
 	void *on_exit_arg;
 	struct brk_proc *procs;		/* its running proc.exec children */
-	uint8_t elevated[64][CAP_ID_LEN];	/* approvals granted to this instance */
-	size_t nelevated;
-	unsigned minted;		/* tokens it derived */
+	uint64_t instance;		/* st_instance_begin: its approved elevations
+					 * are recorded against it in the state */
+	unsigned minted;		/* tokens minted for it (BRK_MINT_MAX) */
 	int refs;			/* async operations holding this struct */
 	bool dead;			/* channel closed; freed when refs drop to 0 */
 };
@@ -306,6 +309,11 @@ void brk_held_clear(struct brk_sbx *s);
  * coverage, ceiling, signature.  r may be NULL (no coverage check).  On
  * success *capi is the index of the covering capability. */
 int brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, size_t *capi) CB_WARN_UNUSED;
+
+/* The one mint budget of a sandbox, charged by every path that mints a
+ * token for it (derive, and request: human, session and auto): CB_EBUSY
+ * once BRK_MINT_MAX tokens were minted in its life, else 0 (and counted). */
+int brk_mint_charge(struct brk_sbx *s) CB_WARN_UNUSED;
 
 /* Is h an elevated token whose operation r a never rule of the sandbox's
  * tier names?  Such an operation is refused (CB_EPOLICY) whatever the

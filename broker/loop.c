@@ -553,6 +553,31 @@ brk_sbx_grace_over(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+/* Approved elevations belong to this instance: every one the state
+ * recorded against it is revoked (with what was derived from them) when
+ * it ends, however many there are.  Should the state fail to write, they
+ * are revoked in memory all the same, no later sandbox would honour them
+ * (brk_held_add checks the instance), and the next start ends them. */
+static void
+brk_sbx_end_instance(struct brk_sbx *s)
+{
+	uint8_t (*ids)[CAP_ID_LEN] = NULL;
+	size_t n = 0;
+	int e;
+
+	if (!s->instance)
+		return;
+	e = st_instance_end(s->b->st, s->instance, cb_now(), &ids, &n);
+	for (size_t i = 0; i < n; i++)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "revoke", NULL, ids[i], "broker",
+		    "elevation ends with its sandbox");
+	if (e != 0)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, e, s->id, "revoke", NULL, NULL, "broker",
+		    "ending the sandbox's elevations could not be written; ended at the next start");
+	free(ids);
+	s->instance = 0;
+}
+
 /* The channel is gone (agent closed it, or it misbehaved).  A sandbox
  * whose only channel is gone has nothing left to do: it is killed.  When
  * the agent simply exited, its end closed a moment before the stub
@@ -568,16 +593,7 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	s->dead = true;
 	brk_pending_drop_sbx(s->b, s);
 	brk_proc_kill_all(s);
-	/* Approved elevations belong to this instance: revoked (with what was
-	 * derived from them) when it ends. */
-	for (size_t i = 0; i < s->nelevated; i++) {
-		size_t n;
-
-		if (st_revoke(s->b->st, s->elevated[i], cb_now(), &n) == 0 && n)
-			brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "revoke", NULL, s->elevated[i],
-			    "broker", "elevation ends with its sandbox");
-	}
-	s->nelevated = 0;
+	brk_sbx_end_instance(s);
 	event_del(s->ev_read);
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
@@ -791,6 +807,12 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			snprintf(s->id, sizeof(s->id), "sbx-%s", hex);
 		} while (brk_sbx_find(b, s->id));
 	}
+	/* A durable record of this run: approvals are granted to it, not to
+	 * its id, which a later sandbox may reuse. */
+	if ((r = st_instance_begin(b->st, s->id, now, &s->instance)) != 0) {
+		snprintf(why, whylen, "recording the sandbox in the state: %s", cb_strerror(r));
+		goto out;
+	}
 	snprintf(s->tier_name, sizeof(s->tier_name), "%s",
 	    spec->tier ? spec->tier : pol_default_tier(b->pol));
 	if (!(tier = pol_tier_get(b->pol, s->tier_name))) {
@@ -974,6 +996,7 @@ out:
 		if (s->fd < 0 && sv[0] >= 0)
 			close(sv[0]);
 		s->dead = true;
+		brk_sbx_end_instance(s);
 		brk_sbx_free(s);
 	}
 	if (bindcopies)
@@ -1288,6 +1311,21 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	if (o->new_audit_log)
 		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
 		    "started with --new-audit-log");
+	{
+		uint8_t (*ids)[CAP_ID_LEN] = NULL;
+		size_t n = 0;
+
+		/* Instances a crash left open end now, and their elevations. */
+		r = st_instance_end_all(b->st, cb_now(), &ids, &n);
+		for (size_t i = 0; i < n; i++)
+			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", NULL, ids[i], "broker",
+			    "elevation of a sandbox that no longer runs (broker restart)");
+		free(ids);
+		if (r != 0) {
+			snprintf(why, whylen, "ending the sandboxes of a previous run: %s", cb_strerror(r));
+			goto out;
+		}
+	}
 	if ((r = brk_revoke_stale_elevations(b)) != 0) {
 		snprintf(why, whylen, "revoking stale elevations: %s", cb_strerror(r));
 		goto out;

@@ -156,9 +156,10 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 		    "an elevated token cannot be derived for another sandbox");
 		goto out;
 	}
-	/* Each minted token is a durable row and an audit line. */
-	if (s->minted >= BRK_MINT_MAX) {
-		brk_deny(s, q, CB_EBUSY, "derive", p->tok->c.id, "this sandbox derived too many tokens");
+	/* No silent truncation: a token the table could not hold is not
+	 * minted at all. */
+	if (strcmp(aud, s->id) == 0 && s->nheld >= BRK_HELD_MAX) {
+		brk_deny(s, q, CB_EBUSY, "derive", p->tok->c.id, "this sandbox holds too many tokens");
 		goto out;
 	}
 	/* The child as it would be signed, judged before signing. */
@@ -177,6 +178,10 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	child.ncaps = 0;	/* caps[] still owns them */
 	if (e == 0)
 		e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT;
+	if (e == 0 && (e = brk_mint_charge(s)) != 0) {
+		brk_deny(s, q, e, "derive", p->tok->c.id, "this sandbox has minted too many tokens");
+		goto out;
+	}
 	if (e == 0)
 		e = brk_tok_mint(s->b, aud, caps, ncaps, child.nbf, child.exp, child.has_uses,
 		    child.uses, p->tok->c.id, child.elevated, s->id, &text, id);
@@ -184,7 +189,6 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 		brk_deny(s, q, e, "derive", p->tok->c.id, NULL);
 		goto out;
 	}
-	s->minted++;
 	cap_hex(id, CAP_ID_LEN, tid);
 	rp.token = text;
 	rp.tid = tid;
@@ -232,6 +236,12 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 	uint64_t now = cb_now();
 	int e;
 
+	/* Every table this grant needs has room, or nothing is minted: no
+	 * record is ever dropped while the token goes out. */
+	if (s->nheld >= BRK_HELD_MAX || (session && s->nsession >= BRK_SESSION_MAX))
+		return CB_EBUSY;
+	if ((e = brk_mint_charge(s)) != 0)
+		return e;
 	if ((e = brk_tok_sign(b, s->id, &cap, 1, now, now + ttl, false, 0, NULL, true, by, &text,
 		 &rec)) != 0)
 		return e;
@@ -250,17 +260,18 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 		e = aud_checkpoint(b->aud);
 	}
 	if (e == 0) {
-		/* A human approved this for this sandbox instance: it dies with
-		 * it (brk_sbx_close_channel), so a later sandbox given the same
-		 * id never inherits it. */
-		if (s->nelevated < sizeof(s->elevated) / sizeof(s->elevated[0]))
-			memcpy(s->elevated[s->nelevated++], rec.id, CAP_ID_LEN);
+		/* A human approved this for this sandbox instance: the state
+		 * recorded it against the instance with the token (rec.instance),
+		 * so it dies with it (brk_sbx_close_channel, or the next start),
+		 * and a later sandbox given the same id never inherits it. */
 		cap_hex(rec.id, CAP_ID_LEN, tid);
 		rp.token = text;
 		rp.tid = tid;
 		if (brk_held_add(s, text, strlen(text), true, &rp.th) == 0)
 			rp.has_th = true;
-		if (session && s->nsession < 16 && cap_dup(cap, &s->session_caps[s->nsession]) == 0)
+		/* room checked above; only an allocation failure leaves it out,
+		 * and then later requests ask a human again (never less safe) */
+		if (session && cap_dup(cap, &s->session_caps[s->nsession]) == 0)
 			s->session_ttl[s->nsession++] = ttl;
 		brk_reply(s, &rp, -1);
 	}
@@ -299,6 +310,11 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 	}
 	if (s->inflight >= BRK_INFLIGHT_MAX) {
 		brk_deny(s, q, CB_EBUSY, cap->text, NULL, NULL);
+		goto out;
+	}
+	/* Nothing could be minted: no human is asked for it. */
+	if (s->minted >= BRK_MINT_MAX || s->nheld >= BRK_HELD_MAX) {
+		brk_deny(s, q, CB_EBUSY, cap->text, NULL, "this sandbox has minted or holds too many tokens");
 		goto out;
 	}
 	/* An approval "for this session" covers later requests inside it. */
@@ -509,8 +525,14 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	secs = strtoul(line, &end, 10);
 	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0)
 		cb_ignore(brk_pending_decide(b, p->rid, true, 0, false, "tty", NULL));
-	else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0)
-		cb_ignore(brk_pending_decide(b, p->rid, true, 0, true, "tty", NULL));
+	else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0) {
+		if (brk_pending_decide(b, p->rid, true, 0, true, "tty", NULL) == CB_EBUSY) {
+			const char full[] = "this sandbox cannot take more (session approvals or tokens): "
+			    "answer y, n or a number of seconds: ";
+
+			(void)!write(b->tty_fd, full, sizeof(full) - 1);
+		}
+	}
 	else if (line[0] && *end == '\0' && secs > 0)
 		cb_ignore(brk_pending_decide(b, p->rid, true, secs, false, "tty", NULL));
 	else if (strcmp(line, "n") == 0 || strcmp(line, "no") == 0 || line[0] == '\0')

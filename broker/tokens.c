@@ -66,6 +66,16 @@ brk_held_add(struct brk_sbx *s, const char *text, size_t len, bool granted, uint
 	h->text[len] = '\0';
 	h->text_len = len;
 	h->granted = granted;
+	/* An approval belongs to the sandbox instance a human saw: the state
+	 * says which.  A later sandbox with the same id (the token's audience)
+	 * never inherits one, even if ending the old instance could not be
+	 * written. */
+	if (h->tok->c.elevated) {
+		uint64_t inst = 0;
+
+		h->inst_ok = st_token_instance(s->b->st, h->tok->c.id, &inst) == 0 &&
+		    inst == s->instance && inst != 0;
+	}
 	brk_held_ceiling(s, h);
 	*th = (uint32_t)s->nheld++;
 	return 0;
@@ -120,7 +130,7 @@ brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, si
 
 	if ((e = cap_token_check_time(t, cb_now())) != 0)
 		return e;
-	if (strcmp(t->c.aud, s->id) != 0)
+	if (strcmp(t->c.aud, s->id) != 0 || (t->c.elevated && !h->inst_ok))
 		return CB_EAUDIENCE;
 	if ((e = st_token_state(st, t->c.id)) != 0)
 		return e == CB_ENOENT ? CB_EUNKNOWNTOK : e;
@@ -216,6 +226,17 @@ brk_tok_spend(struct brk_sbx *s, struct brk_held *h)
 }
 
 int
+brk_mint_charge(struct brk_sbx *s)
+{
+	/* Each minted token is a durable row, an audit line and a signed
+	 * checkpoint: no path mints without bound. */
+	if (s->minted >= BRK_MINT_MAX)
+		return CB_EBUSY;
+	s->minted++;
+	return 0;
+}
+
+int
 brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
     uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
     const char *by, char **text, struct st_token *rec)
@@ -264,6 +285,15 @@ brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, ui
 	rec->exp = exp;
 	rec->uses_left = has_uses ? uses : ST_UNLIMITED;
 	rec->elevated = elevated;
+	if (elevated) {
+		/* Elevated tokens are only ever minted for the sandbox that
+		 * asked (derive refuses another audience): they belong to its
+		 * running instance.  None running: instance 0, honoured by no
+		 * sandbox. */
+		struct brk_sbx *o = brk_sbx_find(b, aud);
+
+		rec->instance = o ? o->instance : 0;
+	}
 	rec->issued_at = cb_now();
 	snprintf(rec->issued_by, sizeof(rec->issued_by), "%s", by ? by : "broker");
 out:

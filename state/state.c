@@ -50,6 +50,14 @@ static const char schema[] =
 	" decided_by TEXT, decision_reason TEXT, decided_at INTEGER, approved_ttl INTEGER,"
 	" scope INTEGER, token_id BLOB);"
 	"CREATE INDEX IF NOT EXISTS requests_pending ON requests(expires_at) WHERE state = 0;"
+	/* Sandbox instances and the approved elevations each was given: an
+	 * elevation ends with the instance it was granted to (issue 10). */
+	"CREATE TABLE IF NOT EXISTS instances("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT, sandbox TEXT NOT NULL,"
+	" started_at INTEGER NOT NULL, ended_at INTEGER);"
+	"CREATE TABLE IF NOT EXISTS elevations("
+	" token BLOB PRIMARY KEY, instance INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS elevations_instance ON elevations(instance);"
 	"CREATE TABLE IF NOT EXISTS audit_head("
 	" one INTEGER PRIMARY KEY CHECK (one = 1), log_id BLOB NOT NULL,"
 	" seq INTEGER NOT NULL, hash BLOB NOT NULL);"
@@ -499,6 +507,22 @@ token_insert(sqlite3_stmt *s, const struct st_token *t)
 	return rc;
 }
 
+/* An elevated token's instance, in the same transaction as its row. */
+static int
+elevation_insert(struct st *st, const struct st_token *t)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if ((rc = db_prep(st, "INSERT INTO elevations(token, instance) VALUES(?1, ?2)", &s)) != 0)
+		return rc;
+	sqlite3_bind_blob(s, 1, t->id, CAP_ID_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(t->instance));
+	rc = db_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
 /* Insert n tokens inside the caller's transaction (mu held). */
 static int
 tokens_insert_locked(struct st *st, const struct st_token *t, size_t n, size_t *done)
@@ -518,6 +542,8 @@ tokens_insert_locked(struct st *st, const struct st_token *t, size_t n, size_t *
 			break;
 		*done = i + 1;
 		if ((rc = token_insert(s, &t[i])) != 0)
+			break;
+		if (t[i].elevated && t[i].instance && (rc = elevation_insert(st, &t[i])) != 0)
 			break;
 	}
 	sqlite3_finalize(s);
@@ -1102,6 +1128,152 @@ st_request_deny(struct st *st, uint64_t id, const char *by, uint64_t now, const 
 }
 
 /* ---- audit head ---------------------------------------------------- */
+
+/* ---- sandbox instances and their elevations ------------------------ */
+
+int
+st_instance_begin(struct st *st, const char *sandbox, uint64_t now, uint64_t *id)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	*id = 0;
+	if (!str_ok(sandbox, CAP_AUD_MAX) || sandbox[0] == '\0')
+		return CB_EINVAL;
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "INSERT INTO instances(sandbox, started_at) VALUES(?1, ?2)", &s)) != 0)
+		goto out;
+	sqlite3_bind_text(s, 1, sandbox, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(now));
+	if ((rc = db_err(sqlite3_step(s))) == 0)
+		*id = (uint64_t)sqlite3_last_insert_rowid(st->db);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_token_instance(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t *inst)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	*inst = 0;
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT instance FROM elevations WHERE token = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*inst = u64col(s, 0);
+	else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* Collect into *ids the tokens of the instances `where` selects that are
+ * not revoked yet, revoke them in memory at once (as st_revoke does), and
+ * on disk with the instances marked ended, in one transaction (mu held). */
+static int
+instances_end_locked(struct st *st, const char *sel, const char *mark, uint64_t inst,
+    uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n)
+{
+	sqlite3_stmt *s = NULL, *u = NULL;
+	size_t cap = 0;
+	int rc, step;
+
+	if ((rc = db_begin(st)) != 0)
+		return rc;
+	if ((rc = db_prep(st, sel, &s)) != 0 ||
+	    (rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+	    &u)) != 0)
+		goto out;
+	if (inst)
+		sqlite3_bind_int64(s, 1, i64(inst));
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		const void *b = sqlite3_column_blob(s, 0);
+		uint32_t e;
+
+		if (sqlite3_column_bytes(s, 0) != CAP_ID_LEN || !b)
+			continue;
+		e = tm_find(&st->tm, b);
+		if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB) || tm_revoked(&st->tm, e))
+			continue;
+		st->tm.ents[e].flags |= TM_REVOKED;
+		atomic_fetch_add(&st->epoch, 1);
+		if (*n == cap) {
+			size_t nc = cap ? 2 * cap : 16;
+			void *p = reallocarray(*ids, nc, CAP_ID_LEN);
+
+			if (!p) {
+				rc = CB_ENOMEM;
+				goto out;
+			}
+			*ids = p;
+			cap = nc;
+		}
+		memcpy((*ids)[(*n)++], b, CAP_ID_LEN);
+		sqlite3_reset(u);
+		sqlite3_bind_blob(u, 1, b, CAP_ID_LEN, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(u, 2, i64(now));
+		if ((rc = db_err(sqlite3_step(u))) != 0)
+			goto out;
+	}
+	if ((rc = db_err(step)) != 0)
+		goto out;
+	sqlite3_finalize(u);
+	u = NULL;
+	if ((rc = db_prep(st, mark, &u)) != 0)
+		goto out;
+	sqlite3_bind_int64(u, 1, i64(now));
+	if (inst)
+		sqlite3_bind_int64(u, 2, i64(inst));
+	if ((rc = db_err(sqlite3_step(u))) != 0)
+		goto out;
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	return db_commit(st);
+out:
+	sqlite3_finalize(s);
+	sqlite3_finalize(u);
+	db_rollback(st);
+	return rc;
+}
+
+int
+st_instance_end(struct st *st, uint64_t inst, uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n)
+{
+	int rc;
+
+	*ids = NULL;
+	*n = 0;
+	if (inst == 0)
+		return CB_EINVAL;
+	pthread_mutex_lock(&st->mu);
+	rc = instances_end_locked(st, "SELECT token FROM elevations WHERE instance = ?1",
+	    "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL", inst, now, ids, n);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_instance_end_all(struct st *st, uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n)
+{
+	int rc;
+
+	*ids = NULL;
+	*n = 0;
+	pthread_mutex_lock(&st->mu);
+	rc = instances_end_locked(st, "SELECT e.token FROM elevations e JOIN instances i"
+	    " ON i.id = e.instance WHERE i.ended_at IS NULL",
+	    "UPDATE instances SET ended_at = ?1 WHERE ended_at IS NULL", 0, now, ids, n);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
 
 int
 st_set_audit_head(struct st *st, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32])

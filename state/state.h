@@ -103,6 +103,10 @@ struct st_token {
 	char issued_by[ST_WHO_MAX + 1];
 	uint64_t revoked_at;	/* when it, or the ancestor that revoked it, was
 				 * revoked; 0: not revoked (ignored by st_token_add) */
+	uint64_t instance;	/* elevated: the sandbox instance it was granted to
+				 * (st_instance_begin), recorded with the row by
+				 * st_token_add and st_request_approve; 0: none.
+				 * Not read back by st_token_get/list. */
 };
 
 /* Free what st_token_get/list allocated (caps); the struct itself is the
@@ -220,6 +224,34 @@ int st_request_deny(struct st *st, uint64_t id, const char *by, uint64_t now,
  * NULL) gets how many.  st_open does this once; the broker calls it on a
  * timer. */
 int st_request_expire(struct st *st, uint64_t now, size_t *n) CB_WARN_UNUSED;
+
+/* ---- sandbox instances ------------------------------------------- */
+
+/* A sandbox instance is one run of a sandbox (ids may be reused by later
+ * runs; instances never are).  Approved elevations belong to the instance
+ * a human saw, recorded in the state with the token (st_token.instance),
+ * so every one of them ends with that instance, however many there are,
+ * and after a broker restart too. */
+
+/* Record a new instance of sandbox; *id gets its number (> 0).  Durable. */
+int st_instance_begin(struct st *st, const char *sandbox, uint64_t now, uint64_t *id) CB_WARN_UNUSED;
+
+/* The instance an elevated token was granted to: CB_ENOENT when the state
+ * records none (then it belongs to no running sandbox). */
+int st_token_instance(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t *inst) CB_WARN_UNUSED;
+
+/* End instance inst: every elevated token granted to it (and so what was
+ * derived from it) is revoked, in memory at once and on disk with the
+ * instance marked ended, in one transaction.  *ids (malloc'd, free()) and
+ * *n get the tokens newly revoked, for the audit log.  If the disk write
+ * fails the tokens stay revoked in memory and the error is returned; the
+ * instance stays open on disk, so the next start ends it. */
+int st_instance_end(struct st *st, uint64_t inst, uint64_t now, uint8_t (**ids)[CAP_ID_LEN],
+    size_t *n) CB_WARN_UNUSED;
+
+/* The same for every instance not ended yet: what a broker calls when it
+ * starts (no sandbox of a previous run is still served). */
+int st_instance_end_all(struct st *st, uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n) CB_WARN_UNUSED;
 
 /* ---- the audit log's last checkpoint ------------------------------- */
 

@@ -455,6 +455,94 @@ test_sigkill(void)
 	st_close(st);
 }
 
+/* Issue 10, hole 7: elevations are recorded against the sandbox instance
+ * they were granted to, and every one of them ends with it (no fixed-size
+ * table), also when a later open ends what a crash left behind. */
+static void
+test_instances(void)
+{
+	struct st *st = NULL;
+	struct st_request r;
+	struct st_token t;
+	uint8_t (*ids)[CAP_ID_LEN] = NULL;
+	uint64_t now = cb_now(), a = 0, b = 0, c = 0, inst = 0;
+	size_t n = 0;
+	bool all;
+
+	T_ERR(st_open(sub("inst"), &st), 0, "open");
+	T_ERR(st_instance_begin(st, "same-id", now, &a), 0, "instance a of same-id");
+	T_ERR(st_instance_begin(st, "same-id", now, &b), 0, "instance b of the same id");
+	T_OK(a != 0 && b != 0 && a != b, "instances are distinct even for one id (%llu, %llu)",
+	    (unsigned long long)a, (unsigned long long)b);
+	T_ERR(st_instance_begin(st, "", now, &c), CB_EINVAL, "an empty sandbox id is refused");
+	/* 100 elevations for a (well past any fixed table), one for b */
+	all = true;
+	for (unsigned i = 0; i < 100; i++) {
+		t = tok(0, -1, ST_UNLIMITED);
+		memset(t.id, 0, CAP_ID_LEN);
+		t.id[0] = 0xe0;
+		t.id[1] = (uint8_t)i;
+		t.elevated = true;
+		t.instance = a;
+		all = all && st_token_add(st, &t) == 0;
+	}
+	T_OK(all, "100 elevated tokens recorded for instance a");
+	memset(&r, 0, sizeof(r));
+	snprintf(r.sandbox, sizeof(r.sandbox), "same-id");
+	snprintf(r.capability, sizeof(r.capability), "fs.read:/etc/hostname");
+	r.ttl = 60;
+	r.asked_at = now;
+	r.expires_at = now + 300;
+	T_ERR(st_request_add(st, &r), 0, "a request of instance b");
+	t = tok(0xe1, -1, ST_UNLIMITED);
+	t.elevated = true;
+	t.instance = b;
+	T_ERR(st_request_approve(st, r.id, "uid:0", now, 60, ST_SCOPE_ONCE, &t), 0, "approved for b");
+	T_ERR(st_token_instance(st, t.id, &inst), 0, "the approval's instance is recorded");
+	T_OK(inst == b, "... as b");
+	T_ERR(st_token_instance(st, id_of(0x99), &inst), CB_ENOENT, "an unknown token has none");
+	{
+		struct st_token child = tok(0xe2, -1, ST_UNLIMITED);
+
+		child.has_parent = true;
+		memset(child.parent, 0, CAP_ID_LEN);
+		child.parent[0] = 0xe0;
+		child.parent[1] = 7;
+		T_ERR(st_token_add(st, &child), 0, "a token derived from one of a's");
+		T_ERR(st_instance_end(st, a, now + 5, &ids, &n), 0, "end instance a");
+		T_OK(n == 100, "all 100 of its elevations revoked (%zu)", n);
+		T_ERR(st_token_state(st, child.id), CB_EREVOKED, "... and what was derived from them");
+		free(ids);
+		ids = NULL;
+	}
+	all = true;
+	for (unsigned i = 0; i < 100; i++) {
+		uint8_t id[CAP_ID_LEN] = { 0xe0, (uint8_t)i };
+
+		all = all && st_token_state(st, id) == CB_EREVOKED;
+	}
+	T_OK(all, "every elevation of a is revoked");
+	T_ERR(st_token_state(st, t.id), 0, "b's elevation is not");
+	T_ERR(st_instance_end(st, a, now + 6, &ids, &n), 0, "ending a again");
+	T_OK(n == 0, "... revokes nothing new");
+	free(ids);
+	ids = NULL;
+	/* b is left open, as a crash would: the next open's end_all ends it */
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("inst"), &st), 0, "reopen");
+	T_ERR(st_token_state(st, t.id), 0, "b's elevation survives the reopen itself");
+	T_ERR(st_instance_end_all(st, now + 10, &ids, &n), 0, "end every open instance");
+	T_OK(n == 1 && memcmp(ids[0], t.id, CAP_ID_LEN) == 0, "... b's elevation revoked (%zu)", n);
+	T_ERR(st_token_state(st, t.id), CB_EREVOKED, "... and it is");
+	free(ids);
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("inst"), &st), 0, "reopen again");
+	T_ERR(st_token_state(st, t.id), CB_EREVOKED, "the revocation is durable");
+	st_close(st);
+}
+
 int
 main(void)
 {
@@ -463,6 +551,7 @@ main(void)
 	test_keys();
 	test_tokens();
 	test_requests();
+	test_instances();
 	test_audit_head();
 	test_sigkill();
 	if (getenv("CB_TEST_KEEP") == NULL) {
