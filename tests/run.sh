@@ -5,24 +5,50 @@
 # ("ok ..." / "not ok ..."); we count those.  A test that exits non-zero
 # without reporting a failure, or that reports nothing, counts as one failure,
 # so a crash can never pass silently.
+#
+# Tests run CB_TEST_JOBS at a time (default 1): most of the suite's wall time
+# is spent waiting on sandboxes and brokers, not on the CPU, and every test
+# works in its own temporary directories.  Results are printed in a fixed
+# order whatever order the tests finish in.  CB_TEST_JOBS=1 runs them one by
+# one, as a timing-sensitive investigation may want.
 set -u
 cd "$(dirname "$0")/.."
 : "${CB_BIN:?}" "${CB_BUILD:?}"
 export CB_BIN CB_BUILD
 export PYTHON="${PYTHON:-/usr/bin/python3}"
 export CB_TOP="$PWD"
+jobs_max=${CB_TEST_JOBS:-1}
 
 passed=0 failed=0 skipped=0
 failures=()
+names=()
 logdir="$CB_BUILD/test-logs"
+rm -rf "$logdir"
 mkdir -p "$logdir"
 
+logname() { echo "$logdir/$(echo "$1" | tr '/' '_')"; }
+
+# Run one test into its log; record its exit status beside the log.
 run_one() {
 	local name=$1; shift
-	local log="$logdir/$(echo "$name" | tr '/' '_').log"
-	local rc p f s
-	timeout --kill-after=10 "${CB_TEST_TIMEOUT:-600}" "$@" >"$log" 2>&1 </dev/null
+	local base rc
+	base=$(logname "$name")
+	timeout --kill-after=10 "${CB_TEST_TIMEOUT:-600}" "$@" >"$base.log" 2>&1 </dev/null
 	rc=$?
+	echo "$rc" >"$base.rc"
+}
+
+start() {
+	names+=("$1")
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+	run_one "$@" &
+}
+
+report() {
+	local name=$1 base log rc p f s
+	base=$(logname "$name")
+	log=$base.log
+	rc=$(cat "$base.rc" 2>/dev/null || echo 255)
 	p=$(grep -cE '^ok ' "$log")
 	f=$(grep -cE '^not ok ' "$log")
 	s=$(grep -cE '^ok .*# SKIP' "$log")
@@ -40,17 +66,21 @@ run_one() {
 	fi
 }
 
+# The escape suite is the longest single test: start it first.
+if [ -x tests/escape/run.sh ]; then
+	start "escape/suite" tests/escape/run.sh
+fi
 for t in "$CB_BUILD"/t/test_*; do
 	[ -x "$t" ] || continue
-	run_one "unit/$(basename "$t")" "$t"
+	start "unit/$(basename "$t")" "$t"
 done
 for t in tests/integration/[0-9]*.sh; do
 	[ -f "$t" ] || continue
-	run_one "integration/$(basename "$t" .sh)" bash "$t"
+	start "integration/$(basename "$t" .sh)" bash "$t"
 done
-if [ -x tests/escape/run.sh ]; then
-	run_one "escape/suite" tests/escape/run.sh
-fi
+wait
+
+for name in "${names[@]}"; do report "$name"; done
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

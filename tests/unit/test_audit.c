@@ -423,7 +423,7 @@ test_torn(void)
 
 	make_log(p, 5);
 	fd = open(p, O_WRONLY | O_APPEND);
-	T_OK(fd >= 0 && write(fd, "{\"prev\":\"12ab", 13) == 13, "append a torn fragment");
+	T_OK(fd >= 0 && write(fd, "{\"prev\":\"z!z!", 13) == 13, "append a torn fragment");
 	close(fd);
 	T_ERR(verify(p, &head, &rep), 0, "verify reports a torn tail without calling it tampering");
 	T_OK(rep.problem == AUD_P_TORN && rep.line == rep.lines + 1, "... on the last line");
@@ -436,7 +436,7 @@ test_torn(void)
 	b = slurp(p, NULL);
 	T_OK(b != NULL && strstr(b, "\"ev\":\"recover\"") != NULL &&
 	    strstr(b, "cut 13 bytes of a torn last line") != NULL, "a recover record says what was cut");
-	T_OK(b != NULL && strstr(b, "12ab") == NULL, "the fragment is gone");
+	T_OK(b != NULL && strstr(b, "z!z!") == NULL, "the fragment is gone");
 	free(b);
 
 	/* a crash while creating: only a fragment of the genesis */
