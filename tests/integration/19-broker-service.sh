@@ -112,8 +112,10 @@ srv_stop
 
 # ---- socket activation ---------------------------------------------------------
 # LISTEN_FDS/LISTEN_PID as systemd sets them: the listening socket at fd 3.
+# Only ever called in a subshell (& or $(...)): it execs, so that $! is the
+# broker itself and `kill $!` leaves nothing behind.
 activate() { # SOCKTYPE PATH ARGS...
-	"$PYTHON" -c 'import os, socket, sys
+	exec "$PYTHON" -c 'import os, socket, sys
 typ = {"seqpacket": socket.SOCK_SEQPACKET, "stream": socket.SOCK_STREAM}[sys.argv[1]]
 s = socket.socket(socket.AF_UNIX, typ); s.bind(sys.argv[2]); s.listen(16)
 os.dup2(s.fileno(), 3); os.set_inheritable(3, True)
