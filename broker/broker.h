@@ -140,6 +140,7 @@ struct brk_sbx {
 	double aud_bucket;		/* audit budget (budget.c) */
 	uint64_t aud_bucket_ns;
 	uint64_t throttled_since;	/* mono ns; 0: not throttled */
+	uint64_t dry_ns;		/* mono ns: the budget last ran dry */
 	uint64_t ndenied;
 	struct brk_coal coal[BRK_COAL_SLOTS];
 

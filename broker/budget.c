@@ -174,23 +174,23 @@ brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why, size_t whyl
 	const struct pol_audit_budget *pb = pol_audit_budget(s->pol->pol);
 	double rate = pb->rate ? (double)pb->rate : 1.0, burst = pb->burst ? (double)pb->burst : 1.0;
 	uint64_t now = cb_mono_ns();
-	double need, calm;
+	double need, calm_s = burst / 2 / rate;
 
-	/* A bucket of one unit would be full again after every wait, so
-	 * that an episode (below) would never last: at least two. */
-	if (burst < 2.0)
-		burst = 2.0;
-	calm = burst >= 4.0 ? burst / 2 : burst;
 	s->aud_bucket += (double)(now - s->aud_bucket_ns) * rate / 1e9;
 	if (s->aud_bucket > burst)
 		s->aud_bucket = burst;
 	s->aud_bucket_ns = now;
-	/* Half the burst (all of a small one) saved up again: the agent has
-	 * calmed down, the episode is over.  Waiting for one unit is not. */
-	if (s->throttled_since && s->aud_bucket >= calm)
-		s->throttled_since = 0;
-	if (s->aud_bucket >= 1.0)
+	if (s->aud_bucket >= 1.0) {
+		/* The episode is over once the sandbox has not run dry for as
+		 * long as half the burst takes to refill (at least 1 s): the
+		 * agent calmed down.  Being served after a wait is not that,
+		 * however late the loop's timer fired. */
+		if (s->throttled_since &&
+		    (double)(now - s->dry_ns) >= (calm_s > 1.0 ? calm_s : 1.0) * 1e9)
+			s->throttled_since = 0;
 		return BRK_BUDGET_OK;
+	}
+	s->dry_ns = now;
 	if (!s->throttled_since) {
 		char detail[256];
 
