@@ -62,6 +62,21 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	t_is "as an ordinary user the agent is that user" \
 		"$("${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" --tier high -- /usr/bin/id -u)" 4242
 	t_exit "... and the low tier starts" 0 "${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" -- /bin/true
+	# Root's binds are walked by root (docs/sandbox.md, "Who walks to a bind
+	# source"): below a 0700 directory the sandbox user cannot search.
+	mkdir -m 0700 "$T_TMP/private" && mkdir -m 0755 "$T_TMP/private/pub" &&
+		echo "readable" >"$T_TMP/private/pub/f"
+	t_is "root's --ro-bind below a 0700 directory works (root walks to it)" \
+		"$("$CB_BIN/capbroker" run --tier low --ro-bind "$T_TMP/private/pub:/data" -- /bin/cat /data/f 2>&1)" \
+		"readable"
+	t_exit "an ordinary user's bind there is walked as that user: refused (125)" 125 \
+		"${U[@]}" env CAPBROKER_STUB="$CAPBROKER_STUB" "$L" --ro-bind "$T_TMP/private/pub" /data -- /bin/true
+	# A build tree in a private directory: capcall next to the broker.
+	mkdir -m 0700 "$T_TMP/private/tree" && mkdir "$T_TMP/private/tree/bin" &&
+		install -m 0755 "$CB_BIN/capbroker" "$CB_BIN/capbroker-stub" "$CB_BIN/capcall" \
+		"$T_TMP/private/tree/bin/"
+	t_ok "a broker run as root from a tree in a 0700 directory starts capcall" \
+		env -u CAPBROKER_STUB "$T_TMP/private/tree/bin/capbroker" run --tier low -- capcall tokens
 else
 	t_skip "unprivileged pass" "needs root and setpriv"
 fi
