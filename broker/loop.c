@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
@@ -756,7 +757,7 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	const struct pol_bind *pbinds;
 	const char *const *pexec;
 	struct sbx_bind *binds = NULL;
-	char **bindcopies = NULL;
+	char **bindcopies = NULL, **realsrc = NULL;
 	struct sbx_config cfg;
 	size_t npb, npe, nb = 0;
 	int sv[2] = { -1, -1 }, r;
@@ -899,16 +900,17 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	npe = pol_tier_exec(tier, &pexec);
 	binds = calloc(npb + spec->nro_binds + 1, sizeof(*binds));
 	bindcopies = calloc(spec->nro_binds + 1, sizeof(*bindcopies));
-	if (!binds || !bindcopies) {
+	realsrc = calloc(npb + spec->nro_binds + 1, sizeof(*realsrc));
+	if (!binds || !bindcopies || !realsrc) {
 		r = CB_ENOMEM;
 		goto out;
 	}
-	/* The policy's binds are its author's choice (root's, when we are
-	 * root); a caller's --ro-bind is root's only when the caller is root.
-	 * Paths the agent's tokens name (proc.exec) are never by_root. */
+	/* The policy's binds are opened with the broker's credentials; a
+	 * caller's --ro-bind with the caller's when the caller is not root
+	 * (it may not reach through us what it could not reach itself). */
 	for (size_t i = 0; i < npb; i++)
 		binds[nb++] = (struct sbx_bind){ .src = pbinds[i].src, .dst = pbinds[i].dst,
-		    .writable = pbinds[i].rw, .by_root = true };
+		    .writable = pbinds[i].rw };
 	for (size_t i = 0; i < spec->nro_binds; i++) {
 		const char *no;
 
@@ -923,9 +925,22 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			r = CB_EINVAL;
 			goto out;
 		}
-		binds[nb].by_root = spec->owner == 0;
+		if (spec->owner != 0) {
+			const struct passwd *pw = getpwuid(spec->owner);
+
+			binds[nb].as_caller = true;
+			binds[nb].as_uid = spec->owner;
+			binds[nb].as_gid = pw ? pw->pw_gid : (gid_t)65534;	/* nogroup */
+		}
 		nb++;
 	}
+	/* Binds are chosen by administrators (the policy, --ro-bind): a
+	 * symlink they name is followed here, once, and the launcher then
+	 * opens the canonical path with no symlink followed (common/resolve.c),
+	 * with the broker's credentials, and hands the stub the fd. */
+	for (size_t i = 0; i < nb; i++)
+		if ((realsrc[i] = realpath(binds[i].src, NULL)) != NULL)
+			binds[i].src = realsrc[i];
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.tier = s->stier;
 	cfg.id = s->id;
@@ -1003,6 +1018,10 @@ out:
 		for (size_t i = 0; i < spec->nro_binds; i++)
 			free(bindcopies[i]);
 	free(bindcopies);
+	if (realsrc)
+		for (size_t i = 0; i < nb; i++)
+			free(realsrc[i]);
+	free(realsrc);
 	free(binds);
 	return r;
 }
@@ -1050,10 +1069,8 @@ brk_find_helpers(struct brk *b)
 	/* The Python client: installed under DATADIR, or in the source tree
 	 * next to ./bin when run from a checkout. */
 	snprintf(path, sizeof(path), "%s/python", CB_DATADIR);
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(b->pylib_dir, sizeof(b->pylib_dir), "%s", path);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, b->pylib_dir))
 		return;
-	}
 	for (int up = 1; up <= 2; up++) {
 		snprintf(path, sizeof(path), "%s/%s/client/python", exe, up == 1 ? ".." : "../..");
 		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, b->pylib_dir))

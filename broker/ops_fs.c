@@ -7,14 +7,17 @@
  *  - The request path is first checked as a string (absolute, no "." or
  *    "..", no empty component) and matched against the token's glob.  It is
  *    then never opened as a string: it is resolved beneath a directory fd
- *    pinned on the capability's fixed prefix with openat2(RESOLVE_BENEATH |
- *    RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), so a symlink anywhere on
+ *    pinned on the capability's fixed prefix by the one resolver,
+ *    cb_openat2() (common/resolve.c: openat2(RESOLVE_BENEATH |
+ *    RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)), so a symlink anywhere on
  *    the way, a /proc magic link, or a rename racing the request makes the
- *    kernel refuse instead of walking out of the root.
+ *    kernel refuse instead of walking out of the root.  The resolver also
+ *    refuses every fd on a kernel file system (procfs, sysfs, ...), decided
+ *    by fstatfs() on the fd, wherever that file system is mounted.
  *  - The root itself is opened with the same flags from "/", so the agent
  *    cannot swap a component of the root for a symlink either.
  *  - Only regular files are opened (brk_open_regular: the type is read
- *    with statx first, and checked again on the open fd): device nodes,
+ *    from an O_PATH probe first, and checked again on the open fd): device nodes,
  *    FIFOs and sockets are refused without being opened, so opening cannot
  *    act on them; directories are listed by the broker, never handed over
  *    (openat(dirfd, "..") would escape).
@@ -25,26 +28,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define BRK_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 #define BRK_LIST_MAX 4096		/* entries in one fs.list reply */
 #define BRK_LIST_BYTES (150 * 1024)	/* name bytes in one fs.list reply */
 
+/* Every path below is opened through the one resolver (common/resolve.c). */
 static int
 brk_openat2(int dirfd, const char *path, uint64_t flags, uint64_t mode)
 {
-	/* openat2 refuses a mode without O_CREAT (unlike openat). */
-	struct open_how how = { .flags = flags | O_CLOEXEC,
-		.mode = (flags & O_CREAT) ? mode : 0, .resolve = BRK_RESOLVE };
-
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	return cb_openat2(dirfd, path, (int)flags, (unsigned)mode);
 }
 
 static int
@@ -77,36 +74,42 @@ brk_errno(int e)
 /*
  * Open rel beneath dirfd for reading or writing without opening a FIFO,
  * socket or device: opening one can act (a blocked FIFO writer is
- * released, a watchdog arms).  statx() first tells the type without
- * opening anything, and only a regular file (or a name that does not exist
- * yet, for O_CREAT) is opened; the fstat() after openat2() stays the
- * authority.  The window between the two is the one residual case: a party
- * with write access to the directory swapping in an existing FIFO or device
- * at that instant makes the open act, and the file is still refused.  (A
- * race-free reopen through /proc/self/fd costs about four times as much on
- * every open; see docs/threat-model.md.)
+ * released, a watchdog arms).  An O_PATH open through the resolver first
+ * tells the type and the file system without opening anything, and only a
+ * regular file (or a name that does not exist yet, for O_CREAT) is opened;
+ * the fstat() after the real open stays the authority and must name the
+ * same inode as the probe.  The window between the two is the one residual
+ * case: a party with write access to the directory swapping in an existing
+ * FIFO or device at that instant makes the open act, and the file is still
+ * refused.  (A race-free reopen through /proc/self/fd costs about four times
+ * as much on every open; see docs/threat-model.md.)
  * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
 static int
 brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
 {
-	struct statx sx;
-	struct stat st;
+	struct stat pst, st;
+	bool probed = false;
 	int fd, e;
 
-	if (statx(dirfd, rel, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) == 0) {
-		if (!S_ISREG(sx.stx_mode)) {
-			errno = S_ISDIR(sx.stx_mode) ? EISDIR : S_ISLNK(sx.stx_mode) ? ELOOP : ENXIO;
+	fd = brk_openat2(dirfd, rel, O_PATH, 0);
+	if (fd >= 0) {
+		e = fstat(fd, &pst) != 0 ? EIO : S_ISREG(pst.st_mode) ? 0 :
+		    S_ISDIR(pst.st_mode) ? EISDIR : ENXIO;
+		close(fd);
+		if (e) {
+			errno = e;
 			return -1;
 		}
-	} else if (errno == ENOENT && !(flags & O_CREAT)) {
+		probed = true;
+	} else if (errno != ENOENT || !(flags & O_CREAT)) {
 		return -1;
 	}
-	/* Other statx errors: openat2 gives the precise one (ELOOP, EXDEV). */
 	fd = brk_openat2(dirfd, rel, flags | O_NONBLOCK, mode);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (probed && (st.st_dev != pst.st_dev || st.st_ino != pst.st_ino))) {
 		e = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
 		close(fd);
 		errno = e;
@@ -133,13 +136,11 @@ brk_root(struct brk_sbx *s, const char *root, int *fd)
 			return 0;
 		}
 	}
-	f = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (f >= 0 && root[1]) {
-		int slash = f;
-
-		f = brk_openat2(slash, root + 1, O_PATH | O_DIRECTORY, 0);
-		close(slash);
-	}
+	/* A root inside /proc/sys is the one read-only way into procfs. */
+	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0'))
+		f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY);
+	else
+		f = cb_open_abs(root, O_PATH | O_DIRECTORY);
 	if (f < 0)
 		return brk_errno(errno);
 	if (s->nroots == BRK_ROOTS_MAX) {	/* evict the oldest */
@@ -182,15 +183,6 @@ struct brk_fsctx {
 	const char *rel;
 };
 
-/* Under /proc or /sys?  procfs shows the broker's own memory
- * (/proc/PID/mem) and descriptors; sysfs the machine's knobs. */
-static bool
-brk_is_kernfs(const char *p)
-{
-	return (strncmp(p, "/proc", 5) == 0 && (p[5] == '/' || p[5] == '\0')) ||
-	    (strncmp(p, "/sys", 4) == 0 && (p[4] == '/' || p[4] == '\0'));
-}
-
 /* Check the path, pick the token for (op, path), find its root. */
 static int
 brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, const char *path,
@@ -211,13 +203,11 @@ brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, cons
 		return e;
 	/* Whatever a token says: the broker's state (its signing keys) is
 	 * never served, nor may a change move or remove a directory that
-	 * holds it; /proc and /sys only to a capability rooted inside them
-	 * (fs.read:/ followed by ** is not a grant of the broker's memory).
-	 * The path is checked as a string, which is sound because it is then
-	 * resolved with no symlink followed. */
+	 * holds it.  The path is checked as a string, which is sound because
+	 * it is then resolved with no symlink followed.  /proc, /sys and the
+	 * other kernel file systems are refused by the resolver itself, by
+	 * the file system of each fd it opens, wherever they are mounted. */
 	if (brk_path_is_state(s->b, path, op != CAP_FS_READ && op != CAP_FS_LIST))
-		return CB_EPERM;
-	if (brk_is_kernfs(path) && !brk_is_kernfs(root))
 		return CB_EPERM;
 	/* A request for the root itself (the directory a trailing ** covers) resolves from
 	 * the root's parent and touches only that one entry: mkdir of the

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,13 +212,18 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 }
 
 /* Add a read-only bind of a directory or file outside what every sandbox
- * sees, if not yet listed. */
+ * sees, if not yet listed.  The path is a capability's fixed prefix (the
+ * grant's root) or the program's directory; it is probed through the one
+ * resolver, from "/" with no symlink, magic link or kernel file system on
+ * the way, exactly as the launcher will open it to hand the stub an fd: a
+ * grant that reaches its files only through a symlink shows nothing. */
 static void
 brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store, size_t storelen,
     const char *dir)
 {
 	static const char *const seen[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
 	struct stat st;
+	int fd;
 
 	if (*nb >= BRK_PROC_BINDS || strcmp(dir, "/") == 0 || strlen(dir) >= storelen)
 		return;
@@ -233,8 +239,13 @@ brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store,
 	for (size_t i = 0; i < *nb; i++)
 		if (strcmp(b[i].src, dir) == 0)
 			return;
-	if (stat(dir, &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+	if ((fd = cb_open_abs(dir, O_PATH)) < 0)
 		return;
+	if (fstat(fd, &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+		close(fd);
+		return;
+	}
+	close(fd);
 	memcpy(store, dir, strlen(dir) + 1);
 	b[*nb] = (struct sbx_bind){ .src = store, .dst = store };
 	(*nb)++;

@@ -140,4 +140,30 @@ bool cb_text_invisible(uint32_t cp);
 size_t cb_text_esc(char *dst, size_t len, const char *s);
 int cb_text_fputs(const char *s, FILE *f);
 
+/* ---- the one path resolver (resolve.c) ----
+ * Every host path the broker (and the launcher, on the broker's side) opens
+ * is resolved by the kernel beneath a directory fd with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, and the
+ * resulting fd is refused when it lies on a kernel file system (procfs,
+ * sysfs, debugfs, ...: see cb_fd_kernfs).  rel is relative to dirfd ("."
+ * for dirfd itself); flags are open(2) flags (O_CLOEXEC is added), mode is
+ * used only with O_CREAT.  Returns the fd, or -1 with errno set: ELOOP or
+ * EXDEV for a symlink, magic link or escape on the way, EACCES for a kernel
+ * file system, else what openat2 said. */
+int cb_openat2(int dirfd, const char *rel, int flags, unsigned mode);
+
+/* Open an absolute path with cb_openat2 from "/" (no symlink followed
+ * anywhere on the way). */
+int cb_open_abs(const char *path, int flags);
+
+/* Open path, /proc/sys or beneath it, read-only (O_RDONLY or O_PATH): the
+ * only way to a procfs fd that cb_openat2 accepts as a start directory,
+ * and then only for read-only opens beneath it.  EACCES for anything else. */
+int cb_open_proc_sys(const char *path, int flags);
+
+/* Is fd on a kernel file system whose files act on the machine or show
+ * processes' memory (procfs, sysfs, debugfs, tracefs, securityfs, bpf,
+ * cgroup, efivarfs, pstore, configfs, devpts, ...)?  Unknown: true. */
+bool cb_fd_kernfs(int fd);
+
 #endif

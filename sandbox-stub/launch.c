@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/fsuid.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "common/common.h"
 #include "sandbox-stub/sandbox.h"
 #include "sandbox-stub/stub_int.h"
 
@@ -286,12 +288,151 @@ fail:
 
 /* ------------------------------------------------------------------ spawn */
 
+/* Bind sources, opened here (in the broker, with its credentials) through
+ * the one resolver: binds first, then capcall, then the Python client. */
+#define SBX_SRC_MAX (STUB_MAX_BINDS + 2)
+struct srcfds {
+	int dirfd, fd;		/* O_PATH; the same for a directory */
+	char name[NAME_MAX + 1];	/* "." for a directory */
+	char num[2][16];	/* the descriptor numbers the stub sees */
+};
+
 struct argbuf {
 	char *argv[SBX_MAX_ARGS];
 	size_t n;
 	char nums[16][32];
 	size_t nnums;
+	struct srcfds src[SBX_SRC_MAX];
+	size_t nsrc;
+	char err[600];		/* a source could not be opened: the stub says this */
 };
+
+/* Open the bind source path (absolute, canonical: no symlink is followed
+ * anywhere, so a caller that means a symlink's target resolves it first).
+ * A directory is passed as itself; a file as its parent plus its name, since
+ * a mount can only be cloned from a directory the stub stands in (see
+ * stub_mount.c), and the stub checks the clone is the inode opened here. */
+static int
+open_source(const char *path, struct srcfds *s)
+{
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+	int fd, e;
+
+	s->dirfd = s->fd = -1;
+	if ((fd = cb_open_abs(path, O_PATH)) < 0 || fstat(fd, &st) != 0)
+		goto fail;
+	if (S_ISDIR(st.st_mode)) {
+		s->dirfd = s->fd = fd;
+		snprintf(s->name, sizeof(s->name), ".");
+		return 0;
+	}
+	close(fd);
+	fd = -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	base = strrchr(path, '/') + 1;
+	if (snprintf(parent, sizeof(parent), "%.*s", (int)(base - path), path) >= (int)sizeof(parent) ||
+	    snprintf(s->name, sizeof(s->name), "%s", base) >= (int)sizeof(s->name)) {
+		errno = ENAMETOOLONG;
+		goto fail;
+	}
+	if ((s->dirfd = cb_open_abs(parent, O_PATH | O_DIRECTORY)) < 0 ||
+	    (s->fd = cb_openat2(s->dirfd, s->name, O_PATH, 0)) < 0 ||
+	    fstat(s->fd, &st) != 0)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (s->fd >= 0 && s->fd != s->dirfd)
+		close(s->fd);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	s->dirfd = s->fd = -1;
+	errno = e;
+	return CB_EIO;
+}
+
+/* open_source with the file-system identity b asks for (as_caller), on this
+ * thread only (setfsuid, setfsgid and the raw setgroups system call are
+ * per thread), back to ours at once.  As not root: our own identity. */
+static int
+open_source_as(const struct sbx_bind *b, const char *path, struct srcfds *s)
+{
+	gid_t groups[64];
+	int ngroups, r, e;
+
+	if (b == NULL || !b->as_caller || geteuid() != 0)
+		return open_source(path, s);
+	if ((ngroups = getgroups(64, groups)) < 0 || syscall(SYS_setgroups, (size_t)0, NULL) != 0) {
+		errno = EPERM;
+		return CB_EPERM;
+	}
+	(void)setfsgid(b->as_gid);
+	(void)setfsuid(b->as_uid);
+	if ((uid_t)setfsuid((uid_t)-1) != b->as_uid || (gid_t)setfsgid((gid_t)-1) != b->as_gid) {
+		r = CB_EPERM;
+		e = EPERM;
+	} else {
+		r = open_source(path, s);
+		e = errno;
+	}
+	(void)setfsuid(geteuid());
+	(void)setfsgid(getegid());
+	(void)syscall(SYS_setgroups, (size_t)ngroups, groups);
+	errno = e;
+	return r;
+}
+
+static void
+close_sources(struct argbuf *a)
+{
+	for (size_t i = 0; i < a->nsrc; i++) {
+		if (a->src[i].fd >= 0 && a->src[i].fd != a->src[i].dirfd)
+			close(a->src[i].fd);
+		if (a->src[i].dirfd >= 0)
+			close(a->src[i].dirfd);
+	}
+	a->nsrc = 0;
+}
+
+/* Open every source; on the first failure none is passed and the stub is
+ * told why instead (so the failure is reported like every setup failure). */
+static void
+open_sources(const struct sbx_config *cfg, struct argbuf *a)
+{
+	const char *paths[SBX_SRC_MAX];
+	size_t n = 0;
+
+	for (size_t i = 0; i < cfg->nbinds; i++)
+		paths[n++] = cfg->binds[i].src;
+	if (cfg->capcall_path != NULL)
+		paths[n++] = cfg->capcall_path;
+	if (cfg->pylib_dir != NULL)
+		paths[n++] = cfg->pylib_dir;
+	a->nsrc = 0;
+	a->err[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (open_source_as(i < cfg->nbinds ? &cfg->binds[i] : NULL, paths[i], &a->src[i]) != 0) {
+			snprintf(a->err, sizeof(a->err), "bind source %.400s: %s", paths[i],
+			    errno == EINVAL ? "not a file or directory" : errno == EACCES ?
+			    "Permission denied (or on a kernel file system)" : errno == ELOOP ?
+			    "a symlink on the way (give its target)" : strerror(errno));
+			close_sources(a);
+			return;
+		}
+		a->nsrc++;
+	}
+}
 
 static int
 arg(struct argbuf *a, const char *s)
@@ -362,15 +503,36 @@ check_config(const struct sbx_config *cfg)
 	return 0;
 }
 
+/* "--OPT DIRFD FD NAME" for source i, which the stub sees at fd0, fd0 + 1. */
+static int
+arg_src(struct argbuf *a, const char *opt, size_t i, int fd0)
+{
+	struct srcfds *s = &a->src[i];
+	int rc = 0;
+
+	snprintf(s->num[0], sizeof(s->num[0]), "%d", fd0);
+	snprintf(s->num[1], sizeof(s->num[1]), "%d", fd0 + 1);
+	rc |= arg(a, opt);
+	rc |= arg(a, s->num[0]);
+	rc |= arg(a, s->num[1]);
+	rc |= arg(a, s->name);
+	return rc;
+}
+
 static int
 build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbuf *a)
 {
 	const struct sbx_limits *l = &cfg->limits;
-	size_t i;
+	int fd0 = STUB_FD_CGROUP0 + ncg;
+	size_t i, k = 0;
 	int rc = 0;
 
 	a->n = a->nnums = 0;
 	rc |= arg(a, stub);
+	if (a->err[0] != '\0') {
+		rc |= arg(a, "--setup-error");
+		rc |= arg(a, a->err);
+	}
 	rc |= arg(a, "--tier");
 	rc |= arg(a, sbx_tier_name(cfg->tier));
 	rc |= arg(a, "--id");
@@ -379,25 +541,21 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 	if (cfg->broker_fd >= 0)
 		rc |= arg(a, "--broker-fd");
 	rc |= arg_num(a, "--cgroups", (uint64_t)ncg);
-	for (i = 0; i < cfg->nbinds; i++) {
-		if (cfg->binds[i].by_root)
-			rc |= arg(a, "--by-root");
-		rc |= arg(a, cfg->binds[i].writable ? "--bind" : "--ro-bind");
-		rc |= arg(a, cfg->binds[i].src);
+	for (i = 0; i < cfg->nbinds && k < a->nsrc; i++, k++) {
+		rc |= arg_src(a, cfg->binds[i].writable ? "--bind-fd" : "--ro-bind-fd", k,
+		    fd0 + 2 * (int)k);
 		rc |= arg(a, cfg->binds[i].dst);
 	}
 	for (i = 0; i < cfg->nexec_allow; i++) {
 		rc |= arg(a, "--exec-allow");
 		rc |= arg(a, cfg->exec_allow[i]);
 	}
-	if (cfg->capcall_path != NULL) {
-		rc |= arg(a, "--capcall");
-		rc |= arg(a, cfg->capcall_path);
+	if (cfg->capcall_path != NULL && k < a->nsrc) {
+		rc |= arg_src(a, "--capcall-fd", k, fd0 + 2 * (int)k);
+		k++;
 	}
-	if (cfg->pylib_dir != NULL) {
-		rc |= arg(a, "--pylib");
-		rc |= arg(a, cfg->pylib_dir);
-	}
+	if (cfg->pylib_dir != NULL && k < a->nsrc)
+		rc |= arg_src(a, "--pylib-fd", k, fd0 + 2 * (int)k);
 	if (cfg->want_pty)
 		rc |= arg(a, "--pty");
 	if (cfg->chdir != NULL) {
@@ -426,12 +584,14 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 	return rc != 0 ? CB_ETOOBIG : 0;
 }
 
-/* A copy of fd at 64 or above, so the dup2 actions of the spawn (onto 0..6)
- * can never overwrite a source that has not been duplicated yet. */
+/* A copy of fd at 256 or above, so the dup2 actions of the spawn (onto 0..6
+ * and the bind sources after them, at most 5 + 2 + 2 * SBX_SRC_MAX) can never
+ * overwrite a source that has not been duplicated yet. */
+#define SBX_HIGH_FD 256
 static int
 high_dup(int fd)
 {
-	return fcntl(fd, F_DUPFD_CLOEXEC, 64);
+	return fcntl(fd, F_DUPFD_CLOEXEC, SBX_HIGH_FD);
 }
 
 static void
@@ -465,7 +625,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	char stub[PATH_MAX];
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
-	int src[5 + STUB_MAX_CGROUPS];	/* child descriptors, by target number */
+	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX];	/* child descriptors, by target number */
 	int ncg = 0, nsrc, rc, master = -1, slave = -1;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -507,6 +667,11 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	for (int i = 0; i < ncg; i++)
 		src[5 + i] = high_dup(cg[i]);
 	nsrc = 5 + ncg;
+	open_sources(cfg, a);
+	for (size_t i = 0; i < a->nsrc; i++) {
+		src[nsrc++] = high_dup(a->src[i].dirfd);
+		src[nsrc++] = high_dup(a->src[i].fd);
+	}
 	for (int i = 0; i < nsrc; i++) {
 		if (src[i] == -1 && !(i == 3 && cfg->broker_fd < 0))
 			goto out;
@@ -585,6 +750,8 @@ out:
 	close_fd(&e[0]); close_fd(&e[1]);
 	close_fd(&st[0]); close_fd(&st[1]);
 	close_fd(&master); close_fd(&slave);
+	if (a != NULL)
+		close_sources(a);
 	free(a);
 	if (rc != 0) {
 		int saved = errno;

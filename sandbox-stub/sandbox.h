@@ -56,19 +56,22 @@ enum sbx_tier {
 #define SBX_EXIT_SETUP		125	/* the sandbox could not be set up */
 
 /* A host path made visible inside the sandbox.  src must be absolute and
- * is resolved on the host (symlinks followed: the broker chose it); dst is
+ * canonical: the launcher opens it with the caller's (the broker's)
+ * credentials through cb_openat2 from "/", following no symlink (resolve one
+ * with realpath first if that is meant), refusing kernel file systems, and
+ * hands the stub the descriptor (docs/sandbox.md); dst is
  * absolute, without ".", ".." or empty components, and not /, /proc or /dev.
  * writable is honoured only in the high tier (elsewhere refused).
- * by_root: root chose src (the policy of a root broker, or a root caller's
- * --ro-bind); a root broker's stub then walks to it as root, before it drops
- * privileges, so that src may lie below a directory the sandbox user cannot
- * search (a checkout in a 0700 home).  Otherwise (and for every path an
- * agent's tokens name) the sandbox user walks to it. */
+ * as_caller: open src with the file-system identity as_uid/as_gid instead of
+ * the caller's (when the caller is root): a non-root client's --ro-bind
+ * through a root daemon reaches only what that client may reach. */
 struct sbx_bind {
 	const char *src;
 	const char *dst;
 	bool writable;
-	bool by_root;
+	bool as_caller;
+	uid_t as_uid;
+	gid_t as_gid;
 };
 
 /* Resource limits; 0 means the SBX_DEFAULT_* value. */

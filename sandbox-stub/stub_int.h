@@ -32,21 +32,33 @@
  * that the seccomp filters can be compiled once, at build time. */
 #define STUB_EXEC_FD		((int)SBX_NOFILE_MAX)
 
+/* A host object to show inside, as the broker opened it (launch.c): the
+ * stub never opens a host path for a bind itself. */
+struct stub_src {
+	int dirfd;		/* O_PATH: the object if a directory, else its parent */
+	int fd;			/* O_PATH: the object itself (what must be shown) */
+	const char *name;	/* "." for a directory, else its name in dirfd */
+	int tree;		/* its detached clone (stub_capture_sources), or -1 */
+};
+
 /* The configuration, parsed from the command line (trusted: it comes from
  * the broker, but every field is still checked before use). */
 struct stub_cfg {
 	enum sbx_tier tier;
 	const char *id;
 	char **argv;			/* agent command */
-	struct sbx_bind binds[STUB_MAX_BINDS];
+	struct sbx_bind binds[STUB_MAX_BINDS];	/* src is for messages only */
+	struct stub_src bsrc[STUB_MAX_BINDS];	/* ... the source is this */
 	size_t nbinds;
 	const char *exec_allow[STUB_MAX_EXEC];
 	size_t nexec_allow;
 	struct sbx_limits lim;		/* defaults applied */
 	bool have_broker_fd;
 	int ncgroup;			/* cgroup.procs fds at STUB_FD_CGROUP0.. */
-	const char *capcall;
-	const char *pylib;
+	const char *capcall;		/* non-NULL: capcall_src is set */
+	const char *pylib;		/* non-NULL: pylib_src is set */
+	struct stub_src capcall_src, pylib_src;
+	int max_fd;			/* highest descriptor the launcher passed */
 	bool pty;
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
@@ -64,11 +76,11 @@ struct stub_cfg {
 void stub_die(int errnum, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 
-/* As root, before dropping privileges: capture the broker's own files
- * (c->capcall, c->pylib) as read-only detached trees, so that the sandbox
- * user need not be able to walk to them.  Nothing happens on a refusal:
- * stub_mount_setup then captures them as the sandbox user. */
-void stub_mount_capture_early(const struct stub_cfg *c);
+/* In the outer stub, before it drops the broker's credentials: clone every
+ * bind source the broker passed as a descriptor into a detached, read-only
+ * (unless writable), nosuid, nodev mount tree (src->tree), and close the
+ * broker's descriptors.  Dies on any failure. */
+void stub_capture_sources(struct stub_cfg *c);
 
 /* Build the new root and pivot into it.  Runs as pid 1 of the new pid
  * namespace, with full capabilities in the new user namespace only. */

@@ -136,8 +136,31 @@ enum {
 	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
-	OPT_SETENV, OPT_UNSETENV, OPT_BY_ROOT,
+	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR,
 };
+
+/* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
+ * descriptors it passed (above the fixed ones), NAME is "." (the source is
+ * the directory DIRFD) or one path component inside DIRFD. */
+static void
+parse_src(struct stub_cfg *c, int argc, char **argv, const char *opt, struct stub_src *src)
+{
+	const char *name;
+
+	if (optind + 1 >= argc)
+		stub_die(0, "%s needs DIRFD FD NAME", opt);
+	src->dirfd = (int)parse_u64(opt, optarg, STUB_FD_CGROUP0, 1 << 20);
+	src->fd = (int)parse_u64(opt, argv[optind++], STUB_FD_CGROUP0, 1 << 20);
+	name = argv[optind++];
+	if (name[0] == '\0' || strchr(name, '/') != NULL || strcmp(name, "..") == 0)
+		stub_die(0, "%s: bad name: %.200s", opt, name);
+	src->name = name;
+	src->tree = -1;
+	if (src->dirfd > c->max_fd)
+		c->max_fd = src->dirfd;
+	if (src->fd > c->max_fd)
+		c->max_fd = src->fd;
+}
 
 static void
 parse_args(int argc, char **argv, struct stub_cfg *c)
@@ -148,12 +171,12 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "parent-pid", required_argument, NULL, OPT_PARENT },
 		{ "broker-fd", no_argument, NULL, OPT_BROKER_FD },
 		{ "cgroups", required_argument, NULL, OPT_CGROUPS },
-		{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "by-root", no_argument, NULL, OPT_BY_ROOT },
+		{ "ro-bind-fd", required_argument, NULL, OPT_RO_BIND },
+		{ "bind-fd", required_argument, NULL, OPT_BIND },
 		{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
-		{ "capcall", required_argument, NULL, OPT_CAPCALL },
-		{ "pylib", required_argument, NULL, OPT_PYLIB },
+		{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
+		{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
+		{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
 		{ "pty", no_argument, NULL, OPT_PTY },
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "nproc", required_argument, NULL, OPT_NPROC },
@@ -167,11 +190,12 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "unsetenv", required_argument, NULL, OPT_UNSETENV },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_tier = false, have_parent = false, by_root = false;
+	bool have_tier = false, have_parent = false;
 	const char *why;
 	int o;
 
 	memset(c, 0, sizeof(*c));
+	c->max_fd = STUB_FD_CGROUP0 - 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so "--ro-bind SRC DST" can take
 	 * its second argument from argv[optind]. */
@@ -201,22 +225,16 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		case OPT_BIND:
 			if (c->nbinds == STUB_MAX_BINDS)
 				stub_die(0, "too many binds (max %d)", STUB_MAX_BINDS);
+			parse_src(c, argc, argv, "--ro-bind-fd/--bind-fd", &c->bsrc[c->nbinds]);
 			if (optind >= argc)
-				stub_die(0, "--ro-bind/--bind need SRC and DST");
-			c->binds[c->nbinds].src = optarg;
+				stub_die(0, "--ro-bind-fd/--bind-fd need DIRFD FD NAME DST");
 			c->binds[c->nbinds].dst = argv[optind++];
+			c->binds[c->nbinds].src = c->binds[c->nbinds].dst;
 			c->binds[c->nbinds].writable = (o == OPT_BIND);
-			c->binds[c->nbinds].by_root = by_root;
-			by_root = false;
-			if (!path_ok(c->binds[c->nbinds].src))
-				stub_die(0, "bind source must be absolute: %.200s", optarg);
 			if ((why = sbx_bind_dst_refusal(c->binds[c->nbinds].dst)) != NULL)
 				stub_die(0, "bind destination %.200s refused: %s",
 				    c->binds[c->nbinds].dst, why);
 			c->nbinds++;
-			break;
-		case OPT_BY_ROOT:	/* applies to the next --ro-bind or --bind */
-			by_root = true;
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -226,15 +244,17 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			c->exec_allow[c->nexec_allow++] = optarg;
 			break;
 		case OPT_CAPCALL:
-			if (!path_ok(optarg))
-				stub_die(0, "--capcall must be absolute");
-			c->capcall = optarg;
+			parse_src(c, argc, argv, "--capcall-fd", &c->capcall_src);
+			c->capcall = "/capbroker/bin/capcall";
 			break;
 		case OPT_PYLIB:
-			if (!path_ok(optarg))
-				stub_die(0, "--pylib must be absolute");
-			c->pylib = optarg;
+			parse_src(c, argc, argv, "--pylib-fd", &c->pylib_src);
+			c->pylib = "/capbroker/python";
 			break;
+		case OPT_SETUP_ERROR:
+			/* The launcher could not open a source: say so the one way
+			 * every setup failure is said. */
+			stub_die(0, "%.400s", optarg);
 		case OPT_PTY:
 			c->pty = true;
 			break;
@@ -339,8 +359,14 @@ check_fds(const struct stub_cfg *c)
 		if (fcntl(STUB_FD_CGROUP0 + i, F_SETFD, FD_CLOEXEC) == -1)
 			stub_die(errno, "cgroup fd %d", i);
 	}
+	/* The bind sources follow the cgroup descriptors. */
+	for (int fd = STUB_FD_CGROUP0 + c->ncgroup; fd <= c->max_fd; fd++) {
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1)
+			stub_die(errno, "bind source fd %d", fd);
+	}
 	/* Anything else the broker leaked must not reach the sandbox. */
-	if (close_range((unsigned)(STUB_FD_CGROUP0 + c->ncgroup), ~0U, 0) == -1)
+	if (close_range((unsigned)(c->max_fd < STUB_FD_CGROUP0 + c->ncgroup ?
+	    STUB_FD_CGROUP0 + c->ncgroup : c->max_fd + 1), ~0U, 0) == -1)
 		stub_die(errno, "close_range");
 }
 
@@ -458,8 +484,9 @@ main(int argc, char **argv)
 	parse_args(argc, argv, &c);
 	check_fds(&c);
 	join_cgroups(&c);
-	if (geteuid() == 0)
-		stub_mount_capture_early(&c);
+	/* With the broker's credentials still: the sources were opened with
+	 * them, and cloning one needs to search it (see stub_mount.c). */
+	stub_capture_sources(&c);
 	drop_host_privileges(&c);
 	/* After the credential change: it clears the parent-death signal. */
 	set_pdeathsig(c.parent_pid);

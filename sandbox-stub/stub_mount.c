@@ -6,6 +6,21 @@
  * agent code exists.  The inputs (bind sources and destinations) come from
  * the broker and were checked by stub_main.c.
  *
+ * Bind sources chosen by anyone (a policy, --ro-bind, a token's fs.read
+ * root, capcall and the Python client) arrive as descriptors the broker
+ * opened with its own credentials through its one resolver (no symlink,
+ * no magic link, no kernel file system): this file never opens a host path
+ * for them.  A mount can only be cloned from the caller's own mount
+ * namespace, and the sandbox's is a new one, so each source is cloned by a
+ * short-lived helper (stub_capture_sources, in the outer stub before it
+ * drops the broker's credentials): it makes the source its working
+ * directory, unshares a user and mount namespace (the kernel carries the
+ * working directory over to the copy of its mount), clones it with
+ * open_tree(OPEN_TREE_CLONE), checks the clone is the inode the broker
+ * opened, makes it read-only, nosuid, nodev and hands the detached tree back.
+ * Only the fixed system runtime (/usr, /bin, /lib*, /sbin, ld.so.cache, the
+ * CA certificates, five /dev nodes) is still captured by path, in pid 1.
+ *
  * Order matters:
  *   1. make every mount private, so nothing we do propagates to the host;
  *   2. capture every host source we need as a detached mount tree
@@ -26,9 +41,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "sandbox-stub/stub_int.h"
 
@@ -68,12 +86,12 @@ set_attr(int fd, const char *path, unsigned flags, uint64_t set, const char *wha
 
 /* Clone the host object at src (symlinks followed: the broker chose it) as a
  * detached tree with attributes attr.  optional: a missing src is skipped. */
-static void capture_finish(struct stub_tree *t, const char *src, uint64_t attr);
-
 static void
 capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
     bool optional)
 {
+	struct stat st;
+
 	t->fd = -1;
 	t->link[0] = '\0';
 	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
@@ -84,65 +102,6 @@ capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
 			return;
 		stub_die(errno, "bind source %.200s", src);
 	}
-	capture_finish(t, src, attr);
-}
-
-/* The broker's own files (capcall, the Python module), captured while the
- * stub still has the broker's credentials; see stub_mount_capture_early. */
-static struct stub_tree early_capcall = { .fd = -1 }, early_pylib = { .fd = -1 };
-static struct stub_tree early_bind[STUB_MAX_BINDS];
-
-static void
-capture_early(struct stub_tree *t, const char *src, const char *dst, uint64_t attr)
-{
-	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
-		return;
-	t->link[0] = '\0';
-	t->fd = -1;
-	/* A refusal (say, a root without CAP_SYS_ADMIN) is not an error here:
-	 * stub_mount_setup captures the file as the sandbox user instead. */
-	t->fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-	if (t->fd != -1)
-		capture_finish(t, src, attr);
-}
-
-/*
- * Why this is safe: the paths captured here were chosen by root: the
- * broker's own runtime files (next to its executable, or installed), and the
- * binds marked by_root (the root broker's policy, a root caller's --ro-bind);
- * never a path an agent's token names (those the sandbox user walks to, as
- * before).  They are captured as detached trees with their final attributes
- * (read-only, nosuid, nodev; writable binds only nosuid, nodev) before the
- * stub drops root and before any namespace exists, and attached in the new
- * root exactly where the sandbox user's own capture would have put them.
- * What changes is only who walks the path: root, so a build tree or a
- * workspace inside a private (0700) directory still works when the broker
- * runs as root and the sandbox user (nobody) could not search it.  Inside
- * the bind, the files' own permissions still decide what the agent may read.
- */
-void
-stub_mount_capture_early(const struct stub_cfg *c)
-{
-	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-
-	if (c->capcall != NULL)
-		capture_early(&early_capcall, c->capcall, "/capbroker/bin/capcall", ro);
-	if (c->pylib != NULL)
-		capture_early(&early_pylib, c->pylib, "/capbroker/python", ro);
-	for (size_t i = 0; i < c->nbinds; i++) {
-		early_bind[i].fd = -1;
-		if (c->binds[i].by_root)
-			capture_early(&early_bind[i], c->binds[i].src, c->binds[i].dst,
-			    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro);
-	}
-}
-
-/* The type check and attributes of a captured tree, before it is attached. */
-static void
-capture_finish(struct stub_tree *t, const char *src, uint64_t attr)
-{
-	struct stat st;
-
 	/* The type of what was captured, not of what the path names now. */
 	if (fstat(t->fd, &st) == -1)
 		stub_die(errno, "fstat %.200s", src);
@@ -152,6 +111,143 @@ capture_finish(struct stub_tree *t, const char *src, uint64_t attr)
 		stub_die(0, "bind source is not a file or directory: %.200s", src);
 	t->dir = S_ISDIR(st.st_mode);
 	set_attr(t->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, src);
+}
+
+/* ------------------------------------------------ sources from the broker */
+
+static void
+send_tree(int sock, int fd)
+{
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	char b = 'T';
+	struct iovec io = { &b, 1 };
+	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	memset(u.buf, 0, sizeof(u.buf));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+		stub_die(errno, "passing a bind tree");
+}
+
+static int
+recv_tree(int sock)
+{
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	char b;
+	struct iovec io = { &b, 1 };
+	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&m);
+	if (cm == NULL || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* The helper: clone src (see the top of this file) and send the tree. */
+static void __attribute__((noreturn))
+clone_helper(const struct stub_src *src, const char *what, uint64_t attr, int sock)
+{
+	bool self = strcmp(src->name, ".") == 0;
+	struct stat want, got;
+	int tree;
+
+	if (fstat(src->fd, &want) == -1)
+		stub_die(errno, "bind source %.200s", what);
+	if (!S_ISDIR(want.st_mode) && !S_ISREG(want.st_mode))
+		stub_die(0, "bind source is not a file or directory: %.200s", what);
+	if (fchdir(src->dirfd) == -1)
+		stub_die(errno, "bind source %.200s", what);
+	/* The copy of the mount namespace carries the working directory over
+	 * to its copy of the mount: that is the one we may clone. */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
+		stub_die(errno, "bind source %.200s: unshare", what);
+	tree = open_tree(AT_FDCWD, self ? "" : src->name, (self ? AT_EMPTY_PATH :
+	    AT_SYMLINK_NOFOLLOW) | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree == -1)
+		stub_die(errno, "bind source %.200s", what);
+	/* The name may have been replaced since the broker opened it. */
+	if (fstat(tree, &got) == -1 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+		stub_die(0, "bind source %.200s changed while it was bound", what);
+	set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, what);
+	send_tree(sock, tree);
+	_exit(0);
+}
+
+static void
+capture_src(struct stub_src *src, const char *what, uint64_t attr, int min_fd)
+{
+	int sv[2], st;
+	pid_t pid;
+
+	if (src->dirfd < min_fd || src->fd < min_fd)
+		stub_die(0, "bind source %.200s: bad descriptor", what);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		stub_die(errno, "socketpair");
+	pid = fork();
+	if (pid == -1)
+		stub_die(errno, "fork");
+	if (pid == 0) {
+		close(sv[0]);
+		clone_helper(src, what, attr, sv[1]);
+	}
+	close(sv[1]);
+	src->tree = recv_tree(sv[0]);
+	close(sv[0]);
+	while (waitpid(pid, &st, 0) == -1) {
+		if (errno != EINTR)
+			stub_die(errno, "waitpid");
+	}
+	/* The helper has said why on the status descriptor already. */
+	if (src->tree == -1 && WIFEXITED(st) && WEXITSTATUS(st) == SBX_EXIT_SETUP)
+		_exit(SBX_EXIT_SETUP);
+	if (src->tree == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		stub_die(0, "bind source %.200s: the clone helper failed", what);
+	close(src->fd);
+	if (src->dirfd != src->fd)
+		close(src->dirfd);
+	src->fd = src->dirfd = -1;
+}
+
+void
+stub_capture_sources(struct stub_cfg *c)
+{
+	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	int min_fd = STUB_FD_CGROUP0 + c->ncgroup;
+
+	if (c->capcall != NULL)
+		capture_src(&c->capcall_src, c->capcall, ro, min_fd);
+	if (c->pylib != NULL)
+		capture_src(&c->pylib_src, c->pylib, ro, min_fd);
+	for (size_t i = 0; i < c->nbinds; i++)
+		capture_src(&c->bsrc[i], c->binds[i].dst, c->binds[i].writable ?
+		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, min_fd);
+}
+
+/* Take over a tree stub_capture_sources made. */
+static void
+adopt(struct stub_tree *t, const struct stub_src *src, const char *dst)
+{
+	struct stat st;
+
+	t->link[0] = '\0';
+	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
+		stub_die(0, "path too long: %.200s", dst);
+	t->fd = src->tree;	/* attach() closes it */
+	if (t->fd == -1 || fstat(t->fd, &st) == -1)
+		stub_die(errno, "bind %.200s", dst);
+	t->dir = S_ISDIR(st.st_mode);
 }
 
 /* Create the mount point for path (inside the new root) and every missing
@@ -364,14 +460,11 @@ stub_mount_setup(const struct stub_cfg *c)
 	capture(&sys[T_LDCACHE], "/etc/ld.so.cache", "/etc/ld.so.cache", ro, true);
 	capture(&sys[T_CERTS], "/etc/ssl/certs", "/etc/ssl/certs", ro, true);
 	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = -1;
-	if (early_capcall.fd != -1)
-		sys[T_CAPCALL] = early_capcall;
-	else if (c->capcall != NULL)
-		capture(&sys[T_CAPCALL], c->capcall, "/capbroker/bin/capcall", ro, false);
-	if (early_pylib.fd != -1)
-		sys[T_PYLIB] = early_pylib;
-	else if (c->pylib != NULL)
-		capture(&sys[T_PYLIB], c->pylib, "/capbroker/python", ro, false);
+	sys[T_CAPCALL].link[0] = sys[T_PYLIB].link[0] = '\0';
+	if (c->capcall != NULL)
+		adopt(&sys[T_CAPCALL], &c->capcall_src, "/capbroker/bin/capcall");
+	if (c->pylib != NULL)
+		adopt(&sys[T_PYLIB], &c->pylib_src, "/capbroker/python");
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
 		/* Devices must not be nodev; they are read-only so their inode
@@ -381,14 +474,8 @@ stub_mount_setup(const struct stub_cfg *c)
 		if (fstat(sys[T_DEV0 + i].fd, &st) == -1 || !S_ISCHR(st.st_mode))
 			stub_die(0, "%s is not a character device", path);
 	}
-	for (size_t i = 0; i < c->nbinds; i++) {
-		if (c->binds[i].by_root && early_bind[i].fd != -1) {
-			user[i] = early_bind[i];
-			continue;
-		}
-		capture(&user[i], c->binds[i].src, c->binds[i].dst,
-		    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, false);
-	}
+	for (size_t i = 0; i < c->nbinds; i++)
+		adopt(&user[i], &c->bsrc[i], c->binds[i].dst);
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");

@@ -125,8 +125,6 @@ main(int argc, char **argv)
 				return 2;
 			binds[cfg.nbinds].src = optarg;
 			binds[cfg.nbinds].dst = argv[optind++];
-			/* As `capbroker run` does: a root caller's binds are root's. */
-			binds[cfg.nbinds].by_root = (getuid() == 0);
 			binds[cfg.nbinds++].writable = (o == 'w');
 			break;
 		case 'x':

@@ -17,7 +17,9 @@
 #   ARGS: ...               arguments; @STATEKEY@ @STATEDIR@ @STATEKID@ @ABSTRACT@
 #                           @HOSTPIDS@ @AGENTUID@ @HOSTPORT@ (a host service
 #                           on 0.0.0.0) @HOSTADDRS@ (the host's global
-#                           addresses, comma-separated) are filled in here
+#                           addresses, comma-separated) @PATHS@ (a host tree
+#                           with symlinks out of a workspace, see
+#                           prime_paths) are filled in here
 #   PRE: ARG                run once with ARG first (persistence attempts)
 # Plus positive controls written here (python3, the broker protocol from
 # Python, a script agent, the medium exec list, policy limits, setup
@@ -195,6 +197,19 @@ prime_state() { # PASS-TAG
 	statekid=$(basename "$statekey" .key)
 }
 
+# A host tree for the path attempts (files_broker_paths): a workspace whose
+# link and dirlink point out of it, at a directory holding a secret.
+prime_paths() {
+	paths="$work/paths"
+	rm -rf "$paths"
+	mkdir -p -m 0755 "$paths/ws" "$paths/outside"
+	echo TOPSECRET >"$paths/outside/secret.txt"
+	echo wsfile >"$paths/ws/ok.txt"
+	chmod 0644 "$paths/outside/secret.txt" "$paths/ws/ok.txt"
+	ln -s "$paths/outside" "$paths/ws/link"
+	ln -s "$paths/outside" "$paths/ws/dirlink"
+}
+
 report() { # RESULT(0/1) TITLE OUTPUTFILE
 	n=$((n + 1))
 	if [ "$1" = 0 ]; then
@@ -223,6 +238,7 @@ fill() { # TEXT: the @...@ placeholders of ARGS and OPTS
 	v=${v//@AGENTUID@/$agent_uid}
 	v=${v//@HOSTPORT@/$hostport}
 	v=${v//@HOSTADDRS@/$hostaddrs}
+	v=${v//@PATHS@/$paths}
 	echo "$v"
 }
 
@@ -319,6 +335,7 @@ print(msgpack.unpackb(s.recv(65536), raw=False))' >"$out" 2>&1 </dev/null
 run_pass() { # PASS PASS-TAG
 	local f
 	prime_state "$2"
+	prime_paths
 	for f in "$here"/*.c "$here"/*.py; do
 		name=$(basename "$f" .c)
 		[ "$name" = launch ] && continue

@@ -1,0 +1,177 @@
+/*
+ * resolve.c - the one path resolver: every host path the broker opens,
+ * lists, creates, renames, deletes or binds into a sandbox goes through
+ * cb_openat2().
+ *
+ * Trust domain: the broker (and the launcher half of sandbox-stub, which runs
+ * in the broker).  Paths come from tokens an agent presented or derived, so
+ * they are hostile.  Why this is safe:
+ *  - openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+ *    makes the kernel refuse ".." out of the start directory, any symlink on
+ *    the way (the last component included) and /proc magic links, and it is
+ *    atomic against renames racing the walk (EXDEV/EAGAIN instead of an
+ *    escape).  Callers then use the fd, never the string again.
+ *  - The file system of the fd decides whether it may be served at all: a
+ *    procfs mounted (or bind-mounted) inside a granted tree, or a grant that
+ *    names /proc or /sys outright, would otherwise reach the broker's own
+ *    /proc/PID/mem, where its signing key lives, or the machine's knobs.  A
+ *    string check on "/proc" cannot see a procfs mounted somewhere else;
+ *    fstatfs() on the opened fd can.  The one exception is read-only access
+ *    beneath /proc/sys (the kernel's tunables, readable by anyone), and only
+ *    from a directory fd cb_open_proc_sys() opened: on the procfs that is
+ *    mounted at /proc (its root inode), without crossing another mount, and
+ *    RESOLVE_BENEATH keeps every later walk inside /proc/sys, away from the
+ *    process directories.
+ */
+#include "common/common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define CB_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+#define CB_PROC_ROOT_INO 1	/* the root directory of every procfs */
+
+/* Magic numbers not in every linux/magic.h. */
+#ifndef BINFMTFS_MAGIC
+#define BINFMTFS_MAGIC 0x42494e4d
+#endif
+#ifndef CONFIGFS_MAGIC
+#define CONFIGFS_MAGIC 0x62656570
+#endif
+#ifndef FUSECTL_SUPER_MAGIC
+#define FUSECTL_SUPER_MAGIC 0x65735543
+#endif
+#ifndef SELINUX_MAGIC
+#define SELINUX_MAGIC 0xf97cff8c
+#endif
+#ifndef SMACK_MAGIC
+#define SMACK_MAGIC 0x43415d53
+#endif
+
+bool
+cb_fd_kernfs(int fd)
+{
+	static const unsigned long kern[] = {
+		PROC_SUPER_MAGIC, SYSFS_MAGIC, DEBUGFS_MAGIC, TRACEFS_MAGIC, SECURITYFS_MAGIC,
+		BPF_FS_MAGIC, CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, EFIVARFS_MAGIC,
+		PSTOREFS_MAGIC, CONFIGFS_MAGIC, DEVPTS_SUPER_MAGIC, NSFS_MAGIC, BINFMTFS_MAGIC,
+		FUSECTL_SUPER_MAGIC, SELINUX_MAGIC, SMACK_MAGIC,
+	};
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) != 0)
+		return true;	/* cannot tell: refuse */
+	for (size_t i = 0; i < sizeof(kern) / sizeof(kern[0]); i++)
+		if ((unsigned long)sf.f_type == kern[i])
+			return true;
+	return false;
+}
+
+static bool
+cb_fd_procfs(int fd)
+{
+	struct statfs sf;
+
+	return fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC;
+}
+
+static int
+cb_openat2_how(int dirfd, const char *rel, int flags, unsigned mode, uint64_t resolve)
+{
+	/* openat2 refuses a mode without O_CREAT (unlike openat). */
+	struct open_how how = { .flags = (uint64_t)flags | O_CLOEXEC,
+		.mode = (flags & O_CREAT) ? mode : 0, .resolve = resolve };
+
+	return (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+}
+
+int
+cb_openat2(int dirfd, const char *rel, int flags, unsigned mode)
+{
+	bool ro = (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) == O_RDONLY;
+	int fd;
+
+	fd = cb_openat2_how(dirfd, rel, flags, mode, CB_RESOLVE);
+	if (fd < 0)
+		return -1;
+	/* The one exception: read-only, beneath a procfs directory we were
+	 * given, which only cb_open_proc_sys() hands out (/proc/sys). */
+	if (cb_fd_kernfs(fd) && !(ro && cb_fd_procfs(fd) && cb_fd_procfs(dirfd))) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	return fd;
+}
+
+/* path from "/" through the resolver flags, without the file system check. */
+static int
+cb_open_abs_raw(const char *path)
+{
+	int root, fd, e;
+
+	if ((root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	fd = cb_openat2_how(root, path + 1, O_PATH | O_DIRECTORY, 0, CB_RESOLVE);
+	e = errno;
+	close(root);
+	errno = e;
+	return fd;
+}
+
+int
+cb_open_abs(const char *path, int flags)
+{
+	int root, fd;
+
+	if (path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	fd = cb_openat2(root, path[1] ? path + 1 : ".", flags, 0);
+	if (fd < 0) {
+		int e = errno;
+
+		close(root);
+		errno = e;
+		return -1;
+	}
+	close(root);
+	return fd;
+}
+
+int
+cb_open_proc_sys(const char *path, int flags)
+{
+	struct stat st;
+	int proc, fd, e;
+
+	if (strncmp(path, "/proc/sys", 9) != 0 || (path[9] != '/' && path[9] != '\0') ||
+	    (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) != O_RDONLY) {
+		errno = EACCES;
+		return -1;
+	}
+	/* /proc must be the root of a procfs (not a bind of a process
+	 * directory), and nothing below it may cross into another mount. */
+	if ((proc = cb_open_abs_raw("/proc")) < 0)
+		return -1;
+	if (!cb_fd_procfs(proc) || fstat(proc, &st) != 0 || st.st_ino != CB_PROC_ROOT_INO) {
+		close(proc);
+		errno = EACCES;
+		return -1;
+	}
+	fd = cb_openat2_how(proc, path + 6, flags, 0, CB_RESOLVE | RESOLVE_NO_XDEV);
+	e = errno;
+	close(proc);
+	errno = e;
+	return fd;
+}
