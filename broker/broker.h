@@ -39,7 +39,6 @@
 #define BRK_BURST	2000	/* ... and burst */
 #define BRK_BATCH	32	/* packets read per wakeup, for fairness */
 #define BRK_BAD_COST	16	/* a malformed packet costs this many requests of the rate */
-#define BRK_ROOTS_MAX	16	/* cached capability roots per sandbox */
 #define BRK_SANDBOXES_MAX 4096
 #define BRK_MINT_MAX	1024	/* tokens minted for one sandbox in its life: derive,
 				 * request (human, session, auto) alike */
@@ -69,12 +68,6 @@ struct brk_held {
 	uint32_t in_ceiling;	/* bit i: caps[i] inside the ceiling (or requestable) */
 	bool granted;		/* minted for this sandbox (not presented by it) */
 	bool inst_ok;		/* elevated: granted to this very sandbox instance */
-};
-
-/* A directory fd pinned on a capability's fixed prefix. */
-struct brk_root {
-	char *path;
-	int fd;			/* O_PATH | O_DIRECTORY */
 };
 
 /* A file the broker keeps open for mediated io. */
@@ -146,8 +139,6 @@ struct brk_sbx {
 
 	struct brk_held held[BRK_HELD_MAX];
 	size_t nheld;
-	struct brk_root roots[BRK_ROOTS_MAX];
-	size_t nroots;
 	struct brk_handle handles[BRK_HANDLES_MAX];
 	struct cap *session_caps[BRK_SESSION_MAX];	/* approvals "for this session" */
 	uint64_t session_ttl[BRK_SESSION_MAX];

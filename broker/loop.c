@@ -523,10 +523,6 @@ brk_sbx_free(struct brk_sbx *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	brk_held_clear(s);
-	for (size_t i = 0; i < s->nroots; i++) {
-		close(s->roots[i].fd);
-		free(s->roots[i].path);
-	}
 	for (size_t i = 0; i < BRK_HANDLES_MAX; i++)
 		if (s->handles[i].used)
 			close(s->handles[i].fd);
@@ -709,6 +705,40 @@ brk_stier(const struct pol_tier *t)
 	enum sbx_tier st;
 
 	return sbx_tier_parse(pol_tier_base(t), &st) == 0 ? st : SBX_TIER_LOW;
+}
+
+/*
+ * A root broker's agent runs as nobody (sandbox-stub drops to it): a writable
+ * bind nobody cannot write would start and then fail at the agent's first
+ * write.  Say so at the start instead, with what to do.  (Running the agent
+ * as the bind's owner would hand an agent that uid's whole host identity
+ * for everything else it can reach: not done.)
+ */
+static int
+brk_rw_bind_check(const struct sbx_bind *bd, char *why, size_t whylen)
+{
+	struct stat st;
+	int fd;
+	bool ok;
+
+	if (!bd->writable || geteuid() != 0)
+		return 0;
+	if ((fd = cb_open_abs(bd->src, O_PATH)) < 0)
+		return 0;	/* the launcher reports it as a bind source */
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	ok = st.st_uid == SBX_ROOT_AGENT_ID ? (st.st_mode & S_IWUSR) != 0 :
+	    st.st_gid == SBX_ROOT_AGENT_ID ? (st.st_mode & S_IWGRP) != 0 : (st.st_mode & S_IWOTH) != 0;
+	if (ok)
+		return 0;
+	snprintf(why, whylen, "writable bind %s: a root broker runs the agent as nobody (uid %d), "
+	    "which cannot write it (owner uid %u, mode %04o); run capbroker as its owner, make it "
+	    "writable for nobody, or bind it read-only", bd->src, SBX_ROOT_AGENT_ID,
+	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return CB_EPERM;
 }
 
 /* Split "SRC[:DST]" into a bind.  Both must be absolute. */
@@ -938,9 +968,12 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	 * symlink they name is followed here, once, and the launcher then
 	 * opens the canonical path with no symlink followed (common/resolve.c),
 	 * with the broker's credentials, and hands the stub the fd. */
-	for (size_t i = 0; i < nb; i++)
+	for (size_t i = 0; i < nb; i++) {
 		if ((realsrc[i] = realpath(binds[i].src, NULL)) != NULL)
 			binds[i].src = realsrc[i];
+		if ((r = brk_rw_bind_check(&binds[i], why, whylen)) != 0)
+			goto out;
+	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.tier = s->stier;
 	cfg.id = s->id;

@@ -31,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define BRK_LIST_MAX 4096		/* entries in one fs.list reply */
@@ -83,10 +85,28 @@ brk_errno(int e)
  * FIFO or device at that instant makes the open act, and the file is still
  * refused.  (A race-free reopen through /proc/self/fd costs about four times
  * as much on every open; see docs/threat-model.md.)
+ * A set-uid or set-gid file is refused for writing, and a file another
+ * than owner has more than one link to for anything (EPERM).
  * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
+/* A set-uid or set-gid file is never opened for writing, whoever asks. */
+static bool
+brk_setid_write(const struct stat *st, uint64_t flags)
+{
+	return (flags & (O_ACCMODE | O_TRUNC)) != O_RDONLY && (st->st_mode & (S_ISUID | S_ISGID));
+}
+
+/* The hardlink rule: a file with more than one link that does not belong
+ * to the grant root's owner may have been linked in by someone who could not
+ * read it (fs.protected_hardlinks off): refused. */
+static bool
+brk_foreign_link(const struct stat *st, uid_t owner)
+{
+	return st->st_nlink > 1 && st->st_uid != owner;
+}
+
 static int
-brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
+brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode, uid_t owner)
 {
 	struct stat pst, st;
 	bool probed = false;
@@ -94,8 +114,9 @@ brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
 
 	fd = brk_openat2(dirfd, rel, O_PATH, 0);
 	if (fd >= 0) {
-		e = fstat(fd, &pst) != 0 ? EIO : S_ISREG(pst.st_mode) ? 0 :
-		    S_ISDIR(pst.st_mode) ? EISDIR : ENXIO;
+		e = fstat(fd, &pst) != 0 ? EIO : !S_ISREG(pst.st_mode) ?
+		    (S_ISDIR(pst.st_mode) ? EISDIR : ENXIO) : brk_setid_write(&pst, flags) ||
+		    brk_foreign_link(&pst, owner) ? EPERM : 0;
 		close(fd);
 		if (e) {
 			errno = e;
@@ -108,9 +129,10 @@ brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
 	fd = brk_openat2(dirfd, rel, flags | O_NONBLOCK, mode);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || brk_setid_write(&st, flags) ||
+	    brk_foreign_link(&st, owner) ||
 	    (probed && (st.st_dev != pst.st_dev || st.st_ino != pst.st_ino))) {
-		e = S_ISDIR(st.st_mode) ? EISDIR : ENXIO;
+		e = S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EPERM : ENXIO;
 		close(fd);
 		errno = e;
 		return -1;
@@ -124,18 +146,20 @@ brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode)
 	return fd;
 }
 
-/* The pinned directory fd of a capability root. */
+/*
+ * The directory fd of a capability root, opened for this one operation and
+ * closed at its end (brk_fsctx_done).  Never cached: a granted directory
+ * that was moved away and replaced by another of the same name is resolved
+ * again on the next request (the new one is used, or refused), never served
+ * from the moved-away one; and since every operation owns its fds, nothing
+ * can close an fd another operation (a rename holding two roots) still uses.
+ * *st gets the root's owner: the hardlink rule and the identity of changes.
+ */
 static int
-brk_root(struct brk_sbx *s, const char *root, int *fd)
+brk_root(const char *root, int *fd, struct stat *st)
 {
 	int f;
 
-	for (size_t i = 0; i < s->nroots; i++) {
-		if (strcmp(s->roots[i].path, root) == 0) {
-			*fd = s->roots[i].fd;
-			return 0;
-		}
-	}
 	/* A root inside /proc/sys is the one read-only way into procfs. */
 	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0'))
 		f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY);
@@ -143,17 +167,10 @@ brk_root(struct brk_sbx *s, const char *root, int *fd)
 		f = cb_open_abs(root, O_PATH | O_DIRECTORY);
 	if (f < 0)
 		return brk_errno(errno);
-	if (s->nroots == BRK_ROOTS_MAX) {	/* evict the oldest */
-		close(s->roots[0].fd);
-		free(s->roots[0].path);
-		memmove(&s->roots[0], &s->roots[1], sizeof(s->roots[0]) * (BRK_ROOTS_MAX - 1));
-		s->nroots--;
-	}
-	if (!(s->roots[s->nroots].path = strdup(root))) {
+	if (fstat(f, st) != 0) {
 		close(f);
-		return CB_ENOMEM;
+		return CB_EIO;
 	}
-	s->roots[s->nroots++].fd = f;
 	*fd = f;
 	return 0;
 }
@@ -179,9 +196,19 @@ brk_rel(const char *root, const char *path, const char **rel)
 struct brk_fsctx {
 	struct brk_held *h;
 	size_t capi;
-	int rootfd;
+	int rootfd;		/* owned: brk_fsctx_done closes it */
+	uid_t owner;		/* the root's owner and group */
+	gid_t group;
 	const char *rel;
 };
+
+static void
+brk_fsctx_done(struct brk_fsctx *c)
+{
+	if (c->rootfd >= 0)
+		close(c->rootfd);
+	c->rootfd = -1;
+}
 
 /* Check the path, pick the token for (op, path), find its root. */
 static int
@@ -190,9 +217,11 @@ brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, cons
 {
 	struct cap_req r = { .op = op, .path = path };
 	char root[CAP_STR_MAX + 1];
+	struct stat st;
 	int e;
 
 	memset(c, 0, sizeof(*c));
+	c->rootfd = -1;
 	if (!path)
 		return CB_EINVAL;
 	if ((e = cap_path_check(path)) != 0)
@@ -222,7 +251,59 @@ brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, cons
 	}
 	if ((e = brk_rel(root, path, &c->rel)) != 0)
 		return e;
-	return brk_root(s, root, &c->rootfd);
+	if ((e = brk_root(root, &c->rootfd, &st)) != 0)
+		return e;
+	c->owner = st.st_uid;
+	c->group = st.st_gid;
+	return 0;
+}
+
+/*
+ * Changes run with the file-system identity of the grant root's owner, so
+ * that what the broker creates in a user's tree belongs to that user, the
+ * kernel checks that user's permissions, and a root broker's CAP_FSETID,
+ * CAP_DAC_OVERRIDE and CAP_FOWNER do not apply (the kernel drops them with
+ * fsuid != 0): set-id bits are cleared as for any unprivileged writer.
+ * setfsuid, setfsgid and the raw setgroups system call act on the calling
+ * thread only (glibc's setgroups would change every thread): fs operations
+ * run on the loop thread, which goes back to the broker's identity at once
+ * (brk_as_broker), and the worker threads never touch files.
+ * Returns 0 or CB_EPERM (then nothing was changed).
+ */
+static gid_t brk_groups[64];
+static int brk_ngroups = -1;
+static bool brk_switched;
+
+static void
+brk_as_broker(void)
+{
+	if (!brk_switched)
+		return;
+	brk_switched = false;
+	(void)setfsuid(geteuid());
+	(void)setfsgid(getegid());
+	if (brk_ngroups >= 0)
+		(void)syscall(SYS_setgroups, (size_t)brk_ngroups, brk_groups);
+}
+
+static int
+brk_as_owner(const struct brk_fsctx *c)
+{
+	if (geteuid() != 0 || c->owner == 0)
+		return 0;	/* acting as ourselves already */
+	if (brk_ngroups < 0 && (brk_ngroups = getgroups(64, brk_groups)) < 0)
+		return CB_EPERM;
+	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0)
+		return CB_EPERM;
+	brk_switched = true;
+	(void)setfsgid(c->group);
+	(void)setfsuid(c->owner);
+	/* setfs*id say nothing on failure: ask with an invalid id. */
+	if ((uid_t)setfsuid((uid_t)-1) != c->owner || (gid_t)setfsgid((gid_t)-1) != c->group) {
+		brk_as_broker();
+		return CB_EPERM;
+	}
+	return 0;
 }
 
 /* The last checks before acting: the audit log can record it and a use
@@ -243,8 +324,9 @@ brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const st
 }
 
 static void
-brk_deny_fs(struct brk_sbx *s, const struct wire_req *q, int e, const struct brk_fsctx *c)
+brk_deny_fs(struct brk_sbx *s, const struct wire_req *q, int e, struct brk_fsctx *c)
 {
+	brk_fsctx_done(c);
 	brk_deny(s, q, e, q->path, c->h ? c->h->tok->c.id : NULL, NULL);
 }
 
@@ -316,9 +398,9 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 		e = CB_EINVAL;
 		goto deny;
 	}
-	if ((e = brk_commit(s, c.h)) != 0)
+	if ((e = brk_commit(s, c.h)) != 0 || (wr && (e = brk_as_owner(&c)) != 0))
 		goto deny;
-	fd = brk_open_regular(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777);
+	fd = brk_open_regular(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777, c.owner);
 	if (fd < 0) {
 		e = brk_errno(errno);
 		goto deny;
@@ -339,6 +421,8 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 			}
 			off += (size_t)n;
 		}
+		brk_as_broker();
+		brk_fsctx_done(&c);
 		close(fd);
 		fd = -1;
 		rp.has_n = true;
@@ -347,6 +431,7 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 		brk_reply(s, &rp, -1);
 		return;
 	}
+	brk_as_broker();
 	if (q->flags & WIRE_F_MEDIATED) {
 		/* The broker keeps the fd, so revoking the token cuts the
 		 * stream at the next io.* call. */
@@ -354,15 +439,18 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 			 &rp.h)) != 0)
 			goto deny;
 		rp.has_h = true;
+		brk_fsctx_done(&c);
 		brk_allow(s, q, q->path, c.h);
 		brk_reply(s, &rp, -1);
 		return;
 	}
 	rp.fd = true;
+	brk_fsctx_done(&c);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, fd);
 	return;
 deny:
+	brk_as_broker();
 	if (fd >= 0)
 		close(fd);
 	brk_deny_fs(s, q, e, &c);
@@ -434,6 +522,7 @@ brk_fs_list(struct brk_sbx *s, const struct wire_req *q)
 	}
 	rp.entries = ents;
 	rp.nentries = n;
+	brk_fsctx_done(&c);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, -1);
 	goto done;
@@ -477,6 +566,7 @@ brk_fs_stat(struct brk_sbx *s, const struct wire_req *q)
 	rp.stat_mtime = (uint64_t)st.st_mtim.tv_sec;
 	rp.stat_mode = st.st_mode & 07777;
 	rp.stat_type = S_ISREG(st.st_mode) ? 'f' : S_ISDIR(st.st_mode) ? 'd' : 'o';
+	brk_fsctx_done(&c);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, -1);
 	return;
@@ -495,11 +585,16 @@ brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q)
 	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0 ||
 	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_commit(s, c.h)) != 0)
 		goto deny;
+	if ((e = brk_as_owner(&c)) != 0)
+		goto deny;
 	if (mkdirat(pfd, base, (q->mode ? q->mode : 0755) & 0777) != 0) {
 		e = brk_errno(errno);
+		brk_as_broker();
 		goto deny;
 	}
+	brk_as_broker();
 	close(pfd);
+	brk_fsctx_done(&c);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, -1);
 	return;
@@ -523,12 +618,17 @@ brk_fs_delete(struct brk_sbx *s, const struct wire_req *q)
 		goto deny;
 	/* unlinkat never follows a final symlink: deleting a link removes the
 	 * link, not what it points to. */
+	if ((e = brk_as_owner(&c)) != 0)
+		goto deny;
 	if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 	    unlinkat(pfd, base, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
 		e = brk_errno(errno);
+		brk_as_broker();
 		goto deny;
 	}
+	brk_as_broker();
 	close(pfd);
+	brk_fsctx_done(&c);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, -1);
 	return;
@@ -548,21 +648,32 @@ brk_fs_rename(struct brk_sbx *s, const struct wire_req *q)
 	int e, p1 = -1, p2 = -1;
 
 	memset(&a, 0, sizeof(a));
+	a.rootfd = -1;
 	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0)
 		goto deny;
 	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path2, &a)) != 0) {
+		brk_fsctx_done(&c);
 		c = a;
+		a.rootfd = -1;
 		goto deny;
 	}
 	if ((e = brk_parent_fd(&c, &base1, &p1)) != 0 || (e = brk_parent_fd(&a, &base2, &p2)) != 0 ||
 	    (e = brk_commit(s, c.h)) != 0 || (a.h != c.h && (e = brk_commit(s, a.h)) != 0))
 		goto deny;
+	/* As the owner of the source's root: the kernel checks that user's
+	 * permissions on both directories. */
+	if ((e = brk_as_owner(&c)) != 0)
+		goto deny;
 	if (renameat(p1, base1, p2, base2) != 0) {
 		e = brk_errno(errno);
+		brk_as_broker();
 		goto deny;
 	}
+	brk_as_broker();
 	close(p1);
 	close(p2);
+	brk_fsctx_done(&c);
+	brk_fsctx_done(&a);
 	brk_allow(s, q, q->path, c.h);
 	brk_reply(s, &rp, -1);
 	return;
@@ -571,6 +682,7 @@ deny:
 		close(p1);
 	if (p2 >= 0)
 		close(p2);
+	brk_fsctx_done(&a);
 	brk_deny_fs(s, q, e, &c);
 }
 

@@ -50,6 +50,7 @@ enum sbx_tier {
 #define SBX_ID_MAX		64		/* sandbox id: [A-Za-z0-9._-]{1,64} */
 #define SBX_AGENT_FD		3		/* CAPBROKER_FD inside the sandbox */
 #define SBX_ENV_MAX		64		/* most --setenv, and most --unsetenv */
+#define SBX_ROOT_AGENT_ID	65534		/* the agent's uid and gid when started by root */
 
 /* Exit statuses of the sandbox besides the agent's own. */
 #define SBX_EXIT_TIMEOUT	124	/* wall-clock timeout */

@@ -47,7 +47,7 @@
 
 #include "sandbox-stub/stub_int.h"
 
-#define STUB_NOBODY		65534	/* the agent's uid and gid when started as root */
+#define STUB_NOBODY		SBX_ROOT_AGENT_ID	/* the agent's uid and gid when started as root */
 #ifndef CB_VERSION
 #define CB_VERSION		"0.1"
 #endif

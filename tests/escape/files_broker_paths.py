@@ -5,7 +5,7 @@
 # every try failed in the expected way.  Metadata read by run.sh:
 # TIER: high
 # EXIT: 0
-# OPTS: --grant fs.read:@PATHS@/ws/** --grant fs.read:@PATHS@/ws/link/secret.txt --grant fs.read:@PATHS@/ws/dirlink --grant proc.exec:/usr/bin/cat --grant proc.exec:/usr/bin/ls --grant fs.read:/proc/** --grant fs.list:/proc/** --grant fs.read:/sys/** --grant fs.list:/sys/**
+# OPTS: --grant fs.write:@PATHS@/ws/** --grant fs.write:@PATHS@/stale/** --grant fs.read:@PATHS@/stale/cur/** --grant fs.write:@PATHS@/r/0/** --grant fs.write:@PATHS@/r/1/** --grant fs.write:@PATHS@/r/2/** --grant fs.write:@PATHS@/r/3/** --grant fs.write:@PATHS@/r/4/** --grant fs.write:@PATHS@/r/5/** --grant fs.write:@PATHS@/r/6/** --grant fs.write:@PATHS@/r/7/** --grant fs.write:@PATHS@/r/8/** --grant fs.write:@PATHS@/r/9/** --grant fs.write:@PATHS@/r/10/** --grant fs.write:@PATHS@/r/11/** --grant fs.write:@PATHS@/r/12/** --grant fs.write:@PATHS@/r/13/** --grant fs.write:@PATHS@/r/14/** --grant fs.write:@PATHS@/r/15/** --grant fs.write:@PATHS@/r/16/** --grant fs.read:@PATHS@/ws/** --grant fs.read:@PATHS@/ws/link/secret.txt --grant fs.read:@PATHS@/ws/dirlink --grant proc.exec:/usr/bin/cat --grant proc.exec:/usr/bin/ls --grant fs.read:/proc/** --grant fs.list:/proc/** --grant fs.read:/sys/** --grant fs.list:/sys/**
 # ARGS: @PATHS@
 #
 # run.sh prepares PATHS/ws with link -> PATHS/outside and dirlink -> the same
@@ -17,7 +17,13 @@
 # by path string, following the link: issue 10, hole 1); and with fs.read and
 # fs.list on /proc and /sys, the broker's own /proc (its memory holds the
 # signing key): listing the processes, reading /proc/1 and /proc/self, every
-# numeric entry it can guess near its own pid, and sysfs.
+# numeric entry it can guess near its own pid, and sysfs.  Then: rewriting
+# the set-uid and set-gid files in its workspace (a root broker kept the bit),
+# reading a file of another uid hardlinked into it, moving its granted
+# directory stale/cur away and making a new one (the broker kept resolving in
+# the moved one), and a rename between the oldest of 16 cached roots and a
+# 17th (the eviction closed the fd the rename still used, and the new root
+# took its number: the rename acted in the wrong directory).
 import os
 import socket
 import sys
@@ -78,6 +84,39 @@ for p in ("/proc/1/status", "/proc/1/environ", "/proc/self/status", "/proc/threa
 # The broker is a near relative of our own host pid: try a window of pids.
 for pid in range(1, 400):
     refused("fs.read", "/proc/%d/cmdline" % pid)
+
+# Set-id files are never opened for writing; the bits stay.
+for name, mode in (("suid", 0o4755), ("sgid", 0o2755)):
+    r = call("fs.write", path=ws + "/" + name, data=b"pwned", flags=0x02)
+    if r.get("ok") is not False:
+        escaped("fs.write over the %s file was allowed: %r" % (name, r))
+    st = call("fs.stat", path=ws + "/" + name).get("st", {})
+    if st.get("mode") != mode or st.get("size") == 5:
+        escaped("the %s file changed: %r" % (name, st))
+refused("fs.read", ws + "/hl-foreign")
+
+# A root moved away and replaced is resolved again.
+stale = paths + "/stale"
+r1 = call("fs.stat", path=stale + "/cur/a")
+mv = call("fs.rename", path=stale + "/cur", path2=stale + "/old")
+mk = call("fs.mkdir", path=stale + "/cur")
+r2 = call("fs.stat", path=stale + "/cur/a")
+if r1.get("ok") is not True or mv.get("ok") is not True or mk.get("ok") is not True:
+    escaped("control: stat/rename/mkdir of stale/cur failed: %r %r %r" % (r1, mv, mk))
+elif r2.get("ok") is not False:
+    escaped("the moved-away root was still served: %r" % r2)
+
+# 16 roots in use, then a rename from the oldest to a 17th.
+for i in range(16):
+    call("fs.stat", path="%s/r/%d/x" % (paths, i))
+r = call("fs.rename", path=paths + "/r/0/x", path2=paths + "/r/16/y")
+gone = call("fs.stat", path=paths + "/r/0/x")
+kept = call("fs.stat", path=paths + "/r/16/x")
+moved = call("fs.stat", path=paths + "/r/16/y")
+if r.get("ok") is not True or gone.get("ok") is not False or kept.get("ok") is not True or \
+        moved.get("st", {}).get("size") != len("from-0\n"):
+    escaped("rename across 17 roots acted elsewhere: %r / r0/x %r / r16/x %r / r16/y %r"
+            % (r, gone, kept, moved))
 
 print("broker paths: %s" % ("ESCAPED" if bad else "every try refused"), flush=True)
 sys.exit(1 if bad else 0)

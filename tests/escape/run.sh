@@ -208,6 +208,21 @@ prime_paths() {
 	chmod 0644 "$paths/outside/secret.txt" "$paths/ws/ok.txt"
 	ln -s "$paths/outside" "$paths/ws/link"
 	ln -s "$paths/outside" "$paths/ws/dirlink"
+	# Set-id files in the workspace, and a file of another uid linked in.
+	printf orig >"$paths/ws/suid"; chmod 4755 "$paths/ws/suid"
+	printf gid >"$paths/ws/sgid"; chmod 2755 "$paths/ws/sgid"
+	echo theirs >"$paths/outside/foreign"; chmod 0644 "$paths/outside/foreign"
+	chown 4243:4243 "$paths/outside/foreign" 2>/dev/null
+	ln "$paths/outside/foreign" "$paths/ws/hl-foreign"
+	# Roots for the cached-root attempts: stale/cur, and r/0 .. r/16.
+	mkdir -p "$paths/stale/cur"; echo one >"$paths/stale/cur/a"
+	for i in $(seq 0 16); do mkdir -p "$paths/r/$i"; echo "from-$i" >"$paths/r/$i/x"; done
+	if [ ${#AS_USER[@]} -gt 0 ]; then
+		# Not -R through ws: hl-foreign must stay another uid's.
+		chown -R "$agent_uid:$agent_uid" "$paths/stale" "$paths/r"
+		chown "$agent_uid:$agent_uid" "$paths/ws" "$paths/ws/suid" "$paths/ws/sgid"
+		chmod 4755 "$paths/ws/suid"; chmod 2755 "$paths/ws/sgid"
+	fi
 }
 
 report() { # RESULT(0/1) TITLE OUTPUTFILE

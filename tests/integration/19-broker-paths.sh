@@ -10,7 +10,14 @@
 #    were opened by the stub as the agent's uid, so a checkout under a 0700
 #    directory could not start a sandbox (hole 2);
 #  - /proc and /sys were refused by a string check only: a grant rooted in
-#    /proc, or a procfs/sysfs mounted inside a granted tree, was served.
+#    /proc, or a procfs/sysfs mounted inside a granted tree, was served;
+#  - a root broker wrote as root: it rewrote set-uid files keeping the bit and
+#    what it created in a user's workspace belonged to root (hole 4);
+#  - fs.read served hardlinks to files of other owners (a planted link);
+#  - the root fd cached per grant kept serving a granted directory that was
+#    moved away and replaced (hole 5);
+#  - a root broker's high-tier agent (nobody) got writable binds it could not
+#    write, and found out only at its first write.
 . "$(dirname "$0")/../lib.sh"
 MNTS=()
 cleanup() { for m in "${MNTS[@]}"; do umount -l "$m" 2>/dev/null; done; t_cleanup; }
@@ -87,6 +94,81 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$W/p" "$W/s" && mount -t proc proc "$W/p" 2>/
 	umount -l "$W/p" "$W/s"; MNTS=()
 else
 	t_skip "procfs inside a granted tree" "needs root to mount"
+fi
+
+# ---- hole 4: changes run as the grant root's owner; set-id never written --
+if [ "$(id -u)" = 0 ]; then
+	U="$T_TMP/userws"; mkdir -p "$U"; chown 4242:4242 "$U"
+	printf orig >"$U/suid"; chmod 4755 "$U/suid"
+	printf mine >"$U/own-suid"; chown 4242:4242 "$U/own-suid"; chmod 4755 "$U/own-suid"
+	printf gid >"$U/sgid"; chmod 2755 "$U/sgid"
+	echo root-only >"$U/rootfile"; chmod 0644 "$U/rootfile"
+	wr() { sh -c 'echo x | "$0" run --tier medium --workspace "$1" --grant "fs.write:$1/**" -- capcall fs.write "$2"' \
+		"$CB_BIN/capbroker" "$U" "$1"; }
+	t_exit "fs.write over a root-owned set-uid file is refused" 77 wr "$U/suid"
+	t_is "... its bit and content are intact" "$(stat -c %a:%s "$U/suid")" 4755:4
+	t_exit "fs.write over the owner's own set-uid file is refused too" 77 wr "$U/own-suid"
+	t_exit "fs.write over a set-gid file is refused" 77 wr "$U/sgid"
+	t_is "... intact" "$(stat -c %a:%s "$U/sgid")" 2755:3
+	t_exit "fs.write of a new file in a user's workspace" 0 wr "$U/new"
+	t_is "... the file belongs to the workspace's owner, not root" "$(stat -c %u:%g "$U/new")" 4242:4242
+	t_exit "fs.mkdir in a user's workspace" 0 "$CB_BIN/capbroker" run --tier medium --workspace "$U" \
+		--grant "fs.write:$U/**" -- capcall fs.mkdir "$U/d"
+	t_is "... the directory belongs to the workspace's owner" "$(stat -c %u:%g "$U/d")" 4242:4242
+	t_exit "a root-owned file in the user's workspace is written with the user's permissions (refused)" 77 \
+		wr "$U/rootfile"
+	t_is "... unchanged" "$(cat "$U/rootfile")" root-only
+else
+	t_skip "changes as the workspace owner" "needs a root broker"
+fi
+
+# ---- hardlinks: a file another owner has more links to is refused ---------
+if [ "$(id -u)" = 0 ]; then
+	echo theirs >"$T_TMP/foreign"; chown 4243:4243 "$T_TMP/foreign"; chmod 0600 "$T_TMP/foreign"
+	ln "$T_TMP/foreign" "$W/hl-foreign"
+	echo rootsecret >"$T_TMP/rootsecret"; chmod 0600 "$T_TMP/rootsecret"
+	ln "$T_TMP/rootsecret" "$U/hl-root"
+	echo mine >"$T_TMP/mine"; ln "$T_TMP/mine" "$W/hl-mine"
+	t_exit "fs.read of a hardlink to another owner's file is refused" 77 \
+		"$CB_BIN/capbroker" run --tier medium --workspace "$W" --grant "fs.read:$W/**" \
+		-- capcall fs.read "$W/hl-foreign"
+	t_exit "... a link to a root-only file planted in a user's workspace too" 77 \
+		"$CB_BIN/capbroker" run --tier medium --workspace "$U" --grant "fs.read:$U/**" \
+		-- capcall fs.read "$U/hl-root"
+	t_is "... while a linked file of the root's own owner is served" \
+		"$("$CB_BIN/capbroker" run --tier medium --workspace "$W" --grant "fs.read:$W/**" \
+		-- capcall fs.read "$W/hl-mine" 2>&1)" mine
+else
+	t_skip "the hardlink rule" "needs root to make files of other owners"
+fi
+
+# ---- hole 5: a root moved away and replaced is resolved again ------------
+S="$T_TMP/stale"; mkdir -p "$S/cur"; echo one >"$S/cur/a"
+mkfifo "$T_TMP/go"; exec 7<>"$T_TMP/go"
+"$CB_BIN/capbroker" run --tier medium --workspace "$S" --grant "fs.read:$S/cur/**" -- \
+	sh -c 'capcall fs.read "$0/cur/a"; read x; capcall fs.read "$0/cur/a"' "$S" \
+	<"$T_TMP/go" >"$T_TMP/stale.out" 2>&1 &
+RUNP=$!
+for _ in $(seq 200); do grep -q one "$T_TMP/stale.out" 2>/dev/null && break; sleep 0.05; done
+mv "$S/cur" "$S/moved"; mkdir "$S/cur"; echo two >"$S/cur/a"
+echo go >&7; exec 7>&-
+wait $RUNP
+t_is "a granted directory moved away and replaced: the new one is served" \
+	"$(tr '\n' ' ' <"$T_TMP/stale.out")" "one two "
+
+# ---- high tier: a writable bind the agent (nobody) cannot write ---------
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T_TMP/rw"; chmod 0755 "$T_TMP/rw"
+	printf 'tiers = { high = { rw_binds = [ "%s:/data" ]; }; };\n' "$T_TMP/rw" >"$T_TMP/rw.conf"
+	chmod 0644 "$T_TMP/rw.conf"
+	t_exit "a root broker refuses a writable bind its agent (nobody) cannot write" 125 \
+		"$CB_BIN/capbroker" run --tier high --policy "$T_TMP/rw.conf" -- /bin/sh -c 'echo x >/data/f'
+	t_match "... and says why and what to do" "$(cat "$T_TMP/err")" 'runs the agent as nobody.*run capbroker as its owner'
+	chmod 0777 "$T_TMP/rw"
+	t_exit "... and starts once nobody may write it" 0 \
+		"$CB_BIN/capbroker" run --tier high --policy "$T_TMP/rw.conf" -- /bin/sh -c 'echo x >/data/f'
+else
+	t_skip "writable binds of a root broker" "needs root"
 fi
 
 t_done
