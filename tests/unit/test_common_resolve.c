@@ -1,0 +1,99 @@
+/*
+ * test_common_resolve.c - the one path resolver (common/resolve.c):
+ * cb_openat2, cb_open_abs, cb_open_proc_sys and cb_fd_kernfs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "tests/tap.h"
+
+/* fd < 0 with errno want (the fd is closed if the call succeeded). */
+static bool
+fails(int fd, int want)
+{
+	int e = errno;
+
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return e == want;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/cbresolve.XXXXXX", path[256];
+	int root, fd;
+
+	if (!mkdtemp(dir))
+		abort();
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/sub/f", dir);
+	close(open(path, O_CREAT | O_WRONLY, 0644));
+	snprintf(path, sizeof(path), "%s/link", dir);
+	if (symlink("sub", path) != 0)
+		abort();
+	snprintf(path, sizeof(path), "%s/proclink", dir);
+	if (symlink("/proc/self/root", path) != 0)
+		abort();
+
+	T_OK((root = cb_open_abs(dir, O_PATH | O_DIRECTORY)) >= 0, "a root opens from /");
+	fd = cb_openat2(root, "sub/f", O_RDONLY, 0);
+	T_OK(fd >= 0, "a file beneath the root opens");
+	if (fd >= 0)
+		close(fd);
+	T_OK(fails(cb_openat2(root, "link/f", O_RDONLY, 0), ELOOP), "a symlink on the way: ELOOP");
+	T_OK(fails(cb_openat2(root, "link", O_PATH, 0), ELOOP), "a symlink as the last component: ELOOP");
+	T_OK(fails(cb_openat2(root, "proclink/etc", O_RDONLY, 0), ELOOP), "a link to a magic link: ELOOP");
+	T_OK(fails(cb_openat2(root, "../etc/passwd", O_RDONLY, 0), EXDEV), "..: EXDEV");
+	T_OK(fails(cb_openat2(root, "/etc/passwd", O_RDONLY, 0), EXDEV), "an absolute path: EXDEV");
+	snprintf(path, sizeof(path), "%s/link/f", dir);
+	T_OK(fails(cb_open_abs(path, O_RDONLY), ELOOP), "cb_open_abs follows no symlink either");
+
+	T_OK(fails(cb_open_abs("/proc/1/status", O_RDONLY), EACCES), "procfs: EACCES");
+	T_OK(fails(cb_open_abs("/proc", O_PATH | O_DIRECTORY), EACCES), "procfs, O_PATH too");
+	T_OK(fails(cb_open_abs("/sys/kernel", O_PATH | O_DIRECTORY), EACCES), "sysfs: EACCES");
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	T_OK(fd >= 0 && cb_fd_kernfs(fd), "cb_fd_kernfs: /proc");
+	if (fd >= 0)
+		close(fd);
+	T_OK(!cb_fd_kernfs(root), "cb_fd_kernfs: not a temporary directory");
+
+	fd = cb_open_proc_sys("/proc/sys/kernel", O_PATH | O_DIRECTORY);
+	T_OK(fd >= 0, "cb_open_proc_sys opens /proc/sys/kernel");
+	if (fd >= 0) {
+		int f = cb_openat2(fd, "ostype", O_RDONLY, 0);
+
+		T_OK(f >= 0, "... and reads beneath it");
+		if (f >= 0)
+			close(f);
+		T_OK(fails(cb_openat2(fd, "hostname", O_WRONLY, 0), EACCES), "... never for writing");
+		T_OK(fails(cb_openat2(fd, "../../1/status", O_RDONLY, 0), EXDEV), "... nor out of it");
+		close(fd);
+	}
+	T_OK(fails(cb_open_proc_sys("/proc/1", O_PATH), EACCES), "cb_open_proc_sys: only /proc/sys");
+	T_OK(fails(cb_open_proc_sys("/proc/sysrq-trigger", O_RDONLY), EACCES), "... by component");
+	T_OK(fails(cb_open_proc_sys("/proc/sys/kernel/hostname", O_WRONLY), EACCES),
+	    "... read-only");
+	/* A procfs fd from elsewhere is not a start directory for writes or
+	 * for reads: only cb_open_proc_sys hands those out. */
+	fd = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	T_OK(fd >= 0 && fails(cb_openat2(fd, "environ", O_WRONLY, 0), EACCES),
+	    "a procfs start directory never lets a write through");
+	if (fd >= 0)
+		close(fd);
+
+	close(root);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		return 1;
+	return t_done();
+}
