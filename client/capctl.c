@@ -1510,6 +1510,8 @@ ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_af
 	if (!c->json)
 		printf(CTL_AUD_HEADER, "TIME", "SANDBOX", "DECISION", "OPERATION", "RESOURCE",
 		    "REASON");
+	if (follow)
+		fflush(stdout);	/* the header now, not with the first new line */
 	for (;;) {
 		json_t *o;
 

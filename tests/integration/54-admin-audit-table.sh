@@ -53,6 +53,7 @@ F1=$!; _adm_pids+=("$F1")
 "$CTL" --state "$S" --json audit --follow --from-start --sandbox b2 >"$T_TMP/fol2" 2>&1 &
 F2=$!; _adm_pids+=("$F2")
 sleep 0.5
+t_ok "--follow prints its header at once, before any new line" wait_for 30 grep -q '^TIME ' "$T_TMP/fol"
 agent_do b2 "capcall fs.read $W/nothere"
 wait_for 50 grep -q nothere "$T_TMP/fol"
 t_match "--follow shows the new line" "$(cat "$T_TMP/fol")" "b2 +deny +fs\.read +$W/nothere"
