@@ -188,6 +188,10 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 		brk_admin_err(a, CB_EINVAL, "--uses must be 1 or more");
 		return;
 	}
+	if (ttl > CB_DURATION_MAX) {
+		brk_admin_err(a, CB_EINVAL, "--ttl is at most 31622400 seconds (366 days)");
+		return;
+	}
 	if (!(s = brk_sbx_find(b, sid)) || s->dead) {
 		snprintf(why, sizeof(why), "no running sandbox '%s'", sid);
 		brk_admin_err(a, CB_ENOENT, why);
@@ -453,6 +457,10 @@ adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
 	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
 	ADM_OPT(a, wire_get_bool(m, "session", &session));
 	ADM_OPT(a, wire_get_str(m, "reason", &reason));
+	if (ttl > CB_DURATION_MAX) {
+		brk_admin_err(a, CB_EINVAL, "--ttl is at most 31622400 seconds (366 days)");
+		return;
+	}
 	/* As in adm_pending: a lapsed request is expired, not undecided. */
 	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
 	r = brk_pending_decide(a->b, rid, approve, ttl, session, a->actor, reason);

@@ -796,6 +796,10 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 
 	*out = NULL;
 	why[0] = '\0';
+	if (spec->ttl > CB_DURATION_MAX || spec->timeout > CB_DURATION_MAX) {
+		snprintf(why, whylen, "ttl and timeout are at most %u seconds (366 days)", CB_DURATION_MAX);
+		return CB_EINVAL;
+	}
 	if (b->nsbx >= BRK_SANDBOXES_MAX) {
 		snprintf(why, whylen, "too many sandboxes");
 		return CB_EBUSY;

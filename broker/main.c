@@ -842,9 +842,10 @@ cmd_run(int argc, char **argv)
 			break;
 		case 'T':
 		case 'o':
-			if (parse_u64(optarg, c == 'T' ? &o.ttl : &o.timeout) != 0) {
-				fprintf(stderr, "capbroker: --%s needs a positive number of seconds\n",
-				    c == 'T' ? "ttl" : "timeout");
+			if (parse_u64(optarg, c == 'T' ? &o.ttl : &o.timeout) != 0 ||
+			    (c == 'T' ? o.ttl : o.timeout) > CB_DURATION_MAX) {
+				fprintf(stderr, "capbroker: --%s needs a positive number of seconds, "
+				    "at most %u (366 days)\n", c == 'T' ? "ttl" : "timeout", CB_DURATION_MAX);
 				return EX_USAGE;
 			}
 			break;

@@ -110,6 +110,10 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	int e;
 
 	memset(&child, 0, sizeof(child));
+	if (q->ttl > CB_DURATION_MAX) {
+		brk_deny(s, q, CB_EINVAL, "derive", NULL, "ttl is at most 31622400 seconds (366 days)");
+		return;
+	}
 	if (!cap_aud_valid(aud, strlen(aud)) || q->ncaps == 0) {
 		brk_deny(s, q, CB_EINVAL, "derive", NULL, "need capabilities and a valid audience");
 		return;
@@ -298,6 +302,10 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 	if ((e = cap_parse(q->cap, &cap)) != 0) {
 		brk_deny(s, q, e, q->cap, NULL, NULL);
 		return;
+	}
+	if (q->ttl > CB_DURATION_MAX) {
+		brk_deny(s, q, CB_EINVAL, cap->text, NULL, "ttl is at most 31622400 seconds (366 days)");
+		goto out;
 	}
 	if ((e = pol_inst_requestable(s->inst, cap, &mode, &max_ttl)) != 0) {
 		brk_deny(s, q, CB_EPOLICY, cap->text, NULL, "the policy does not let this tier request it");

@@ -984,8 +984,8 @@ op_request(struct opts *o, int argc, char **argv)
 	int ch, err, rc;
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 't' && (!parse_u64(optarg, UINT32_MAX, &ttl) || ttl == 0))
-			return usage("--ttl takes a positive number of seconds");
+		if (ch == 't' && (!parse_u64(optarg, CB_DURATION_MAX, &ttl) || ttl == 0))
+			return usage("--ttl takes a positive number of seconds, at most 31622400 (366 days)");
 		else if (ch == 'r')
 			reason = optarg;
 		else if (ch != 't' && (rc = global_opt(o, ch)) != 0)
@@ -1101,8 +1101,8 @@ op_derive(struct opts *o, int argc, char **argv)
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		if (ch == 't') {
-			if (!parse_u64(optarg, UINT32_MAX, &d.ttl) || d.ttl == 0)
-				return usage("--ttl takes a positive number of seconds");
+			if (!parse_u64(optarg, CB_DURATION_MAX, &d.ttl) || d.ttl == 0)
+				return usage("--ttl takes a positive number of seconds, at most 31622400 (366 days)");
 		} else if (ch == 'u') {
 			if (!parse_u64(optarg, UINT32_MAX, &v) || v == 0)
 				return usage("--uses takes a positive count");

@@ -556,6 +556,8 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 		case 't':
 			if ((r = ctl_u64_arg(optarg, "--ttl", &ttl)) != CTL_OK)
 				return r;
+			if (ttl > CB_DURATION_MAX)
+				return ctl_usage("--ttl is at most %u seconds (366 days)", CB_DURATION_MAX);
 			break;
 		case 'u':
 			if ((r = ctl_u64_arg(optarg, "--uses", &uses)) != CTL_OK)
@@ -1022,6 +1024,8 @@ ctl_decide(struct ctl *c, int argc, char **argv, bool approve)
 				return ctl_usage("deny takes no --ttl");
 			if ((r = ctl_u64_arg(optarg, "--ttl", &ttl)) != CTL_OK)
 				return r;
+			if (ttl > CB_DURATION_MAX)
+				return ctl_usage("--ttl is at most %u seconds (366 days)", CB_DURATION_MAX);
 			break;
 		case 's':
 			if (!approve)

@@ -100,6 +100,13 @@ const char *cb_strerror(int err);
  * used in JSON output and the audit log.  Never NULL. */
 const char *cb_errname(int err);
 
+/* The longest ttl or duration anywhere (366 days): policy ttl, max_ttl,
+ * request_expiry, cpu and wall; `run --ttl/--timeout`; capctl and capcall
+ * --ttl; the ttl and timeout of a request on the wire.  Above it a program
+ * exits 64, the broker answers `invalid` and a policy does not load, so no
+ * "now + ttl" can overflow and nothing lives for ever by accident. */
+#define CB_DURATION_MAX	31622400u
+
 /* Wall-clock seconds since the epoch. */
 uint64_t cb_now(void);
 

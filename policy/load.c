@@ -368,6 +368,11 @@ check:
 		perr(x, s, "out of range: \"%s\" is 0 (expected %s)", key_name(s), num_expected(k));
 		return false;
 	}
+	if (k == NUM_SECONDS && *out > CB_DURATION_MAX) {
+		perr(x, s, "out of range: \"%s\" is %llu seconds (expected at most %u, 366 days)",
+		    key_name(s), (unsigned long long)*out, CB_DURATION_MAX);
+		return false;
+	}
 	return true;
 }
 

@@ -144,12 +144,17 @@ agent_do a1 "capcall --token $T0 derive --aud 'x${ESC}[2Jy' fs.read:$W/f.txt"
 t_ok "capctl list shows no raw ESC (audience chosen by the agent)" sh -c "! grep -q \"\$(printf '\\033')\" '$T_TMP/l.txt'"
 
 # -- (1) decided request ids, ttl overflow, session scope -------------------------
-agent_send a1 "capcall request fs.read:/etc/hostname --ttl 4294967295 --reason big"
+# (issue 10: ttls above 366 days are refused, not clamped)
+agent_do a1 "capcall request fs.read:/etc/hostname --ttl 4294967295 --reason big"
+t_is "a ttl of 2^32-1 is a usage error (64)" "$ARC" 64
+t_match "... saying the maximum" "$AOUT" "at most 31622400"
+agent_send a1 "capcall request fs.read:/etc/hostname --ttl 31622400 --reason big"
 NQ=$ASEQ
 RID=$(pending_rid fs.read:/etc/hostname)
-t_is "a ttl of 2^32-1 is clamped to the policy's maximum (3600)" \
+t_is "the maximum ttl is clamped to the policy's maximum (3600)" \
 	"$("$CTL" --state "$S" --json pending | jget '[r["ttl"] for r in d if r["rid"] == int(sys.argv[2])][0]' "$RID")" 3600
-t_exit "approve --ttl 2^64-1: 0" 0 "$CTL" --state "$S" approve "$RID" --ttl 18446744073709551615
+t_exit "approve --ttl 2^64-1: a usage error (64)" 64 "$CTL" --state "$S" approve "$RID" --ttl 18446744073709551615
+t_exit "approve --ttl 31622400: 0" 0 "$CTL" --state "$S" approve "$RID" --ttl 31622400
 agent_wait a1 "$NQ"
 t_is "the agent got it" "$ARC" 0
 "$CTL" --state "$S" --json list --sandbox a1 >"$T_TMP/l.json"

@@ -66,8 +66,19 @@ def request(n, cap):
 call_cap = [None]
 
 
+def ttl_edge(cap):
+    """ttls past the documented maximum (366 days) on the wire."""
+    for ttl in (2**63 - 1, 31622401):
+        r = call("derive", caps=[cap], th=0, ttl=ttl)
+        print("DERIVE %d %s" % (ttl, "ok" if r.get("ok") else r.get("name")), flush=True)
+        r = call("request", cap=cap, ttl=ttl, reason="forever")
+        print("REQUEST %d %s" % (ttl, "ok" if r.get("ok") else r.get("name")), flush=True)
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "ttl-edge":
+        ttl_edge(sys.argv[2])
     if mode == "derive-other":
         call_cap[0] = sys.argv[3]
         derive_other(sys.argv[2])

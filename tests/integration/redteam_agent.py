@@ -587,7 +587,8 @@ def mode_proc_orphan(w):
 def mode_request(w, reason):
     """An elevation request with an agent-chosen reason."""
     reason = reason.replace("@ESC@", "\x1b").replace("@BEL@", "\x07").replace("@CR@", "\r").replace("@C1@", "\u009b")
-    r = call("request", cap="fs.read:/etc/hostname", ttl=2**64 - 1, reason=reason)
+    # (a ttl above 366 days is refused as invalid, issue 10: ask for an hour)
+    r = call("request", cap="fs.read:/etc/hostname", ttl=3600, reason=reason)
     info("request:", desc(r))
 
 
