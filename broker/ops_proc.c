@@ -32,6 +32,9 @@
 
 #define BRK_PROC_TIMEOUT_S 60
 #define BRK_PROC_BINDS 8
+#define BRK_PROC_MAX	4		/* proc.exec children one sandbox runs at once */
+#define BRK_PROC_MEM_MIN (16ULL << 20)	/* the least memory a child is started with */
+#define BRK_PROC_TMP_MIN (64ULL << 10)	/* ... and the least private /tmp */
 
 struct brk_proc {
 	struct brk_proc *next;		/* in its sandbox's list */
@@ -39,6 +42,7 @@ struct brk_proc {
 	uint32_t id;
 	char res[CAP_STR_MAX + 1];
 	uint8_t tid[CAP_ID_LEN];
+	struct sbx_limits lim;		/* carved from its sandbox's budget */
 	struct sbx_proc p;
 	struct event *ev_status, *ev_exit, *ev_out, *ev_err, *ev_in;
 	uint8_t *out, *err, *in;	/* in: stdin not yet written */
@@ -251,6 +255,53 @@ brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store,
 	(*nb)++;
 }
 
+/* What is left of a (possibly unbounded) budget after `used`. */
+static uint64_t
+brk_left(uint64_t budget, uint64_t used)
+{
+	return budget > used ? budget - used : 0;
+}
+
+/*
+ * A proc.exec child is a sandbox of its own, but its resources come out of
+ * its parent's budget: the parent's tier limits (memory, processes, CPU
+ * time, private /tmp) are shared by all of its running children, each of
+ * which gets the low tier's limits or what is left, whichever is less, and
+ * at most BRK_PROC_MAX run at once.  When too little is left the request
+ * is refused (busy) rather than started with less than a program needs or
+ * with more than the parent was given.
+ */
+static int
+brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
+    struct sbx_limits *out)
+{
+	const struct pol_limits *par = pol_tier_limits(pol_inst_tier(s->inst));
+	struct sbx_limits used = { 0 };
+	size_t n = 0;
+
+	for (struct brk_proc *x = s->procs; x; x = x->next, n++) {
+		used.mem_bytes += x->lim.mem_bytes;
+		used.nproc += x->lim.nproc;
+		used.cpu_secs += x->lim.cpu_secs;
+		used.tmp_bytes += x->lim.tmp_bytes;
+	}
+	if (n >= BRK_PROC_MAX)
+		return CB_EBUSY;
+	brk_sbx_limits(low, wall, out);
+	if (out->mem_bytes > brk_left(par->memory, used.mem_bytes))
+		out->mem_bytes = brk_left(par->memory, used.mem_bytes);
+	if (out->nproc > brk_left(par->processes, used.nproc))
+		out->nproc = brk_left(par->processes, used.nproc);
+	if (out->cpu_secs > brk_left(par->cpu, used.cpu_secs))
+		out->cpu_secs = brk_left(par->cpu, used.cpu_secs);
+	if (out->tmp_bytes > brk_left(par->tmp_size, used.tmp_bytes))
+		out->tmp_bytes = brk_left(par->tmp_size, used.tmp_bytes);
+	if (out->mem_bytes < BRK_PROC_MEM_MIN || out->nproc < 1 || out->cpu_secs < 1 ||
+	    out->tmp_bytes < BRK_PROC_TMP_MIN)
+		return CB_EBUSY;
+	return 0;
+}
+
 void
 brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 {
@@ -284,6 +335,17 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	}
 	if ((e = brk_tok_select(s, q, &r, &h, &capi)) != 0) {
 		brk_deny(s, q, e, q->argv[0], h ? h->tok->c.id : NULL, NULL);
+		return;
+	}
+	low = pol_tier_get(s->pol->pol, POL_TIER_LOW);
+	lim = pol_tier_limits(low);
+	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
+	if (timeout > lim->wall)
+		timeout = lim->wall;
+	/* Before a use is spent: a refusal for want of budget costs none. */
+	if ((e = brk_proc_budget(s, lim, timeout, &cfg.limits)) != 0) {
+		brk_deny(s, q, e, q->argv[0], h->tok->c.id,
+		    "its running proc.exec children use the sandbox's budget");
 		return;
 	}
 	if (!aud_healthy(s->b->aud))
@@ -334,18 +396,17 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 		argv[i] = (char *)q->argv[i];
 	argv[q->argc] = NULL;
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
-	low = pol_tier_get(s->pol->pol, POL_TIER_LOW);
-	lim = pol_tier_limits(low);
-	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
-	if (timeout > lim->wall)
-		timeout = lim->wall;
-	memset(&cfg, 0, sizeof(cfg));
+	{
+		struct sbx_limits budget = cfg.limits;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.limits = budget;
+	}
 	cfg.tier = SBX_TIER_LOW;
 	cfg.id = id;
 	cfg.argv = argv;
 	cfg.binds = binds;
 	cfg.nbinds = nb;
-	brk_sbx_limits(lim, timeout, &cfg.limits);
 	cfg.broker_fd = -1;
 	if (!(x = calloc(1, sizeof(*x))) || !(x->out = malloc(WIRE_OUT_MAX)) ||
 	    !(x->err = malloc(WIRE_OUT_MAX)) ||
@@ -355,6 +416,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	}
 	x->s = s;
 	x->id = q->id;
+	x->lim = cfg.limits;
 	snprintf(x->res, sizeof(x->res), "%s", q->argv[0]);
 	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
 	x->p.pid = -1;

@@ -75,8 +75,42 @@ def ttl_edge(cap):
         print("REQUEST %d %s" % (ttl, "ok" if r.get("ok") else r.get("name")), flush=True)
 
 
+def procs(n):
+    """n proc.exec of sleep at once, then one that prints its own limits;
+    every reply collected: how many ran, how many were refused, and the
+    memory (data) limit the last child was given."""
+    ids = {}
+    for i in range(int(n) + 1):
+        NEXT[0] += 1
+        argv = ["/usr/bin/sleep", "3"] if i < int(n) else ["/usr/bin/cat", "/proc/self/limits"]
+        S.send(msgpack.packb({"id": NEXT[0], "op": "proc.exec", "argv": argv}, use_bin_type=True))
+        ids[NEXT[0]] = argv[0]
+    ran, refused, limits = 0, {}, None
+    while ids:
+        data, anc, _, _ = S.recvmsg(300000, socket.CMSG_SPACE(16), socket.MSG_CMSG_CLOEXEC)
+        r = msgpack.unpackb(data, raw=False)
+        prog = ids.pop(r.get("id"), None)
+        if prog is None:
+            continue
+        if r.get("ok"):
+            if prog == "/usr/bin/sleep":
+                ran += 1
+            else:
+                out = r.get("out", b"").decode(errors="replace")
+                limits = [l for l in out.splitlines() if l.startswith("Max data size")]
+        else:
+            refused[r.get("name")] = refused.get(r.get("name"), 0) + 1
+    print("RAN %d" % ran, flush=True)
+    for k, v in refused.items():
+        print("REFUSED %s %d" % (k, v), flush=True)
+    if limits:
+        print("DATA %s" % limits[0].split()[3], flush=True)
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "procs":
+        procs(sys.argv[2])
     if mode == "ttl-edge":
         ttl_edge(sys.argv[2])
     if mode == "derive-other":
