@@ -166,14 +166,15 @@ checks elev-take "$T_TMP/take.out"
 # past the low tier's 600 s wall.  The agent exits at once; its children
 # must not outlive its sandbox.
 W="$T_TMP/orph"; mkdir -p "$W"
+ORPH_TAG=$$	# the children's mark: other runs of this suite use other pids
 "$CB_BIN/capbroker" run --connect "$S/admin.sock" --id rt-orphan --tier high --workspace "$W" \
 	--ro-bind "$BIND" --grant "proc.exec:/usr/bin/sleep" -- \
-	/usr/bin/python3 $AG proc-orphan "$W" >"$T_TMP/orph.out" 2>"$T_TMP/orph.out.err" &
+	/usr/bin/python3 $AG proc-orphan "$W" "$ORPH_TAG" >"$T_TMP/orph.out" 2>"$T_TMP/orph.out.err" &
 ORPH=$!
 for _ in $(seq 100); do grep -q SENT "$T_TMP/orph.out" 2>/dev/null && break; sleep 0.1; done
 stubs=$(for p in $(pgrep -f 'capbroker-stub --tier low --id rt-orphan-x'); do
 	tr '\0' ' ' </proc/$p/cmdline 2>/dev/null; echo; done)
-wrapped=$(printf '%s\n' "$stubs" | grep -- '97\.531' | head -n 1)
+wrapped=$(printf '%s\n' "$stubs" | grep -- "97\\.$ORPH_TAG " | head -n 1)
 t_match "proc.exec timeout 2^32-1 ms is clamped to the low tier's wall (600 s), no 32-bit wrap" \
 	"${wrapped:-no such child (the broker did not start it)}" "--timeout 600 "
 wait $ORPH
@@ -182,11 +183,11 @@ sleep 1
 t_ok "orphan: its sandbox is gone from capctl sandboxes" \
 	sh -c "! '$CB_BIN/capctl' --socket '$S/admin.sock' sandboxes | grep -q rt-orphan"
 t_ok "proc.exec children do not outlive their agent's sandbox" \
-	sh -c "! pgrep -f 'sleep (97\\.531|86\\.420)' >/dev/null"
+	sh -c "! pgrep -f 'sleep (97|86)\\.$ORPH_TAG( |\$)' >/dev/null"
 stop
 sleep 0.5
 t_ok "orphan: stopping the daemon ends the children (PDEATHSIG)" \
-	sh -c "! pgrep -f 'sleep (97\\.531|86\\.420)' >/dev/null"
+	sh -c "! pgrep -f 'sleep (97|86)\\.$ORPH_TAG( |\$)' >/dev/null"
 
 # ---- the tty approval prompt: agent text must not drive the terminal -----
 # The reason is the agent's: ESC[2J clears the approver's screen, ESC[H and

@@ -37,14 +37,14 @@ t_exit "a writable bind in the high tier" 0 "$L" --tier high --bind "$T_TMP/ro" 
 t_is "... writes reach the host" "$(cat "$T_TMP/ro/new" 2>/dev/null)" new
 
 # Life cycle: killing the launcher kills the whole sandbox.
-"$L" --tier high -- /bin/sh -c '/bin/sleep 31337 & /bin/sleep 31338' &
+"$L" --tier high -- /bin/sh -c "/bin/sleep 31337.$$ & /bin/sleep 31338.$$" &
 lpid=$!
 sleep 0.5
-t_ok "the agent's processes run" pgrep -f 'sleep 3133[78]'
+t_ok "the agent's processes run" pgrep -f "sleep 3133[78]\\.$$"
 kill -9 "$lpid"
 wait "$lpid" 2>/dev/null
-for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f 'sleep 3133[78]' >/dev/null || break; sleep 0.2; done
-t_exit "nothing survives the launcher" 1 pgrep -f 'sleep 3133[78]'
+for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f "sleep 3133[78]\\.$$" >/dev/null || break; sleep 0.2; done
+t_exit "nothing survives the launcher" 1 pgrep -f "sleep 3133[78]\\.$$"
 
 # Cgroups (root only) are removed when the sandbox is closed.
 "$L" -- /bin/true &

@@ -576,10 +576,13 @@ def mode_elev_take(w, token):
           r.get("ok") is not True, desc(r) + " read %r" % (got,))
 
 
-def mode_proc_orphan(w):
-    """Start a long child with timeout_ms = 2^32-1 and exit at once."""
-    send("proc.exec", argv=["/usr/bin/sleep", "97.531"], timeout=2**32 - 1)
-    send("proc.exec", argv=["/usr/bin/sleep", "86.420"], timeout=2**32 - 1001)
+def mode_proc_orphan(w, tag="531"):
+    """Start a long child with timeout_ms = 2^32-1 and exit at once.  The
+    test names the children by TAG (the sleeps' fraction), unique to its run,
+    so that another copy of the suite on the machine cannot be mistaken for
+    them."""
+    send("proc.exec", argv=["/usr/bin/sleep", "97." + tag], timeout=2**32 - 1)
+    send("proc.exec", argv=["/usr/bin/sleep", "86." + tag], timeout=2**32 - 1001)
     time.sleep(1.5)
     print("SENT", flush=True)
     time.sleep(3)       # alive a while: the test inspects the children now
