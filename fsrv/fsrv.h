@@ -99,6 +99,8 @@ struct fsrv_cfg {
 	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
 	bool cache_data;	/* let the kernel cache file data (see docs/fsrv.md) */
+	bool keep_identity;	/* the serving thread does nothing else: keep a
+				 * tree owner's identity between requests */
 };
 
 #define FSRV_MAX_NODES_DEFAULT (256u * 1024u)
@@ -120,6 +122,19 @@ int fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out) CB_WARN_UNUSED;
  * CB_EINVAL (root_fd not a directory), CB_EBUSY (FSRV_MAX_TREES),
  * CB_ENOMEM, CB_EINTERNAL (libfuse refused the session). */
 int fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
+
+/* Act on tree with the file-system identity of uid and gid (the owner of
+ * the tree's root): the serving thread takes fsuid uid, fsgid gid and no
+ * supplementary groups for each request of this tree and gets its own back
+ * after it, so files the agent creates belong to the owner, the owner's
+ * permissions decide, and the kernel clears set-id bits on writes as for
+ * any unprivileged writer.  Needs root (CAP_SETUID, CAP_SETGID) unless uid
+ * and gid are the caller's own.  Call from the serving thread: it records
+ * that thread's supplementary groups.  Switching costs several
+ * microseconds a change; with fsrv_cfg.keep_identity (a thread that only
+ * serves) the identity is kept between requests and restored by
+ * fsrv_free.  CB_EINVAL, CB_EPERM. */
+int fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid) CB_WARN_UNUSED;
 
 /* The fd to poll for POLLIN on behalf of tree; -1 for an unknown tree. */
 int fsrv_fd(const struct fsrv *s, unsigned tree);

@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *
@@ -165,6 +167,58 @@ out:
 }
 
 int
+fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid)
+{
+	int n;
+
+	if (tree >= s->ntrees || uid == (uid_t)-1 || gid == (gid_t)-1)
+		return CB_EINVAL;
+	if (geteuid() != 0 && (uid != geteuid() || gid != getegid()))
+		return CB_EPERM;
+	n = getgroups(FSRV_GROUPS_MAX, s->groups);
+	if (n < 0)
+		return CB_EINVAL;	/* more groups than we restore */
+	s->ngroups = n;
+	s->trees[tree]->uid = uid;
+	s->trees[tree]->gid = gid;
+	s->trees[tree]->as_owner = true;
+	return 0;
+}
+
+/*
+ * Make tree t's owner (or, with t NULL, the thread itself) the serving
+ * thread's file-system identity, on this thread only (the raw system call
+ * for the groups: glibc's setgroups would change every thread of the
+ * broker).  Changing the fsuid from 0 also drops the file-system
+ * capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID...) from the
+ * thread's effective set; setting it back restores them.
+ */
+static void
+fsrv_identity(struct fsrv *s, const struct fsrv_tree *t)
+{
+	if (s->ident == t || (t != NULL && s->ident != NULL &&
+			      s->ident->uid == t->uid && s->ident->gid == t->gid)) {
+		s->ident = t;
+		return;
+	}
+	/* Each change costs several microseconds here (a new set of
+	 * credentials each time): hence keep_identity. */
+	if (s->ident != NULL) {
+		setfsuid(s->own_uid);
+		setfsgid(s->own_gid);
+		if (s->ngroups > 0)
+			cb_ignore((int)syscall(SYS_setgroups, (size_t)s->ngroups, s->groups));
+	}
+	if (t != NULL) {
+		if (s->ngroups > 0)
+			cb_ignore((int)syscall(SYS_setgroups, 0, NULL));
+		s->own_gid = (gid_t)setfsgid(t->gid);
+		s->own_uid = (uid_t)setfsuid(t->uid);
+	}
+	s->ident = t;
+}
+
+int
 fsrv_fd(const struct fsrv *s, unsigned tree)
 {
 	if (tree >= s->ntrees || s->trees[tree]->closed)
@@ -192,7 +246,10 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	}
 	if (r < 0)
 		return CB_EIO;
+	fsrv_identity(s, t->as_owner ? t : NULL);
 	fuse_session_process_buf(t->se, &t->buf);
+	if (!s->cfg.keep_identity)
+		fsrv_identity(s, NULL);
 	if (fuse_session_exited(t->se)) {
 		t->closed = true;
 		return CB_ECLOSED;
@@ -351,6 +408,7 @@ fsrv_free(struct fsrv *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->notifier, NULL);
 	}
+	fsrv_identity(s, NULL);
 	for (unsigned i = 0; i < s->ntrees; i++) {
 		struct fsrv_tree *t = s->trees[i];
 

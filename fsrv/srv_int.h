@@ -16,6 +16,7 @@
 #include "fsrv/fsrv_int.h"
 
 #define FSRV_IO_MAX (1u << 20)	/* the largest read we answer at once */
+#define FSRV_GROUPS_MAX 64	/* supplementary groups restored after a request */
 
 /* An open file or directory.  fd is the broker's own descriptor, opened
  * beneath the root at open time; it is never handed to the agent. */
@@ -38,6 +39,9 @@ struct fsrv_tree {
 	char *io;			/* read buffer */
 	size_t iolen;
 	bool closed;
+	bool as_owner;			/* act as uid/gid (fsrv_tree_owner) */
+	uid_t uid;
+	gid_t gid;
 };
 
 /* One queued kernel invalidation. */
@@ -49,6 +53,11 @@ struct fsrv_inval {
 
 struct fsrv {
 	struct fsrv_cfg cfg;
+	gid_t groups[FSRV_GROUPS_MAX];	/* the serving thread's own groups */
+	int ngroups;
+	uid_t own_uid;			/* and its own fsuid, fsgid */
+	gid_t own_gid;
+	const struct fsrv_tree *ident;	/* whose identity the thread has now */
 	struct fsrv_tree *trees[FSRV_MAX_TREES];
 	unsigned ntrees;
 	pthread_mutex_t lock;	/* node tables and the queue */

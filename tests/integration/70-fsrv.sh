@@ -47,7 +47,7 @@ reload() { # SIGHUP, then wait until load number $1 is done
 	for _ in $(seq 200); do [ "$(cat "$READY" 2>/dev/null)" = "$1" ] && return 0; sleep 0.05; done
 	return 1
 }
-stop() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; }
+stop() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; umount -l "$M" 2>/dev/null; }
 trap 'stop; umount -l "$M" 2>/dev/null; t_cleanup' EXIT
 
 t_ok "the server mounts the tree (fsmount + move_mount)" start --timeout 30
@@ -148,5 +148,33 @@ t_ok "revoke everything" reload 2
 t_match "a cached open file no longer reads" "$(head -c 4 <&8 2>&1)" 'Permission denied'
 t_match "... nor opens" "$(cat "$M/big" 2>&1 >/dev/null)" 'Permission denied'
 exec 8<&-
+stop
+
+# As the tree's owner: created files belong to the owner, the owner's
+# permissions decide, and a write clears a set-uid bit.
+R2="$T_TMP/owned" NOBODY=65534:65534
+mkdir -p "$R2"
+echo mine >"$R2/mine"
+echo root-only >"$R2/rootfile" && chmod 0600 "$R2/rootfile"
+echo suid >"$R2/suid"
+chown -R "$NOBODY" "$R2" && chown 0:0 "$R2/rootfile" && chmod 4755 "$R2/suid"
+printf 'rlwd .\n' >"$A"
+R_SAVE=$R R=$R2
+t_ok "a server acting as uid 65534 mounts" start --owner "$NOBODY"
+R=$R_SAVE
+t_ok "it creates a file" sh -c "echo new >'$M/made' && mkdir '$M/dir'"
+t_is "... which belongs to the tree's owner" "$(stat -c %u:%g "$R2/made") $(stat -c %u:%g "$R2/dir")" \
+	"$NOBODY $NOBODY"
+t_is "it reads the owner's file" "$(cat "$M/mine")" mine
+t_match "it cannot read a root-only file in the tree" "$(cat "$M/rootfile" 2>&1)" 'Permission denied'
+t_ok "a write to a set-uid file works" sh -c "echo more >>'$M/suid'"
+t_is "... and clears the set-uid bit" "$(stat -c %a "$R2/suid")" 755
+stop
+R_SAVE=$R R=$R2
+t_ok "a server switching identity per request mounts" start --owner "$NOBODY" --restore-identity
+R=$R_SAVE
+t_ok "it creates a file" sh -c "echo new >'$M/made2' && cat '$M/mine' >/dev/null"
+t_is "... which belongs to the tree's owner" "$(stat -c %u:%g "$R2/made2")" "$NOBODY"
+t_match "... and it cannot read a root-only file" "$(cat "$M/rootfile" 2>&1)" 'Permission denied'
 stop
 t_done

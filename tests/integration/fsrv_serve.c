@@ -5,7 +5,8 @@
  * one command against the mount.
  *
  *   fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]
- *              [--timeout SECONDS] [--cache-data] [--userns] [--chroot]
+ *              [--timeout SECONDS] [--cache-data] [--owner UID:GID]
+ *              [--restore-identity] [--userns] [--chroot]
  *              [--verbose] [-- CMD ARGS...]
  *
  * The allow-list: one rule a line, "CAPS PATH", CAPS letters of r (fs.read)
@@ -213,8 +214,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]\n"
-			"       [--timeout S] [--cache-data] [--userns] [--chroot] [--verbose]\n"
-			"       [-- CMD ARGS...]\n");
+			"       [--timeout S] [--cache-data] [--owner UID:GID] [--restore-identity]\n"
+			"       [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
 	exit(64);
 }
 
@@ -223,10 +224,12 @@ main(int argc, char **argv)
 {
 	const char *root = NULL, *target = NULL;
 	double timeout = 1.0;
-	bool userns = false, chrt = false;
+	bool userns = false, chrt = false, as_owner = false;
+	unsigned owner_uid = 0, owner_gid = 0;
 	char **cmd = NULL;
 	struct fsrv *s = NULL;
-	struct fsrv_cfg cfg = { .authz = authz };
+	/* This thread only serves (the child runs the command). */
+	struct fsrv_cfg cfg = { .authz = authz, .keep_identity = true };
 	struct fsrv_mount_opts mo = { .user_id = geteuid(), .group_id = getegid() };
 	sigset_t ss;
 	unsigned tree;
@@ -241,6 +244,12 @@ main(int argc, char **argv)
 			userns = true;
 		} else if (strcmp(argv[i], "--chroot") == 0) {
 			chrt = true;
+		} else if (i + 1 < argc && strcmp(argv[i], "--owner") == 0) {
+			if (sscanf(argv[++i], "%u:%u", &owner_uid, &owner_gid) != 2)
+				usage();
+			as_owner = true;
+		} else if (strcmp(argv[i], "--restore-identity") == 0) {
+			cfg.keep_identity = false;
 		} else if (strcmp(argv[i], "--cache-data") == 0) {
 			cfg.cache_data = true;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
@@ -279,6 +288,10 @@ main(int argc, char **argv)
 	}
 	if ((e = fsrv_new(&cfg, &s)) != 0 || (e = fsrv_add_tree(s, rootfd, dev, &tree)) != 0) {
 		fprintf(stderr, "fsrv-serve: %s\n", cb_strerror(e));
+		return 125;
+	}
+	if (as_owner && (e = fsrv_tree_owner(s, tree, owner_uid, owner_gid)) != 0) {
+		fprintf(stderr, "fsrv-serve: owner: %s\n", cb_strerror(e));
 		return 125;
 	}
 	if ((e = fsrv_mount_detached(dev, &mo, &mnt)) != 0) {
