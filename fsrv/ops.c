@@ -672,6 +672,10 @@ fsrv_handle_new(struct fsrv_tree *t, int fd)
 	if (h == NULL)
 		return NULL;
 	h->fd = fd;
+	h->next = t->handles;
+	if (h->next != NULL)
+		h->next->prev = h;
+	t->handles = h;
 	t->nhandles++;
 	return h;
 }
@@ -688,8 +692,21 @@ fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h)
 		fsrv_node_release(&t->nodes, h->node);
 		pthread_mutex_unlock(&t->srv->lock);
 	}
+	if (h->prev != NULL)
+		h->prev->next = h->next;
+	else
+		t->handles = h->next;
+	if (h->next != NULL)
+		h->next->prev = h->prev;
 	free(h);
 	t->nhandles--;
+}
+
+void
+fsrv_handles_close(struct fsrv_tree *t)
+{
+	while (t->handles != NULL)
+		fsrv_handle_free(t, t->handles);
 }
 
 static void

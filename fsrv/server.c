@@ -415,6 +415,8 @@ fsrv_free(struct fsrv *s)
 		/* Closing the session's /dev/fuse ends the connection: the agent
 		 * gets ENOTCONN from then on, never a hang. */
 		fuse_session_destroy(t->se);
+		/* A killed sandbox never releases its files: close them here. */
+		fsrv_handles_close(t);
 		free(t->buf.mem);
 		free(t->io);
 		close(t->root_fd);

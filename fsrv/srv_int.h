@@ -26,6 +26,7 @@ struct fsrv_handle {
 	struct dirent *entry;	/* read from dir, not yet sent */
 	off_t offset;
 	struct fsrv_node *node;
+	struct fsrv_handle *prev, *next;	/* the tree's open handles */
 };
 
 struct fsrv_tree {
@@ -36,6 +37,7 @@ struct fsrv_tree {
 	struct fuse_buf buf;
 	struct fsrv_nodes nodes;	/* guarded by srv->lock */
 	uint32_t nhandles;
+	struct fsrv_handle *handles;	/* freed by fsrv_free if still open */
 	char *io;			/* read buffer */
 	size_t iolen;
 	bool closed;
@@ -70,5 +72,8 @@ struct fsrv {
 
 /* The FUSE operations (ops.c). */
 extern const struct fuse_lowlevel_ops fsrv_ops;
+
+/* Close every handle still open on t (the connection is going away). */
+void fsrv_handles_close(struct fsrv_tree *t);
 
 #endif

@@ -138,6 +138,28 @@ t_is "... and so does a link climbing with .." \
 t_is "... while a link inside works" \
 	"$("$S" --root "$R" --allow "$A" --mount "$M" --chroot -- @cat /rel 2>&1)" he
 
+# A rename race on the host: a directory swapped for a symlink to /etc
+# and back while a client whose root is the mount reads through it.  The
+# kernel follows a link it sees inside the mount (to the mount's own,
+# absent /etc); the server, asked for swap/passwd while swap is a link,
+# must refuse rather than follow it to the host's /etc/passwd.
+mkdir "$R/swap" && echo inside >"$R/swap/passwd"
+( end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do
+	mv "$R/swap" "$R/swap.d"; ln -s /etc "$R/swap"; rm "$R/swap"; mv "$R/swap.d" "$R/swap"
+done ) &
+racer=$!
+out=$("$S" --root "$R" --allow "$A" --mount "$M" --chroot --timeout 0 -- @race 20000 /swap/passwd 2>&1)
+wait "$racer"
+t_match "a symlink swap racing 20000 reads never reaches the host's /etc" "$out" '^leaks=0 '; echo "# $out"
+t_match "... while the file itself reads" "$out" 'inside=[1-9]'
+
+# A lookup flood stops at the node bound; the server keeps serving.
+mkdir "$R/many" && for i in $(seq 60); do : >"$R/many/f$i"; done
+t_match "names past max_nodes are refused (ENFILE)" \
+	"$("$S" --root "$R" --allow "$A" --mount "$M" --max-nodes 40 --timeout 30 -- \
+		sh -c "cat '$M/rel' >/dev/null; ls -l '$M/many' >/dev/null; cat '$M/rel'" 2>&1 | tr '\n' ' ')" \
+	'Too many open files in system.* he ?$'
+
 # With cache_data the kernel keeps file pages; a revocation still cuts an
 # open file, once the invalidation has dropped them.
 t_ok "a server with cached file data mounts" start --timeout 30 --cache-data
@@ -147,6 +169,12 @@ printf -- '- .\n' >"$A"
 t_ok "revoke everything" reload 2
 t_match "a cached open file no longer reads" "$(head -c 4 <&8 2>&1)" 'Permission denied'
 t_match "... nor opens" "$(cat "$M/big" 2>&1 >/dev/null)" 'Permission denied'
+exec 8<&-
+printf 'rlwd .\n' >"$A"
+reload 3
+exec 8<"$M/sub/hay.txt"
+kill "$spid"; wait "$spid"; rc=$?; spid=
+t_is "the server exits cleanly with a file still open (no leak under ASan)" "$rc" 0
 exec 8<&-
 stop
 

@@ -6,7 +6,7 @@
  *
  *   fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]
  *              [--timeout SECONDS] [--cache-data] [--owner UID:GID]
- *              [--restore-identity] [--userns] [--chroot]
+ *              [--restore-identity] [--max-nodes N] [--userns] [--chroot]
  *              [--verbose] [-- CMD ARGS...]
  *
  * The allow-list: one rule a line, "CAPS PATH", CAPS letters of r (fs.read)
@@ -21,8 +21,8 @@
  * namespace (run it under `unshare -m`).  With one: a child attaches the
  * mount in a mount namespace of its own (and with --userns, a user
  * namespace of its own: the mount fd crosses into it), with --chroot makes
- * the mount its root, and runs CMD; "@cat PATH" is a built-in cat for a
- * chroot that has no programs.  The exit status is the command's.
+ * the mount its root, and runs CMD; "@cat PATH" and "@race N PATH" are
+ * built-ins for a chroot that has no programs.  The exit status is the command's.
  *
  * Trust domain: test code, run as root on the host.
  */
@@ -174,6 +174,39 @@ map_ids(pid_t pid)
 	return write_file(path, map);
 }
 
+/* @race N PATH: read PATH N times; count what came back.  Used with the
+ * mount as root while the host swaps a directory on PATH for a symlink to
+ * /etc: "root:" in a read would be the host's /etc/passwd. */
+static int
+builtin_race(long n, const char *path)
+{
+	long leaks = 0, inside = 0, errors = 0;
+	char buf[256];
+
+	for (long i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t r;
+
+		if (fd < 0) {
+			errors++;
+			continue;
+		}
+		r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r < 0) {
+			errors++;
+			continue;
+		}
+		buf[r] = '\0';
+		if (strstr(buf, "root:") != NULL)
+			leaks++;
+		else if (strncmp(buf, "inside", 6) == 0)
+			inside++;
+	}
+	printf("leaks=%ld inside=%ld errors=%ld\n", leaks, inside, errors);
+	return 0;
+}
+
 /* The child: attach the mount in namespaces of its own, run the command.
  * sync[1] says "unshared" to the parent; sync2[0] waits for its maps. */
 static void
@@ -199,6 +232,12 @@ child(int mnt, const char *target, bool userns, bool chrt, char **cmd, int ready
 		perror("fsrv-serve: chroot");
 		_exit(125);
 	}
+	if (strcmp(cmd[0], "@race") == 0 && cmd[1] != NULL && cmd[2] != NULL) {
+		int r = builtin_race(atol(cmd[1]), cmd[2]);
+
+		fflush(stdout);
+		_exit(r);
+	}
 	if (strcmp(cmd[0], "@cat") == 0 && cmd[1] != NULL) {
 		int r = builtin_cat(cmd[1]);
 
@@ -215,7 +254,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]\n"
 			"       [--timeout S] [--cache-data] [--owner UID:GID] [--restore-identity]\n"
-			"       [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
+			"       [--max-nodes N] [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
 	exit(64);
 }
 
@@ -248,6 +287,8 @@ main(int argc, char **argv)
 			if (sscanf(argv[++i], "%u:%u", &owner_uid, &owner_gid) != 2)
 				usage();
 			as_owner = true;
+		} else if (i + 1 < argc && strcmp(argv[i], "--max-nodes") == 0) {
+			cfg.max_nodes = (uint32_t)atol(argv[++i]);
 		} else if (strcmp(argv[i], "--restore-identity") == 0) {
 			cfg.keep_identity = false;
 		} else if (strcmp(argv[i], "--cache-data") == 0) {
