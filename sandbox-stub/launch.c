@@ -382,9 +382,20 @@ open_source_as(const struct sbx_bind *b, const char *path, struct srcfds *s)
 	if ((uid_t)setfsuid((uid_t)-1) != b->as_uid || (gid_t)setfsgid((gid_t)-1) != b->as_gid) {
 		r = CB_EPERM;
 		e = EPERM;
-	} else {
-		r = open_source(path, s);
+	} else if ((r = open_source(path, s)) != 0) {
 		e = errno;
+	} else if (faccessat(s->fd, "", R_OK | (s->fd == s->dirfd ? X_OK : 0),
+	    AT_EMPTY_PATH | AT_EACCESS) != 0) {
+		/* O_PATH checks no permission on the object itself: the caller
+		 * must be able to read it (and search it, for a directory). */
+		e = errno;
+		r = CB_EPERM;
+		if (s->fd != s->dirfd)
+			close(s->fd);
+		close(s->dirfd);
+		s->fd = s->dirfd = -1;
+	} else {
+		e = 0;
 	}
 	(void)setfsuid(geteuid());
 	(void)setfsgid(getegid());

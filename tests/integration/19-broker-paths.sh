@@ -171,4 +171,33 @@ else
 	t_skip "writable binds of a root broker" "needs root"
 fi
 
+# ---- a non-root client's --ro-bind through a root daemon: its own reach --
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	mkdir -p -m 0755 "$T_TMP/pub"; mkdir -p -m 0700 "$T_TMP/rootonly"
+	mkdir -p -m 0755 "$T_TMP/rootonly/sub"; echo hidden >"$T_TMP/rootonly/sub/f"
+	mkdir -p -m 0711 "$T_TMP/noread"; echo noread >"$T_TMP/noread/f"
+	mkdir -p -m 0755 "$T_TMP/shared"; echo shared >"$T_TMP/shared/f"
+	printf 'admins = { uids = [ 4242 ]; gids = [ ]; };\n' >"$T_TMP/adm.conf"; chmod 0644 "$T_TMP/adm.conf"
+	PB=$(t_public "$CB_BIN/capbroker" "$CB_BIN/capbroker-stub" "$CB_BIN/capcall")
+	"$CB_BIN/capbroker" serve --state "$T_TMP/st" --policy "$T_TMP/adm.conf" \
+		--socket "$T_TMP/pub/adm.sock" >"$T_TMP/serve.log" 2>&1 & SRVP=$!
+	for _ in $(seq 200); do [ -S "$T_TMP/pub/adm.sock" ] && break; sleep 0.05; done
+	chmod 0666 "$T_TMP/pub/adm.sock"
+	U=(setpriv --reuid=4242 --regid=4242 --clear-groups --)
+	t_exit "a non-root client's --ro-bind of a root-only directory through a root daemon fails" 125 \
+		"${U[@]}" "$PB/capbroker" run --connect "$T_TMP/pub/adm.sock" \
+		--ro-bind "$T_TMP/rootonly/sub:/data" -- /bin/cat /data/f
+	t_match "... it is opened with the client's identity (the daemon says why)" "$(cat "$T_TMP/serve.log")" 'bind source .*rootonly/sub: Permission denied'
+	t_exit "... nor one the client may search but not read" 125 \
+		"${U[@]}" "$PB/capbroker" run --connect "$T_TMP/pub/adm.sock" \
+		--ro-bind "$T_TMP/noread:/data" -- /bin/cat /data/f
+	t_is "... while one it can reach is shown" "$("${U[@]}" "$PB/capbroker" run --connect "$T_TMP/pub/adm.sock" \
+		--ro-bind "$T_TMP/shared:/data" -- /bin/cat /data/f 2>&1)" shared
+	t_is "... and root's own --ro-bind of the root-only one works" "$("$CB_BIN/capbroker" run --connect \
+		"$T_TMP/pub/adm.sock" --ro-bind "$T_TMP/rootonly/sub:/data" -- /bin/cat /data/f 2>&1)" hidden
+	kill $SRVP 2>/dev/null; wait $SRVP 2>/dev/null
+else
+	t_skip "a non-root client's --ro-bind through a root daemon" "needs root and setpriv"
+fi
+
 t_done
