@@ -14,6 +14,7 @@
 #include "client/mcp.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -443,8 +444,10 @@ write_upto(int fd, const void *p, size_t len, uint64_t deadline_ms)
 			struct pollfd pf = { .fd = fd, .events = POLLOUT };
 			uint64_t now = cb_mono_ns() / 1000000u;
 
-			if (deadline_ms && now >= deadline_ms)
+			if (deadline_ms && now >= deadline_ms) {
+				errno = ETIMEDOUT;
 				return -1;
+			}
 			poll(&pf, 1, deadline_ms ? (int)(deadline_ms - now) : -1);
 			continue;
 		}
@@ -736,6 +739,12 @@ t_connect(struct cc_mcp *m, json_t *args)
 	if (!m->c || (err = cc_net_connect(m->c, host, port, 0, &fd)) != 0)
 		return fail_broker(m, err, cap);
 	deadline = cb_mono_ns() / 1000000u + CC_MCP_NET_WAIT_MS;
+	/* Non-blocking, so that a peer that neither reads nor writes costs
+	 * the deadline and no more. */
+	if ((err = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, err | O_NONBLOCK) < 0) {
+		r = fail_text("io", "socket: %s", strerror(errno));
+		goto out;
+	}
 	if (slen && write_upto(fd, snd, slen, deadline) != 0) {
 		r = fail_text("io", "sending to %s:%u: %s", host, (unsigned)port, strerror(errno));
 		goto out;
