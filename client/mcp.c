@@ -336,6 +336,7 @@ cc_mcp_handle(struct cc_mcp *m, const char *line, size_t len, char **reply)
 	size_t i;
 
 	*reply = NULL;
+	m->deferred = false;
 	for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'); i++)
 		;
 	if (i == len)
