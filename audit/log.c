@@ -12,6 +12,7 @@
  * for the disk unless the ring is full.
  */
 #include "audit/audit.h"
+#include "common/common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -470,15 +471,30 @@ utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The code point of the valid UTF-8 sequence s of k bytes. */
+static uint32_t
+utf8_cp(const unsigned char *s, size_t k)
+{
+	uint32_t cp = k == 2 ? s[0] & 0x1fu : k == 3 ? s[0] & 0x0fu : s[0] & 0x07u;
+
+	for (size_t i = 1; i < k; i++)
+		cp = cp << 6 | (s[i] & 0x3fu);
+	return cp;
+}
+
 /* Write s as a JSON string.  Quotes, backslashes and control characters are
  * escaped; a byte that is not valid UTF-8 becomes \udcXX (Python's
  * surrogateescape), so a hostile path is kept exactly yet the line stays
- * valid, single-line JSON. */
+ * valid, single-line JSON.  Every code point the one escaper for people
+ * (cb_text_invisible: C1, bidi controls, zero-width and other invisible
+ * format characters, tags) is written as a \u escape, above U+FFFF as a
+ * surrogate pair: the text is the same to a JSON reader, and a person
+ * reading the log with cat or grep sees it rather than being misled. */
 static void
 json_str(struct aud_log *l, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char esc[8];
+	char esc[16];	/* one \uXXXX escape and its terminator, with room */
 	size_t i = 0, k;
 
 	lput(l, "\"", 1);
@@ -505,14 +521,16 @@ json_str(struct aud_log *l, const char *s, size_t n)
 			lput(l, esc, 6);
 			i++;
 		} else if ((k = utf8_seq(u + i, n - i)) > 0) {
-			uint32_t cp = k == 2 ? ((u[i] & 0x1fu) << 6 | (u[i + 1] & 0x3fu)) :
-			    k == 3 ? ((u[i] & 0x0fu) << 12 | (u[i + 1] & 0x3fu) << 6 | (u[i + 2] & 0x3fu)) : 0;
+			uint32_t cp = k == 1 ? u[i] : utf8_cp(u + i, k);
 
-			/* Valid but dangerous to a terminal reading the log: C1
-			 * controls, line/paragraph separators, bidi overrides and
-			 * isolates are written escaped (the text stays the same). */
-			if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x2028 && cp <= 0x202e) ||
-			    (cp >= 0x2066 && cp <= 0x2069)) {
+			if (cb_text_invisible(cp) || (cp >= 0x80 && cp <= 0x9f) ||
+			    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+				if (cp > 0xffff) {
+					cp -= 0x10000;
+					snprintf(esc, sizeof(esc), "\\u%04x", 0xd800u + (unsigned)(cp >> 10));
+					lput(l, esc, 6);
+					cp = 0xdc00u + (cp & 0x3ffu);
+				}
 				snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
 				lput(l, esc, 6);
 			} else {

@@ -1492,6 +1492,67 @@ ctl_audit_row(const json_t *o)
 	putchar('\n');
 }
 
+
+/* Is s[0..4) four hex digits?  Their value in *v. */
+static bool
+ctl_hex4(const char *s, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		int c = (unsigned char)s[i], d = c >= '0' && c <= '9' ? c - '0' :
+		    c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+
+		if (d < 0)
+			return false;
+		*v = *v << 4 | (unsigned)d;
+	}
+	return true;
+}
+
+/* Parse one audit line.  The log writes a byte that is not valid UTF-8 as
+ * a lone low surrogate (\udcXX, Python's surrogateescape), which keeps the
+ * exact bytes but which jansson refuses; without this an agent could keep
+ * its own lines out of every view by putting one such byte in a path.  A
+ * line jansson refuses is read again with each lone surrogate shown as
+ * U+FFFD.  (--json still prints the line itself, byte for byte.) */
+static json_t *
+ctl_audit_load(const char *line, size_t len)
+{
+	json_t *o = json_loadb(line, len, 0, NULL);
+	char *t;
+	size_t i = 0, n = 0;
+	bool high = false;
+
+	if (o || !(t = malloc(len + 1)))
+		return o;
+	while (i < len) {
+		unsigned v;
+
+		if (line[i] != '\\' || i + 1 >= len) {
+			t[n++] = line[i++];
+			high = false;
+			continue;
+		}
+		if (line[i + 1] == 'u' && i + 6 <= len && ctl_hex4(line + i + 2, &v)) {
+			if (v >= 0xdc00 && v <= 0xdfff && !high) {
+				memcpy(t + n, "\\ufffd", 6);
+			} else {
+				memcpy(t + n, line + i, 6);
+			}
+			high = v >= 0xd800 && v <= 0xdbff;
+			n += 6;
+			i += 6;
+			continue;
+		}
+		t[n++] = line[i++];	/* the escape and the character it escapes */
+		t[n++] = line[i++];
+		high = false;
+	}
+	o = json_loadb(t, n, 0, NULL);
+	free(t);
+	return o;
+}
+
 static int
 ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_afilter *flt)
 {
@@ -1528,7 +1589,7 @@ ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_af
 			return CTL_FAIL;
 		}
 		n++;
-		if (!(o = json_loadb(line, len, 0, NULL)) || !json_is_object(o)) {
+		if (!(o = ctl_audit_load(line, len)) || !json_is_object(o)) {
 			fprintf(stderr, "capctl: %s: line %" PRIu64 " is not a JSON object (torn?)\n",
 			    path, n);
 			json_decref(o);

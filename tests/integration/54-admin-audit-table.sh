@@ -92,4 +92,14 @@ agent_do a1 "capcall --json fs.read $W/f --bogus"
 t_match "capcall --json: a usage error is a JSON error" "$AOUT" '"ok":false,"op":"fs.read".*"name":"usage".*"exit":64'
 agent_do a1 "capcall fs.read --json /etc/shadow"
 t_match "capcall --json: a denial is a JSON error" "$AOUT" '"ok":false,"op":"fs.read".*"exit":77'
+# -- a byte that is not UTF-8 cannot hide a line ---------------------------------------------------------
+# The log keeps it as \udcff (exact, valid JSON), which jansson refuses to
+# parse: without care the line would vanish from every view of capctl audit.
+agent_do a1 "capcall fs.read \"$W/hid\$(printf '\\377')den\""
+"$CTL" --state "$S" audit --sandbox a1 --op fs.read >"$T_TMP/hid" 2>"$T_TMP/hid.err"
+t_match "a path with a byte that is not UTF-8 still has its line in capctl audit" \
+	"$(cat "$T_TMP/hid")" "hid.*den"
+t_is "... and capctl calls no line torn" "$(grep -c 'torn' "$T_TMP/hid.err")" 0
+t_match "... --json prints the line itself, byte for byte" \
+	"$("$CTL" --state "$S" --json audit --sandbox a1 --op fs.read 2>/dev/null)" 'hid\\udcffden'
 t_done

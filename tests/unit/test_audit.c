@@ -245,6 +245,41 @@ test_coalesced(void)
 	T_OK(system(cmd) == 0, "python json.loads reads count as a number");
 }
 
+/* Text no person should be shown raw (zero-width, bidi, tags beyond the
+ * BMP) is written as \u escapes, so cat or grep on the log shows it; the
+ * text a JSON reader gets is unchanged. */
+static void
+test_invisible(void)
+{
+	struct aud_opts o;
+	struct aud_log *log = NULL;
+	struct aud_report rep;
+	const char *p = path_of("invisible.jsonl");
+	char *b, cmd[640];
+	/* U+200B, U+200F, U+061C, U+FEFF, U+E0041 (a tag), U+2067, then e-acute kept */
+	struct aud_rec r = { .kind = AUD_OP, .decision = AUD_DENY, .reason = CB_ENOTOKEN,
+		.sandbox = "inv", .op = "fs.read",
+		.resource = "/w/a\xe2\x80\x8b" "b\xe2\x80\x8f\xd8\x9c\xef\xbb\xbf\xf3\xa0\x81\x81\xe2\x81\xa7\xc3\xa9",
+		.actor = "agent" };
+
+	aud_opts_default(&o);
+	o.on_checkpoint = on_cp;
+	T_ERR(aud_open(p, kr, &o, &log), 0, "invisible: open");
+	T_ERR(aud_append(log, &r), 0, "a record with invisible characters");
+	T_ERR(aud_close(log), 0, "close");
+	b = slurp(p, NULL);
+	T_OK(b != NULL && strstr(b, "\"resource\":\"/w/a\\u200bb\\u200f\\u061c\\ufeff"
+	    "\\udb40\\udc41\\u2067\xc3\xa9\"") != NULL,
+	    "zero-width, bidi and BOM as \\u escapes, a tag as a surrogate pair, e-acute kept");
+	free(b);
+	T_ERR(verify(p, &head, &rep), 0, "the log verifies");
+	snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys\n"
+	    "ls=[json.loads(l) for l in open(sys.argv[1])]\n"
+	    "want=\"/w/a\\u200bb\\u200f\\u061c\\ufeff\\U000e0041\\u2067\\u00e9\"\n"
+	    "sys.exit(0 if [l[\"resource\"] for l in ls if l.get(\"sandbox\")==\"inv\"]==[want] else 1)' %s", p);
+	T_OK(system(cmd) == 0, "a JSON reader gets the same text back");
+}
+
 static void
 test_tamper(void)
 {
@@ -549,6 +584,7 @@ main(void)
 		return 1;
 	test_basic();
 	test_coalesced();
+	test_invisible();
 	test_tamper();
 	test_replaced();
 	test_torn();
