@@ -6,6 +6,7 @@
  */
 #include "policy/pol_int.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -493,16 +494,48 @@ pol_inst_requestable(const struct pol_inst *pi, const struct cap *c, enum pol_ap
 	return CB_EPOLICY;
 }
 
+static bool
+pol_op_is_fs(enum cap_op op)
+{
+	return op == CAP_FS_READ || op == CAP_FS_LIST || op == CAP_FS_WRITE || op == CAP_FS_DELETE;
+}
+
+/* A never rule names paths, whatever fs operation it is for.  An elevated
+ * operation that changes where a file is or what is there (fs.write:
+ * create, truncate, mkdir, either name of a rename or link; fs.delete)
+ * may not touch a path a never rule names, nor a directory above one:
+ * otherwise moving the file (or its directory) to a name no never rule
+ * names would let a later elevation read what a never rule protects.  The
+ * concrete path is taken as a glob here, so a '*' in a file name only ever
+ * widens what is refused. */
+static bool
+pol_never_moves(const struct cap *nc, const struct cap_req *r)
+{
+	char sub[PATH_MAX + 4];
+	int n;
+
+	if (!pol_op_is_fs(nc->op) || !r->path)
+		return false;
+	if (cap_path_match(nc->res, r->path))
+		return true;
+	n = snprintf(sub, sizeof(sub), "%s/**", strcmp(r->path, "/") == 0 ? "" : r->path);
+	if (n < 0 || (size_t)n >= sizeof(sub))
+		return true;	/* cannot judge: fail closed */
+	return cap_path_intersects(nc->res, sub);
+}
+
 bool
 pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
 {
+	bool moves = r->op == CAP_FS_WRITE || r->op == CAP_FS_DELETE;
+
 	for (size_t i = 0; i < pi->nrules; i++) {
 		const struct pol_irule *ir = &pi->rules[i];
 
 		if (ir->mode != POL_APPROVE_NEVER)
 			continue;
 		for (size_t k = 0; k < ir->n; k++)
-			if (cap_match(ir->caps[k], r))
+			if (cap_match(ir->caps[k], r) || (moves && pol_never_moves(ir->caps[k], r)))
 				return true;
 	}
 	return false;

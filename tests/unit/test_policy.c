@@ -646,6 +646,25 @@ test_never_wins(void)
 		T_OK(pol_inst_never_match(pi, &r), "the concrete path /secret/file hits the never rule");
 		r.path = "/secret/other";
 		T_OK(!pol_inst_never_match(pi, &r), "/secret/other does not");
+		/* A never rule for reading also keeps elevated writes from moving
+		 * the file, or a directory above it, out from under the rule. */
+		r = (struct cap_req){ .op = CAP_FS_WRITE, .path = "/secret/file" };
+		T_OK(pol_inst_never_match(pi, &r), "fs.write (rename away, overwrite) of the never file is refused");
+		r.path = "/secret";
+		T_OK(pol_inst_never_match(pi, &r), "... so is fs.write (rename) of the directory above it");
+		r.path = "/";
+		T_OK(pol_inst_never_match(pi, &r), "... and of /");
+		r.op = CAP_FS_DELETE;
+		r.path = "/secret/file";
+		T_OK(pol_inst_never_match(pi, &r), "fs.delete of the never file is refused");
+		r.op = CAP_FS_WRITE;
+		r.path = "/secret/other";
+		T_OK(!pol_inst_never_match(pi, &r), "fs.write of a neighbour is not");
+		r.path = "/secretive";
+		T_OK(!pol_inst_never_match(pi, &r), "... nor of a name that only shares a prefix");
+		r.op = CAP_FS_LIST;
+		r.path = "/secret/file";
+		T_OK(!pol_inst_never_match(pi, &r), "fs.list of it is judged by fs.list never rules only");
 		if (cap_addr_parse("10.9.8.7", &a10) != 0 || cap_addr_parse("11.0.0.1", &a11) != 0)
 			abort();
 		r = (struct cap_req){ .op = CAP_NET_CONNECT, .host = "example.com", .port = 443, .addr = &a10 };
