@@ -201,6 +201,24 @@ pol_net_blocked_host(const struct pol *p, const struct cap_addr *addr, const str
 	return false;
 }
 
+size_t
+pol_net_views(const struct cap_addr *addr, struct cap_addr *out)
+{
+	struct cap_addr a = unmap(addr);
+	size_t n = 0;
+
+	out[n++] = a;
+	if (a.family != AF_INET6)
+		return n;
+	for (size_t i = 0; i < NEMB && n < POL_NET_VIEWS_MAX; i++) {
+		struct cap_addr en = embed_net(&v6_embed[i]);
+
+		if (cap_addr_in(&a, &en, v6_embed[i].prefix))
+			out[n++] = embed_decode(&a, &v6_embed[i]);
+	}
+	return n;
+}
+
 bool
 pol_net_blocked(const struct pol *p, const struct cap_addr *addr, const struct cap *granting)
 {

@@ -89,4 +89,11 @@ void pol_rules_clear(struct pol_tier *t);
 /* The built-in default policy text (libconfig). */
 extern const char pol_default_text[];
 
+/* The addresses an address stands for: itself (an IPv4-mapped address as
+ * its IPv4 form), then every IPv4 address an IPv6 form carries (NAT64,
+ * compatible, translated, 6to4, Teredo server and client).  At most
+ * POL_NET_VIEWS_MAX written to out; returns how many. */
+#define POL_NET_VIEWS_MAX 8
+size_t pol_net_views(const struct cap_addr *addr, struct cap_addr *out);
+
 #endif

@@ -524,6 +524,29 @@ pol_never_moves(const struct cap *nc, const struct cap_req *r)
 	return cap_path_intersects(nc->res, sub);
 }
 
+/* Does never capability nc meet the connect r through any address r's
+ * address stands for?  A never rule for 93.184.216.0/24 must also stop
+ * 64:ff9b::5db8:d822 (NAT64), ::5db8:d822 and the 6to4 and Teredo forms,
+ * which reach the same IPv4 host where a gateway translates them. */
+static bool
+pol_never_views(const struct cap *nc, const struct cap_req *r)
+{
+	struct cap_addr v[POL_NET_VIEWS_MAX];
+	size_t n;
+
+	if (nc->op != CAP_NET_CONNECT || r->op != CAP_NET_CONNECT || !r->addr)
+		return cap_match(nc, r);
+	n = pol_net_views(r->addr, v);
+	for (size_t i = 0; i < n; i++) {
+		struct cap_req rv = *r;
+
+		rv.addr = &v[i];
+		if (cap_match(nc, &rv))
+			return true;
+	}
+	return false;
+}
+
 bool
 pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
 {
@@ -535,7 +558,8 @@ pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
 		if (ir->mode != POL_APPROVE_NEVER)
 			continue;
 		for (size_t k = 0; k < ir->n; k++)
-			if (cap_match(ir->caps[k], r) || (moves && pol_never_moves(ir->caps[k], r)))
+			if (pol_never_views(ir->caps[k], r) ||
+			    (moves && pol_never_moves(ir->caps[k], r)))
 				return true;
 	}
 	return false;

@@ -671,6 +671,26 @@ test_never_wins(void)
 		T_OK(pol_inst_never_match(pi, &r), "a name resolving into a never range hits it");
 		r.addr = &a11;
 		T_OK(!pol_inst_never_match(pi, &r), "... outside it does not");
+		{
+			/* 10.9.8.7 in every IPv6 spelling that reaches it */
+			static const char *const forms[] = { "64:ff9b::a09:807", "::a09:807",
+				"::ffff:10.9.8.7", "::ffff:0:a09:807", "2002:a09:807::1",
+				"2001:0:a09:807:0:0:f5f6:f7f8" };
+			struct cap_addr v;
+
+			for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+				if (cap_addr_parse(forms[f], &v) != 0)
+					abort();
+				r = (struct cap_req){ .op = CAP_NET_CONNECT, .host = forms[f], .port = 443,
+					.addr = &v };
+				T_OK(pol_inst_never_match(pi, &r), "a never range for 10.0.0.0/8 meets %s",
+				    forms[f]);
+			}
+			if (cap_addr_parse("64:ff9b::b00:1", &v) != 0)
+				abort();
+			r = (struct cap_req){ .op = CAP_NET_CONNECT, .host = "x", .port = 443, .addr = &v };
+			T_OK(!pol_inst_never_match(pi, &r), "... and not the NAT64 form of 11.0.0.1");
+		}
 		pol_inst_free(pi);
 	}
 	pol_free(p);
