@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <libconfig.h>
 #include <stdarg.h>
@@ -1231,6 +1232,115 @@ pol_owner_ok(uid_t uid)
 	return uid == 0 || uid == geteuid();
 }
 
+/* May only root or we change what dir holds?  (Sticky: others may add
+ * names but not replace ours.) */
+static bool
+pol_dir_ok(const struct stat *st)
+{
+	return pol_owner_ok(st->st_uid) && (!(st->st_mode & 022) || (st->st_mode & S_ISVTX));
+}
+
+/*
+ * Walk path as the kernel resolves it, following each symlink by hand:
+ * every directory crossed must be one only root or we may change, and
+ * every symlink met must belong to root or us.  realpath() tells where the
+ * links lead today, not who could re-point them before the next start or
+ * reload: a root-owned policy reached through a symlink that nobody owns,
+ * or that sits in a directory nobody may write, is refused.
+ */
+#define POL_LINK_HOPS 40	/* the kernel's MAXSYMLINKS */
+static int
+pol_links_safe(const char *path, FILE *errs)
+{
+	char done[PATH_MAX] = "", todo[PATH_MAX], next[PATH_MAX], target[PATH_MAX];
+	unsigned hops = 0;
+	struct stat st;
+	int n;
+
+	if (path[0] == '/')
+		n = snprintf(todo, sizeof(todo), "%s", path);
+	else if (getcwd(next, sizeof(next)))
+		n = snprintf(todo, sizeof(todo), "%s/%s", next, path);
+	else
+		n = -1;
+	if (n < 0 || (size_t)n >= sizeof(todo))
+		goto toolong;
+	for (;;) {
+		char *p = todo, *comp;
+		size_t len;
+		ssize_t tl;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return 0;
+		comp = p;
+		len = strcspn(comp, "/");
+		p = comp + len;
+		if (len == 1 && comp[0] == '.') {
+			memmove(todo, p, strlen(p) + 1);
+			continue;
+		}
+		if (len == 2 && comp[0] == '.' && comp[1] == '.') {
+			char *sl = strrchr(done, '/');
+
+			if (sl)
+				*sl = '\0';
+			memmove(todo, p, strlen(p) + 1);
+			continue;
+		}
+		/* The directory that holds the next name. */
+		if (stat(done[0] ? done : "/", &st) != 0) {
+			pol_msg(errs, path, 0, "cannot check directory %s: %s", done[0] ? done : "/",
+			    strerror(errno));
+			return CB_EIO;
+		}
+		if (!pol_dir_ok(&st)) {
+			pol_msg(errs, path, 0, "directory %s on the way to it is owned by uid %u with mode "
+			    "%04o (expected owned by root or uid %u and not writable by group or "
+			    "others, or sticky)", done[0] ? done : "/", (unsigned)st.st_uid,
+			    (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+			return CB_EPERM;
+		}
+		n = snprintf(next, sizeof(next), "%s/%.*s", done, (int)len, comp);
+		if (n < 0 || (size_t)n >= sizeof(next))
+			goto toolong;
+		if (lstat(next, &st) != 0) {
+			pol_msg(errs, path, 0, "cannot check %s: %s", next, strerror(errno));
+			return CB_EIO;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			memcpy(done, next, (size_t)n + 1);
+			memmove(todo, p, strlen(p) + 1);
+			continue;
+		}
+		if (!pol_owner_ok(st.st_uid)) {
+			pol_msg(errs, path, 0, "symlink %s on the way to it is owned by uid %u (expected "
+			    "root or uid %u: its owner could point it elsewhere)", next,
+			    (unsigned)st.st_uid, (unsigned)geteuid());
+			return CB_EPERM;
+		}
+		if (++hops > POL_LINK_HOPS) {
+			pol_msg(errs, path, 0, "too many symlinks on the way to it");
+			return CB_EPERM;
+		}
+		if ((tl = readlink(next, target, sizeof(target) - 1)) < 0) {
+			pol_msg(errs, path, 0, "cannot read symlink %s: %s", next, strerror(errno));
+			return CB_EIO;
+		}
+		target[tl] = '\0';
+		n = snprintf(next, sizeof(next), "%s%s", target, p);
+		if (n < 0 || (size_t)n >= sizeof(next))
+			goto toolong;
+		memcpy(todo, next, (size_t)n + 1);
+		if (target[0] == '/')
+			done[0] = '\0';
+	}
+toolong:
+	pol_msg(errs, path, 0, "path too long to check");
+	return CB_EPERM;
+}
+
 static int
 pol_dirs_safe(const char *path, const struct stat *fst, FILE *errs)
 {
@@ -1238,6 +1348,8 @@ pol_dirs_safe(const char *path, const struct stat *fst, FILE *errs)
 	struct stat st;
 	int r = 0;
 
+	if ((r = pol_links_safe(path, errs)) != 0)
+		return r;
 	if (!(real = realpath(path, NULL))) {
 		pol_msg(errs, path, 0, "cannot resolve: %s", strerror(errno));
 		return CB_EIO;

@@ -29,4 +29,29 @@ mkdir -m 0777 "$T_TMP/open"; chmod 0777 "$T_TMP/open"
 cp "$P" "$T_TMP/open/p.conf"
 t_exit "a policy in a directory others can write is refused" 1 "$CB_BIN/capbroker" check-policy "$T_TMP/open/p.conf"
 t_match "... naming the directory" "$(cat "$T_TMP/err")" "directory .*open"
+# A policy reached through a symlink: the link, and every directory on the
+# way, must be one only root (or the broker's user) may change, or its owner
+# could point it at another file before the next start or reload.  Found
+# by the red team (a root-owned policy through a symlink in a 0777
+# directory, then re-pointed by nobody); these fail without the check.
+mkdir -m 0755 "$T_TMP/safe"; cp "$P" "$T_TMP/safe/p.conf"
+ln -s "$T_TMP/safe/p.conf" "$T_TMP/open/link.conf"
+t_exit "a symlink in a directory others can write is refused" 1 \
+	"$CB_BIN/capbroker" check-policy "$T_TMP/open/link.conf"
+t_match "... naming the directory on the way" "$(cat "$T_TMP/err")" "directory .*open on the way"
+ln -s "$T_TMP/safe/p.conf" "$T_TMP/safe/root-link.conf"
+t_ok "a root-owned symlink in a safe directory is fine" \
+	"$CB_BIN/capbroker" check-policy "$T_TMP/safe/root-link.conf"
+ln -s "$T_TMP/safe/p.conf" "$T_TMP/safe/nobody-link.conf"
+chown -h nobody "$T_TMP/safe/nobody-link.conf"
+t_exit "a symlink nobody owns is refused, wherever it is" 1 \
+	"$CB_BIN/capbroker" check-policy "$T_TMP/safe/nobody-link.conf"
+t_match "... naming the symlink and its owner" "$(cat "$T_TMP/err")" "symlink .*nobody-link.conf .*owned by uid"
+ln -s "$T_TMP/open" "$T_TMP/safe/opendir"
+t_exit "a path through a symlink to a directory others can write is refused" 1 \
+	"$CB_BIN/capbroker" check-policy "$T_TMP/safe/opendir/p.conf"
+mkdir -m 1777 "$T_TMP/sticky"; chmod 1777 "$T_TMP/sticky"
+ln -s "$T_TMP/safe/p.conf" "$T_TMP/sticky/link.conf"
+t_ok "a root-owned symlink in a sticky directory is fine (others cannot replace it)" \
+	"$CB_BIN/capbroker" check-policy "$T_TMP/sticky/link.conf"
 t_done
