@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sysexits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -125,11 +126,18 @@ id_ok(const char *s)
 	return true;
 }
 
+/* A usage error is said on stderr (the stub may have been started by
+ * hand) as well as on the status pipe the launcher reads, and exits 64
+ * like every other program's. */
 static void
 usage_die(void)
 {
-	stub_die(0, "usage: capbroker-stub --tier T --id ID --parent-pid PID "
-	    "[options] -- CMD [ARGS...] (started by capbroker, not by hand)");
+	static const char msg[] = "usage: capbroker-stub --tier T --id ID --parent-pid PID "
+	    "[options] -- CMD [ARGS...] (started by capbroker, not by hand)";
+
+	fprintf(stderr, "capbroker-stub: %s\n", msg);
+	(void)!dprintf(STUB_FD_STATUS, "fail %s: %s\n", stub_stage, msg);
+	_exit(EX_USAGE);
 }
 
 enum {

@@ -78,6 +78,10 @@ for p in capbroker capcall capctl capbroker-stub; do
 	t_exit "$p --version" 0 "$CB_BIN/$p" --version
 	t_match "... prints its name and version" "$(cat "$T_TMP/out")" "^$p [0-9]"
 done
+for p in capbroker capcall capctl capbroker-stub; do
+	t_exit "$p --no-such-option: a usage error (64)" 64 "$CB_BIN/$p" --no-such-option
+	t_match "... said on stderr" "$(cat "$T_TMP/err")" "."
+done
 "$CB" --help >"$T_TMP/help" 2>&1
 for o in connect state policy tier workspace grant ttl timeout ro-bind id approve chdir setenv unsetenv new-audit-log; do
 	t_ok "capbroker --help describes --$o" grep -qE "^ +--$o " "$T_TMP/help"
