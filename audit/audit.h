@@ -84,6 +84,9 @@ struct aud_head {
 	uint8_t log_id[AUD_LOG_ID_LEN];
 	uint64_t seq;
 	uint8_t hash[AUD_HASH_LEN];
+	bool check_dseq;	/* aud_verify: also check that the log records no
+				 * decision beyond dseq, the state's (st_dseq) */
+	uint64_t dseq;
 };
 
 struct aud_opts {
@@ -99,6 +102,8 @@ struct aud_opts {
 	aud_sign_fn *sign;		/* NULL: cap_sign() on the keyring given to aud_open,
 					 * which must then not change while the log is open */
 	void *sign_arg;
+	uint64_t dseq_base;		/* a new log starts at this decision sequence (the
+					 * state's), so its first checkpoint carries it */
 	const struct aud_head *expect;	/* the state's memory of the log (st_get_audit_head):
 					 * aud_open refuses (CB_EAUDIT) a missing file, one with
 					 * another log id, or one that ends before expect->seq,
@@ -139,6 +144,8 @@ struct aud_rec {
 	 * the first at first_ns and the last at last_ns (wall clock). */
 	uint64_t count;
 	uint64_t first_ns, last_ns;
+	uint64_t dseq;			/* an administrative decision's sequence in the
+					 * state (st_dseq); 0: not a decision */
 };
 
 struct aud_log;
@@ -179,6 +186,15 @@ int aud_checkpoint(struct aud_log *log) CB_WARN_UNUSED;
 /* false once the log cannot be written; the broker denies from then on. */
 bool aud_healthy(const struct aud_log *log);
 
+/* Healthy and with room reserved for more records: an operation may act
+ * (its record will fit).  See aud_opts.reserve_bytes. */
+bool aud_room(const struct aud_log *log);
+
+/* The last decision sequence the log held when it was opened (the dseq
+ * of its last line that carries one; 0 if none): the broker compares it
+ * with the state's at start. */
+uint64_t aud_open_dseq(const struct aud_log *log);
+
 /* errno of the failure that made the log unhealthy (0 if healthy). */
 int aud_errno(const struct aud_log *log);
 
@@ -215,6 +231,7 @@ enum aud_problem {
 	AUD_P_TRUNCATED,	/* file ends before the last remembered checkpoint */
 	AUD_P_MISMATCH,		/* remembered checkpoint not found at its seq */
 	AUD_P_TORN,		/* last line incomplete (crash); not tampering by itself */
+	AUD_P_BEHIND,		/* the state lacks decisions the log records (rolled back) */
 };
 
 struct aud_report {

@@ -57,6 +57,7 @@ struct slot {
 	uint64_t ts_ns;
 	uint64_t count;		/* coalesced repeats (0: an ordinary line) */
 	uint64_t first_ns, last_ns;
+	uint64_t dseq;
 	uint8_t token[CAP_ID_LEN];
 	uint16_t len[NSTR];
 	uint16_t present;	/* bit i: string i was given */
@@ -95,6 +96,8 @@ struct aud_log {
 	uint64_t seq;		/* seq of the next line */
 	uint64_t since_cp;	/* lines since the last checkpoint */
 	uint64_t cp_mono;	/* when the last checkpoint was written */
+	uint64_t dseq;		/* last decision sequence written */
+	uint64_t open_dseq;	/* ... when the log was opened */
 	uint64_t checkpoints;
 	uint64_t cp_seq;	/* last checkpoint, for the callback */
 	uint8_t cp_hash[AUD_HASH_LEN];
@@ -236,6 +239,7 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		s.count = r->count;
 		s.first_ns = r->first_ns;
 		s.last_ns = r->last_ns;
+		s.dseq = r->dseq;
 		if (r->token_id != NULL) {
 			s.has_token = 1;
 			memcpy(s.token, r->token_id, CAP_ID_LEN);
@@ -393,6 +397,18 @@ bool
 aud_healthy(const struct aud_log *log)
 {
 	return log != NULL && !atomic_load(&log->failed);
+}
+
+bool
+aud_room(const struct aud_log *log)
+{
+	return aud_healthy(log);
+}
+
+uint64_t
+aud_open_dseq(const struct aud_log *log)
+{
+	return log->open_dseq;
 }
 
 int
@@ -710,6 +726,15 @@ fmt_record(struct aud_log *l, const struct slot *s)
 		fmt_ts(ts, s->last_ns);
 		field_str(l, "last", ts, AUD_TS_LEN);
 	}
+	if (s->dseq != 0) {
+		char num[32];
+
+		num[fmt_u64(num, s->dseq)] = '\0';
+		lputs(l, ",\"dseq\":");
+		lputs(l, num);
+		if (s->dseq > l->dseq)
+			l->dseq = s->dseq;
+	}
 	if (s->cut)
 		lputs(l, ",\"cut\":true");
 	line_end(l);
@@ -719,11 +744,13 @@ fmt_record(struct aud_log *l, const struct slot *s)
 static int
 fmt_checkpoint(struct aud_log *l)
 {
-	uint8_t msg[AUD_SIGMSG_LEN], sig[64], kid[CAP_KID_LEN];
-	char hex[129];
+	uint8_t msg[AUD_SIGMSG_DSEQ_LEN], sig[64], kid[CAP_KID_LEN];
+	char hex[129], num[32];
 	int rc;
 
-	aud_sigmsg(l->log_id, l->seq, l->chain, msg);
+	/* The signature covers the decision sequence too: the last checkpoint
+	 * says, under the key, how many decisions the state must have. */
+	aud_sigmsg_dseq(l->log_id, l->seq, l->chain, l->dseq, msg);
 	if (l->o.sign != NULL)
 		rc = l->o.sign(l->o.sign_arg, msg, sizeof(msg), sig, kid);
 	else
@@ -742,7 +769,9 @@ fmt_checkpoint(struct aud_log *l)
 	cap_hex(sig, 64, hex);
 	lputs(l, "\",\"sig\":\"");
 	lputs(l, hex);
-	lputs(l, "\"");
+	num[fmt_u64(num, l->dseq)] = '\0';
+	lputs(l, "\",\"dseq\":");
+	lputs(l, num);
 	line_end(l);
 	l->since_cp = 0;
 	l->cp_mono = cb_mono_ns();
@@ -947,6 +976,46 @@ read_last_line(int fd, off_t sz, char *buf, size_t size, off_t *good, size_t *le
 	return 0;
 }
 
+/* The decision sequence of the last line in [0, end) that carries one,
+ * read backwards in blocks: the field is short, so blocks overlap by a
+ * little and no line needs splitting.  A checkpoint carries it at least
+ * every checkpoint_lines lines, so this reads little of a new-format log
+ * (an old one, without the field, is read once to its start). */
+static int
+find_last_dseq(int fd, off_t end, char *buf, size_t size, uint64_t *dseq)
+{
+	static const char key[] = ",\"dseq\":";
+	const size_t overlap = sizeof(key) + 24;
+	off_t hi = end;
+
+	*dseq = 0;
+	while (hi > 0) {
+		off_t lo = hi > (off_t)size ? hi - (off_t)size : 0;
+		size_t n = (size_t)(hi - lo);
+		const char *k = NULL;
+
+		if (pread(fd, buf, n, lo) != (ssize_t)n)
+			return CB_EIO;
+		for (const char *p = buf; (p = memmem(p, n - (size_t)(p - buf), key, sizeof(key) - 1));
+		     p++)
+			k = p;
+		if (k != NULL) {
+			/* the digits end the field at a ',' or '}' on the same line */
+			size_t nl = (size_t)(buf + n - k);
+			const char *e = memchr(k, '\n', nl);
+
+			if (aud_line_dseq(k, e != NULL ? (size_t)(e - k) : nl, dseq))
+				return 0;
+		}
+		if (lo == 0)
+			break;
+		hi = lo + (off_t)overlap;
+		if (hi >= lo + (off_t)n)
+			break;
+	}
+	return 0;
+}
+
 /* Write the genesis line and the first checkpoint, synchronously. */
 static int
 create_log(struct aud_log *l)
@@ -954,6 +1023,7 @@ create_log(struct aud_log *l)
 	char hex[2 * AUD_LOG_ID_LEN + 1];
 	int rc, e;
 
+	l->dseq = l->open_dseq = l->o.dseq_base;
 	randombytes_buf(l->log_id, AUD_LOG_ID_LEN);
 	memset(l->chain, 0, AUD_HASH_LEN);
 	l->seq = 0;
@@ -1017,6 +1087,9 @@ recover_log(struct aud_log *l, off_t sz, uint64_t *torn)
 		*torn = (uint64_t)(sz - good);
 	}
 	crypto_generichash(l->chain, AUD_HASH_LEN, (const uint8_t *)l->line, len, NULL, 0);
+	if ((rc = find_last_dseq(l->fd, good, l->line, 2 * AUD_LINE_MAX, &l->dseq)) != 0)
+		return rc;
+	l->open_dseq = l->dseq;
 	l->seq = p.seq + 1;
 	l->since_cp = aud_ev_is(&p, "checkpoint") ? 0 : 1;
 	if (p.seq == 0) {

@@ -116,12 +116,43 @@ aud_sigmsg(const uint8_t log_id[AUD_LOG_ID_LEN], uint64_t seq, const uint8_t pre
 	memcpy(out + AUD_LOG_ID_LEN + 8, prev, AUD_HASH_LEN);
 }
 
+void
+aud_sigmsg_dseq(const uint8_t log_id[AUD_LOG_ID_LEN], uint64_t seq,
+    const uint8_t prev[AUD_HASH_LEN], uint64_t dseq, uint8_t out[AUD_SIGMSG_DSEQ_LEN])
+{
+	int i;
+
+	aud_sigmsg(log_id, seq, prev, out);
+	for (i = 0; i < 8; i++)
+		out[AUD_SIGMSG_LEN + i] = (uint8_t)(dseq >> (56 - 8 * i));
+}
+
+/* A decimal uint64 in its one spelling (no leading zero); *pos moves. */
+static int
+decfield(const char *s, size_t len, size_t *pos, uint64_t *v)
+{
+	size_t start = *pos;
+
+	*v = 0;
+	while (*pos < len && s[*pos] >= '0' && s[*pos] <= '9') {
+		if (*pos - start >= 19)
+			return CB_EAUDIT;
+		*v = *v * 10 + (uint64_t)(s[*pos] - '0');
+		(*pos)++;
+	}
+	if (*pos == start || (s[start] == '0' && *pos - start > 1))
+		return CB_EAUDIT;
+	return 0;
+}
+
 int
 aud_parse_checkpoint(const struct aud_prefix *p, uint8_t log_id[AUD_LOG_ID_LEN],
-    uint8_t kid[CAP_KID_LEN], uint8_t sig[64])
+    uint8_t kid[CAP_KID_LEN], uint8_t sig[64], uint64_t *dseq, bool *has_dseq)
 {
 	size_t pos = 0, len = p->rest_len;
 	const char *s = p->rest;
+	uint64_t d = 0;
+	bool has = false;
 
 	if (lit(s, len, &pos, ",\"log\":\"") != 0 ||
 	    hexfield(s, len, &pos, log_id, AUD_LOG_ID_LEN) != 0 ||
@@ -129,9 +160,33 @@ aud_parse_checkpoint(const struct aud_prefix *p, uint8_t log_id[AUD_LOG_ID_LEN],
 	    hexfield(s, len, &pos, kid, CAP_KID_LEN) != 0 ||
 	    lit(s, len, &pos, "\",\"sig\":\"") != 0 ||
 	    hexfield(s, len, &pos, sig, 64) != 0 ||
-	    lit(s, len, &pos, "\"}") != 0 || pos != len)
+	    lit(s, len, &pos, "\"") != 0)
 		return CB_EAUDIT;
+	if (lit(s, len, &pos, ",\"dseq\":") == 0) {
+		if (decfield(s, len, &pos, &d) != 0)
+			return CB_EAUDIT;
+		has = true;
+	}
+	if (lit(s, len, &pos, "}") != 0 || pos != len)
+		return CB_EAUDIT;
+	if (dseq != NULL)
+		*dseq = d;
+	if (has_dseq != NULL)
+		*has_dseq = has;
 	return 0;
+}
+
+bool
+aud_line_dseq(const char *line, size_t len, uint64_t *dseq)
+{
+	static const char key[] = ",\"dseq\":";
+	const char *k = memmem(line, len, key, sizeof(key) - 1);
+	size_t pos;
+
+	if (k == NULL)
+		return false;
+	pos = (size_t)(k - line) + sizeof(key) - 1;
+	return decfield(line, len, &pos, dseq) == 0;
 }
 
 int

@@ -167,6 +167,7 @@ aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head
 	uint8_t zero[AUD_HASH_LEN] = { 0 };
 	uint64_t i = 0;
 	bool expect_seen = false;
+	uint64_t log_dseq = 0, dseq_line = 0;
 	int rc = 0, st;
 
 	if (rep == NULL)
@@ -246,16 +247,19 @@ aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head
 			goto out;
 		}
 		if (aud_ev_is(&p, "checkpoint")) {
-			uint8_t lid[AUD_LOG_ID_LEN], kid[CAP_KID_LEN], sig[64], msg[AUD_SIGMSG_LEN];
+			uint8_t lid[AUD_LOG_ID_LEN], kid[CAP_KID_LEN], sig[64], msg[AUD_SIGMSG_DSEQ_LEN];
+			uint64_t dseq = 0;
+			bool has_dseq = false;
 			int vr;
 
-			if (aud_parse_checkpoint(&p, lid, kid, sig) != 0) {
+			if (aud_parse_checkpoint(&p, lid, kid, sig, &dseq, &has_dseq) != 0) {
 				rc = report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_MALFORMED, i + 1,
 				    "line %llu is a malformed checkpoint", (unsigned long long)(i + 1));
 				goto out;
 			}
-			aud_sigmsg(lid, p.seq, p.prev, msg);
-			vr = cap_verify(kr, kid, CAP_SIG_DOMAIN_AUDIT, msg, sizeof(msg), sig);
+			aud_sigmsg_dseq(lid, p.seq, p.prev, dseq, msg);
+			vr = cap_verify(kr, kid, CAP_SIG_DOMAIN_AUDIT, msg,
+			    has_dseq ? AUD_SIGMSG_DSEQ_LEN : AUD_SIGMSG_LEN, sig);
 			if (vr != 0 || sodium_memcmp(lid, rep->log_id, AUD_LOG_ID_LEN) != 0) {
 				rc = report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_BADSIG, i + 1,
 				    "checkpoint at line %llu does not verify (%s)",
@@ -284,6 +288,14 @@ aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head
 			}
 			expect_seen = true;
 		}
+		{
+			uint64_t d;
+
+			if (aud_line_dseq(line, len, &d) && d > log_dseq) {
+				log_dseq = d;
+				dseq_line = i + 1;
+			}
+		}
 		memcpy(hist[i % HIST], h, AUD_HASH_LEN);
 		rep->lines = i + 1;
 	}
@@ -302,6 +314,13 @@ aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head
 		rc = report(rep, AUD_P_TRUNCATED, rep->lines,
 		    "the log ends at line %llu but the state remembers a checkpoint at line %llu: truncated",
 		    (unsigned long long)rep->lines, (unsigned long long)(expect->seq + 1));
+		goto out;
+	}
+	if (rc == 0 && expect != NULL && expect->check_dseq && log_dseq > expect->dseq) {
+		rc = report(rep, AUD_P_BEHIND, dseq_line,
+		    "line %llu records decision %llu but the state has only %llu: the state was rolled "
+		    "back or damaged (capbroker state rebuild)", (unsigned long long)dseq_line,
+		    (unsigned long long)log_dseq, (unsigned long long)expect->dseq);
 		goto out;
 	}
 	if (rc == 0 && rep->problem == AUD_P_NONE)
@@ -333,6 +352,7 @@ aud_problem_name(enum aud_problem p)
 	case AUD_P_TRUNCATED: return "truncated";
 	case AUD_P_MISMATCH: return "mismatch";
 	case AUD_P_TORN: return "torn";
+	case AUD_P_BEHIND: return "state-behind";
 	}
 	return "unknown";
 }

@@ -218,7 +218,7 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 		ttl = pol_default_ttl(b->pol);
 	if ((r = brk_tok_mint(b, s->id, caps, ncaps, now, now + ttl, has_uses, (uint32_t)uses, NULL,
 		 false, a->actor, &text, id)) != 0) {
-		brk_admin_err(a, r, NULL);
+		brk_admin_err(a, r, brk_decide_why(b, r));
 		goto out;
 	}
 	{
@@ -239,6 +239,39 @@ out:
 		cap_free(caps[i]);
 }
 
+struct brk_revoke_arg {
+	const uint8_t *id;
+	size_t count;
+};
+
+static int
+brk_revoke_apply(struct brk *b, void *arg)
+{
+	struct brk_revoke_arg *ra = arg;
+
+	return st_revoke(b->st, ra->id, st_now(b->st), &ra->count);
+}
+
+int
+brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, const char *actor,
+    const char *detail, size_t *count)
+{
+	struct brk_revoke_arg ra = { .id = id };
+	char hex[2 * CAP_ID_LEN + 1];
+	struct brk_dec d = { .op = "revoke", .sandbox = sandbox, .resource = hex, .tid = id,
+		.actor = actor, .detail = detail, .apply = brk_revoke_apply, .arg = &ra };
+	int r;
+
+	cap_hex(id, CAP_ID_LEN, hex);
+	/* Durable in the state (then in memory: the next operation of every
+	 * sandbox sees it), then in the log, sealed by a signed checkpoint,
+	 * before anyone is told. */
+	r = brk_decide(b, &d);
+	if (count)
+		*count = ra.count;
+	return r;
+}
+
 static void
 adm_revoke(struct brk_admin *a, const struct wire_msg *m)
 {
@@ -247,26 +280,14 @@ adm_revoke(struct brk_admin *a, const struct wire_msg *m)
 	uint8_t id[CAP_ID_LEN];
 	size_t count = 0;
 	struct wire_enc e;
-	char detail[64];
 	int r;
 
 	if (wire_get_str(m, "tid", &hex) != 0 || cap_unhex(hex, id, CAP_ID_LEN) != 0) {
 		brk_admin_err(a, CB_EINVAL, "revoke needs a token id (32 hex digits)");
 		return;
 	}
-	/* st_revoke marks it in memory first (the next operation of every
-	 * sandbox sees it), then commits to disk; we acknowledge after both
-	 * it and its audit line are durable. */
-	if ((r = st_revoke(b->st, id, cb_now(), &count)) != 0) {
-		brk_admin_err(a, r, r == CB_ENOENT ? "unknown token id" : NULL);
-		return;
-	}
-	snprintf(detail, sizeof(detail), "%zu token(s) revoked with descendants", count);
-	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", hex, id, a->actor, detail);
-	/* Sealed by a signed checkpoint before it is acknowledged: cutting the
-	 * line from the log after a crash cannot go unnoticed. */
-	if ((r = aud_checkpoint(b->aud)) != 0) {
-		brk_admin_err(a, r, "revoked, but the audit log could not be flushed");
+	if ((r = brk_revoke(b, id, NULL, a->actor, "with its descendants", &count)) != 0) {
+		brk_admin_err(a, r, r == CB_ENOENT ? "unknown token id" : brk_decide_why(b, r));
 		return;
 	}
 	brk_admin_begin(a, &e, 0, NULL);
@@ -365,6 +386,16 @@ adm_sandboxes(struct brk_admin *a, const struct wire_msg *m)
 }
 
 static void
+adm_kill_after(struct brk *b, void *arg)
+{
+	struct brk_sbx *s = arg;
+
+	(void)b;
+	if (s->spawned && !s->exited)
+		sbx_kill(&s->proc);
+}
+
+static void
 adm_kill(struct brk_admin *a, const struct wire_msg *m)
 {
 	const char *sid;
@@ -378,7 +409,17 @@ adm_kill(struct brk_admin *a, const struct wire_msg *m)
 		brk_admin_err(a, CB_ENOENT, "no such running sandbox");
 		return;
 	}
-	brk_sbx_kill(s, a->actor);
+	{
+		/* On record before it happens, and answered after. */
+		struct brk_dec d = { .op = "kill", .sandbox = s->id, .actor = a->actor,
+			.after = adm_kill_after, .arg = s };
+		int r = brk_decide(a->b, &d);
+
+		if (r != 0) {
+			brk_admin_err(a, r, brk_decide_why(a->b, r));
+			return;
+		}
+	}
 	brk_admin_ok(a);
 }
 
@@ -487,6 +528,12 @@ adm_watch(struct brk_admin *a, const struct wire_msg *m)
 	brk_admin_ok(a);
 }
 
+static int
+adm_rotate_apply(struct brk *b, void *arg)
+{
+	return st_rotate_key(b->st, arg);
+}
+
 static void
 adm_rotate(struct brk_admin *a, const struct wire_msg *m)
 {
@@ -496,19 +543,25 @@ adm_rotate(struct brk_admin *a, const struct wire_msg *m)
 	int r;
 
 	(void)m;
-	if ((r = st_rotate_key(a->b->st, kid)) != 0) {
-		brk_admin_err(a, r, NULL);
-		return;
+	{
+		struct brk_dec d = { .op = "rotate-key", .actor = a->actor, .apply = adm_rotate_apply,
+			.arg = kid };
+
+		if ((r = brk_decide(a->b, &d)) != 0) {
+			brk_admin_err(a, r, brk_decide_why(a->b, r));
+			return;
+		}
 	}
 	cap_hex(kid, CAP_KID_LEN, hex);
-	brk_audit(a->b, AUD_ADMIN, AUD_NONE, 0, NULL, "rotate-key", hex, NULL, a->actor, NULL);
-	if ((r = aud_flush(a->b->aud)) != 0) {
-		brk_admin_err(a, r, NULL);
-		return;
-	}
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_put_str(&e, "kid", hex);
 	brk_admin_finish(a, &e);
+}
+
+static int
+adm_retire_apply(struct brk *b, void *arg)
+{
+	return st_retire_key(b->st, arg);
 }
 
 static void
@@ -522,11 +575,17 @@ adm_retire(struct brk_admin *a, const struct wire_msg *m)
 		brk_admin_err(a, CB_EINVAL, "need a key id (16 hex digits)");
 		return;
 	}
-	if ((r = st_retire_key(a->b->st, kid)) != 0) {
-		brk_admin_err(a, r, r == CB_EBUSY ? "the signing key cannot be retired" : NULL);
-		return;
+	{
+		/* Acknowledged only once durable in the state and the log. */
+		struct brk_dec d = { .op = "retire-key", .resource = hex, .actor = a->actor,
+			.apply = adm_retire_apply, .arg = kid };
+
+		if ((r = brk_decide(a->b, &d)) != 0) {
+			brk_admin_err(a, r, r == CB_EBUSY ? "the signing key cannot be retired" :
+			    brk_decide_why(a->b, r));
+			return;
+		}
 	}
-	brk_audit(a->b, AUD_ADMIN, AUD_NONE, 0, NULL, "retire-key", hex, NULL, a->actor, NULL);
 	brk_admin_ok(a);
 }
 
@@ -544,8 +603,11 @@ adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
 	(void)m;
 	/* Seal what is written so far, so the check covers it all. */
 	cb_ignore(aud_checkpoint(b->aud));
+	memset(&head, 0, sizeof(head));
 	if (st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
 		hp = &head;
+	head.check_dseq = true;
+	head.dseq = st_dseq(b->st);
 	if ((r = st_audit_keyring(b->st, &kr)) != 0) {
 		brk_admin_err(a, r, NULL);
 		return;

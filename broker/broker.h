@@ -168,6 +168,7 @@ struct brk_opts {
 	bool new_audit_log;		/* start a new log although the state remembers another */
 	bool has_admin_fd;		/* admin_fd: a listening socket to adopt (systemd) */
 	int admin_fd;
+	bool new_state;			/* start a new state database beside an existing log */
 };
 
 struct brk {
@@ -207,6 +208,7 @@ struct brk {
 	void *prompt_arg;
 	bool stopping;
 	int exit_code;
+	char dec_why[512];		/* why the last brk_decide failed */
 };
 
 /* Set up the broker: policy, state (locked: one broker per state directory,
@@ -332,7 +334,11 @@ int brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps
     uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
     const char *by, char **text, struct st_token *rec) CB_WARN_UNUSED;
 
-/* Mint and record a token for sandbox aud; text malloc'd. */
+/* brk_dec.apply for a token record (arg: struct st_token). */
+int brk_tok_apply_add(struct brk *b, void *arg) CB_WARN_UNUSED;
+
+/* Mint and record a token for sandbox aud (through brk_decide: durable in
+ * the state and the log when it returns); text malloc'd. */
 int brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
     uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
     const char *by, char **text, uint8_t id[CAP_ID_LEN]) CB_WARN_UNUSED;
@@ -349,6 +355,34 @@ void brk_hostaddr_close(struct brk *b);
  * to b and lives until the next call.  CB_EIO/CB_ENOMEM: unknown; the
  * caller must refuse what it was about to judge. */
 int brk_hostaddr_get(struct brk *b, const struct cap_addr **a, size_t *n) CB_WARN_UNUSED;
+
+/* ---- the commit gate (commit.c) ---- */
+
+/* One administrative decision.  apply makes the durable state change (an
+ * st_* call, which brk_decide arms with the record); after runs once the
+ * record is durable too (an effect outside the state, such as a kill). */
+struct brk_dec {
+	const char *op, *sandbox, *resource, *actor, *detail;
+	const uint8_t *tid;
+	enum aud_decision decision;
+	int reason;
+	int (*apply)(struct brk *b, void *arg);
+	void (*after)(struct brk *b, void *arg);
+	void *arg;
+};
+
+/* Room, state, log, effect, in that order (see commit.c).  0 when all of it
+ * is durable; apply's error with nothing changed; CB_EAUDIT when the log
+ * had no room (nothing changed) or could not seal the record (the state
+ * change stands): brk_decide_why says which, in a sentence. */
+int brk_decide(struct brk *b, const struct brk_dec *d) CB_WARN_UNUSED;
+const char *brk_decide_why(const struct brk *b, int err);
+/* Revoke a token (and its descendants) through brk_decide; *count (may
+ * be NULL) gets how many were newly revoked.  admin.c. */
+int brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, const char *actor,
+    const char *detail, size_t *count) CB_WARN_UNUSED;
+/* At start: write a record the log lacks, refuse a state behind the log. */
+int brk_reconcile(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
 
 /* ---- audit helper ---- */
 void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,

@@ -899,8 +899,11 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		r = brk_tok_mint(b, s->id, &c, 1, now, now + ttl, false, 0, NULL, false,
 		    spec->actor ? spec->actor : "broker", &text, id);
 		cap_free(c);
-		if (r == 0)
-			r = brk_held_add(s, text, strlen(text), true, &th);
+		if (r != 0) {
+			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], brk_decide_why(b, r));
+			goto out;
+		}
+		r = brk_held_add(s, text, strlen(text), true, &th);
 		free(text);
 		if (r != 0) {
 			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
@@ -1153,12 +1156,10 @@ brk_revoke_stale_elevations(struct brk *b)
 	for (size_t i = 0; r == 0 && i < e.n; i++) {
 		size_t n;
 
-		r = st_revoke(b->st, e.ids[i], e.now, &n);
+		r = brk_revoke(b, e.ids[i], NULL, "broker",
+		    "elevation of a sandbox that no longer runs (broker restart)", &n);
 		if (r == CB_EREVOKED)
 			r = 0;
-		if (r == 0)
-			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", NULL, e.ids[i], "broker",
-			    "elevation of a sandbox that no longer runs (broker restart)");
 	}
 	free(e.ids);
 	return r;
@@ -1324,9 +1325,34 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	}
 	if ((r = brk_lock_state(b, why, whylen)) != 0)
 		goto out;
-	if ((r = st_open(b->state_dir, &b->st)) != 0) {
-		snprintf(why, whylen, "state %s: %s (%s)", b->state_dir, cb_strerror(r), strerror(errno));
-		goto out;
+	{
+		/* A log without its database: the database was deleted or emptied.
+		 * Starting afresh would mean a new signing key and no revocations
+		 * beside a log that records them: only when asked (--new-state). */
+		struct stat sl, sd;
+		char dbp[4200];
+
+		snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+		snprintf(dbp, sizeof(dbp), "%s/state.db", b->state_dir);
+		if (!o->new_state && stat(path, &sl) == 0 && sl.st_size > 0 &&
+		    (stat(dbp, &sd) != 0 || sd.st_size == 0)) {
+			snprintf(why, whylen, "state database %s is missing or empty but the audit log %s "
+			    "holds this state's history; refusing to start a new state (a new key, no "
+			    "revocations) beside it. Restore the database, rebuild it with `capbroker state "
+			    "rebuild --state %s`, or start a new state deliberately with --new-state",
+			    dbp, path, b->state_dir);
+			r = CB_ENOENT;
+			goto out;
+		}
+	}
+	{
+		char swhy[1024];
+
+		if ((r = st_open_why(b->state_dir, &b->st, swhy, sizeof(swhy))) != 0) {
+			snprintf(why, whylen, "state %s: %s: %s", b->state_dir, cb_strerror(r),
+			    swhy[0] ? swhy : strerror(errno));
+			goto out;
+		}
 	}
 	if (!realpath(b->state_dir, b->state_real))
 		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
@@ -1340,6 +1366,7 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	ao.sign_arg = b->st;
 	ao.on_checkpoint = st_audit_checkpoint_cb;
 	ao.on_checkpoint_arg = b->st;
+	ao.dseq_base = st_dseq(b->st);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
 	/* The state remembers the log's id and last checkpoint: a log that was
 	 * deleted, replaced or cut back stops the broker instead of being
@@ -1365,6 +1392,18 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	if (o->new_audit_log)
 		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
 		    "started with --new-audit-log");
+	if (o->new_state && st_is_new(b->st)) {
+		/* deliberately a new state beside an old log: it starts where the
+		 * log is, and the log says so */
+		if ((r = st_set_dseq(b->st, aud_open_dseq(b->aud))) != 0) {
+			snprintf(why, whylen, "state %s: %s", b->state_dir, cb_strerror(r));
+			goto out;
+		}
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "state.new", b->state_dir, NULL, "broker",
+		    "started with --new-state: a new state database beside the existing log");
+	}
+	if ((r = brk_reconcile(b, why, whylen)) != 0)
+		goto out;
 	{
 		uint8_t (*ids)[CAP_ID_LEN] = NULL;
 		size_t n = 0;

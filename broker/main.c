@@ -45,6 +45,7 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: capbroker run [OPTIONS] -- CMD [ARGS...]\n"
 	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH] [--new-audit-log]\n"
+	    "                       [--new-state]\n"
 	    "       capbroker check-policy FILE\n"
 	    "       capbroker show-policy [FILE]\n"
 	    "       capbroker --version | --help\n");
@@ -80,6 +81,7 @@ help(void)
 	    "  --setenv NAME VALUE   set NAME in the agent's environment (repeatable)\n"
 	    "  --unsetenv NAME       remove NAME from it (repeatable; applied before --setenv)\n"
 	    "  --new-audit-log       start a new audit log when the old one cannot continue\n"
+	    "  --new-state           start a new state database beside an existing audit log\n"
 	    "serve: the daemon (admin socket DIR/admin.sock unless --socket PATH).\n"
 	    "check-policy FILE: refuse what start-up would refuse; show-policy: print the\n"
 	    "  effective policy.\n"
@@ -347,7 +349,7 @@ relay_free(struct relay *r)
 
 struct run_opts {
 	const char *connect, *state, *policy, *tier, *workspace, *id, *approve, *chdir;
-	bool new_audit_log;
+	bool new_audit_log, new_state;
 	const char *setenv[2 * SBX_ENV_MAX];	/* NAME, VALUE pairs */
 	size_t nsetenv;
 	const char *unsetenv[SBX_ENV_MAX];
@@ -478,7 +480,8 @@ run_create_exit(int e)
 static int
 run_local(struct run_opts *o)
 {
-	struct brk_opts bo = { .policy_path = o->policy, .new_audit_log = o->new_audit_log };
+	struct brk_opts bo = { .policy_path = o->policy, .new_audit_log = o->new_audit_log,
+		.new_state = o->new_state };
 	struct brk_sbx_spec spec = { 0 };
 	struct brk *b = NULL;
 	struct brk_sbx *s;
@@ -803,6 +806,7 @@ cmd_run(int argc, char **argv)
 		{ "chdir", required_argument, NULL, 'C' },
 		{ "setenv", required_argument, NULL, 'E' },
 		{ "unsetenv", required_argument, NULL, 'U' },
+		{ "new-state", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -819,6 +823,7 @@ cmd_run(int argc, char **argv)
 		case 'w': o.workspace = optarg; break;
 		case 'i': o.id = optarg; break;
 		case 'N': o.new_audit_log = true; break;
+		case 'Z': o.new_state = true; break;
 		case 'a':
 			if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
 				fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
@@ -940,6 +945,7 @@ cmd_serve(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "new-audit-log", no_argument, NULL, 'N' },
+		{ "new-state", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -956,6 +962,7 @@ cmd_serve(int argc, char **argv)
 		case 'p': bo.policy_path = optarg; break;
 		case 'S': bo.admin_path = optarg; break;
 		case 'N': bo.new_audit_log = true; break;
+		case 'E': bo.new_state = true; break;
 		case 'h': help(); return 0;
 		case 'V': printf("capbroker %s\n", CB_VERSION); return 0;
 		default: usage(stderr); return EX_USAGE;

@@ -229,6 +229,40 @@ brk_pending_unlink(struct brk *b, struct brk_pending *p)
 	brk_sbx_release(p->s);
 }
 
+struct brk_decide_arg {
+	uint64_t rid;
+	const char *by;
+	uint64_t now, ttl;
+	enum st_scope scope;
+	const struct st_token *tok;	/* approve; NULL: deny */
+	const char *reason;
+};
+
+static int
+brk_decide_apply(struct brk *b, void *arg)
+{
+	struct brk_decide_arg *d = arg;
+
+	if (d->tok == NULL)
+		return st_request_deny(b->st, d->rid, d->by, d->now, d->reason ? d->reason : "");
+	if (d->rid)
+		return st_request_approve(b->st, d->rid, d->by, d->now, d->ttl, d->scope, d->tok);
+	return st_token_add(b->st, d->tok);
+}
+
+/* Deny request rid on record (state and log) through the commit gate. */
+static int
+brk_deny_request(struct brk *b, uint64_t rid, const char *sandbox, const char *cap,
+    const char *by, const char *reason)
+{
+	struct brk_decide_arg da = { .rid = rid, .by = by, .now = st_now(b->st), .reason = reason };
+	struct brk_dec d = { .op = "deny", .sandbox = sandbox, .resource = cap, .actor = by,
+		.detail = reason, .decision = AUD_DENY, .reason = CB_EDENIED,
+		.apply = brk_decide_apply, .arg = &da };
+
+	return brk_decide(b, &d);
+}
+
 /* Mint the elevated token (clock starting now) and answer the agent. */
 static int
 brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint64_t ttl,
@@ -249,19 +283,19 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 	if ((e = brk_tok_sign(b, s->id, &cap, 1, now, now + ttl, false, 0, NULL, true, by, &text,
 		 &rec)) != 0)
 		return e;
-	if (rid)
-		e = st_request_approve(b->st, rid, by, now, ttl,
-		    session ? ST_SCOPE_SESSION : ST_SCOPE_ONCE, &rec);
-	else
-		e = st_token_add(b->st, &rec);
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
 	    session ? "session" : "once");
-	if (e == 0) {
-		brk_audit(b, AUD_ADMIN, AUD_ALLOW, 0, s->id, "approve", cap->text, rec.id, by, detail);
+	{
 		/* The approval is on disk (state and audit, sealed by a signed
 		 * checkpoint so that cutting the line after a crash shows)
 		 * before anyone learns of it. */
-		e = aud_checkpoint(b->aud);
+		struct brk_decide_arg da = { .rid = rid, .by = by, .now = now, .ttl = ttl,
+			.scope = session ? ST_SCOPE_SESSION : ST_SCOPE_ONCE, .tok = &rec };
+		struct brk_dec d = { .op = "approve", .sandbox = s->id, .resource = cap->text,
+			.tid = rec.id, .actor = by, .detail = detail, .decision = AUD_ALLOW,
+			.apply = brk_decide_apply, .arg = &da };
+
+		e = brk_decide(b, &d);
 	}
 	if (e == 0) {
 		/* A human approved this for this sandbox instance: the state
@@ -411,7 +445,7 @@ brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool
 		if (st_request_get(b->st, rid, &rq) != 0)
 			return CB_ENOENT;
 		if (rq.state == ST_REQ_PENDING) {
-			e = st_request_deny(b->st, rid, by, cb_now(), "sandbox is gone");
+			e = brk_deny_request(b, rid, rq.sandbox, rq.capability, by, "sandbox is gone");
 			return e ? e : CB_ENOENT;
 		}
 		return rq.state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
@@ -422,21 +456,14 @@ brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool
 			ttl = p->ttl;
 		e = brk_grant(b, p->s, p->qid, p->cap, ttl, rid, by, session);
 	} else {
-		e = st_request_deny(b->st, rid, by, cb_now(), reason ? reason : "");
+		e = brk_deny_request(b, rid, p->s->id, p->cap->text, by, reason);
 		if (e == 0) {
-			struct wire_req q = { .id = p->qid, .op = WIRE_OP_REQUEST };
 			char why[300];
+			struct wire_reply rp = { .id = p->qid, .err = CB_EDENIED, .reason = why };
 
 			snprintf(why, sizeof(why), "denied by %s%s%s", by, reason && *reason ? ": " : "",
 			    reason ? reason : "");
-			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EDENIED, p->s->id, "deny", p->cap->text,
-			    NULL, by, reason);
-			e = aud_checkpoint(b->aud);
-			if (e == 0) {
-				struct wire_reply rp = { .id = q.id, .err = CB_EDENIED, .reason = why };
-
-				brk_reply(p->s, &rp, -1);
-			}
+			brk_reply(p->s, &rp, -1);
 		}
 	}
 	if (e == CB_EEXPIREDREQ) {
@@ -498,9 +525,9 @@ brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
 		next = p->next;
 		if (p->s != s)
 			continue;
-		cb_ignore(st_request_deny(b->st, p->rid, "broker", cb_now(), "sandbox is gone"));
-		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EDENIED, s->id, "deny", p->cap->text, NULL,
-		    "broker", "sandbox is gone");
+		/* A failure here leaves the request pending in the state; it
+		 * lapses at its expiry like any other. */
+		cb_ignore(brk_deny_request(b, p->rid, s->id, p->cap->text, "broker", "sandbox is gone"));
 		brk_pending_unlink(b, p);
 		brk_pending_free(p);
 	}

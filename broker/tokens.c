@@ -303,6 +303,12 @@ out:
 }
 
 int
+brk_tok_apply_add(struct brk *b, void *arg)
+{
+	return st_token_add(b->st, arg);
+}
+
+int
 brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
     uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
     const char *by, char **text, uint8_t id[CAP_ID_LEN])
@@ -315,15 +321,19 @@ brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, ui
 	if ((r = brk_tok_sign(b, aud, caps, ncaps, nbf, exp, has_uses, uses, parent, elevated, by,
 		 &t, &rec)) != 0)
 		return r;
-	/* On disk before anyone holds it: a token the state does not know is
-	 * refused at use (unknown-token). */
-	if ((r = st_token_add(b->st, &rec)) != 0) {
-		free(t);
-		free(rec.caps);
-		return r;
+	/* On disk and in the log before anyone holds it: a token the state
+	 * does not know is refused at use (unknown-token). */
+	{
+		struct brk_dec d = { .op = "issue", .sandbox = aud, .resource = rec.caps,
+			.tid = rec.id, .actor = by, .detail = elevated ? "elevated" : NULL,
+			.apply = brk_tok_apply_add, .arg = &rec };
+
+		if ((r = brk_decide(b, &d)) != 0) {
+			free(t);
+			free(rec.caps);
+			return r;
+		}
 	}
-	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, aud, "issue", rec.caps, rec.id, by,
-	    elevated ? "elevated" : NULL);
 	memcpy(id, rec.id, CAP_ID_LEN);
 	free(rec.caps);
 	*text = t;

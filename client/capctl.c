@@ -1680,8 +1680,12 @@ ctl_offline_verify(struct ctl *c)
 		ctl_err("cannot read the keys: %s", cb_strerror(r));
 		goto out;
 	}
+	memset(&head, 0, sizeof(head));
 	if (st_get_audit_head(st, head.log_id, &head.seq, head.hash) == 0)
 		hp = &head;
+	/* the state must hold every decision the log records */
+	head.check_dseq = true;
+	head.dseq = st_dseq(st);
 	memset(&rep, 0, sizeof(rep));
 	r = aud_verify(path, kr, hp, &rep);
 	if (r != 0 && r != CB_EAUDIT) {

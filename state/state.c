@@ -31,6 +31,12 @@ struct st {
 	struct tokmap tm;	/* one writer: the broker thread */
 	atomic_uint_least64_t epoch;
 	atomic_int head_err;
+	uint64_t dseq;		/* decisions committed (meta 'dseq') */
+	bool armed;		/* dec goes into the next committing transaction */
+	struct st_decision dec;
+	uint64_t hwm;		/* wall-clock high-water mark (meta 'hwm') */
+	char errpath[4200];	/* the key file st_open could not load */
+	bool fresh;		/* st_open created the database */
 };
 
 static const char schema[] =
@@ -61,6 +67,11 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS audit_head("
 	" one INTEGER PRIMARY KEY CHECK (one = 1), log_id BLOB NOT NULL,"
 	" seq INTEGER NOT NULL, hash BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS last_decision("
+	" one INTEGER PRIMARY KEY CHECK (one = 1), dseq INTEGER NOT NULL, op TEXT NOT NULL,"
+	" sandbox TEXT, resource TEXT, tid BLOB, actor TEXT, detail TEXT,"
+	" decision INTEGER NOT NULL, reason INTEGER NOT NULL);"
 	"PRAGMA user_version = 1;";
 
 /* ---- SQLite helpers ------------------------------------------------ */
@@ -166,6 +177,208 @@ str_ok(const char *s, size_t max)
 	return s != NULL && strnlen(s, max + 1) <= max;
 }
 
+/* ---- decisions ----------------------------------------------------- */
+
+static int
+meta_set_locked(struct st *st, const char *k, uint64_t v)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	if ((rc = db_prep(st, "INSERT INTO meta(k, v) VALUES(?1, ?2)"
+	    " ON CONFLICT(k) DO UPDATE SET v = excluded.v", &s)) != 0)
+		return rc;
+	sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, i64(v));
+	rc = db_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int
+meta_get_locked(struct st *st, const char *k, uint64_t *v)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	*v = 0;
+	if ((rc = db_prep(st, "SELECT v FROM meta WHERE k = ?1", &s)) != 0)
+		return rc;
+	sqlite3_bind_text(s, 1, k, -1, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*v = u64col(s, 0);
+	else
+		rc = db_err(step);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static void
+bind_opt_text(sqlite3_stmt *s, int i, const char *t)
+{
+	if (t[0] != '\0')
+		sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
+}
+
+/* Inside the caller's transaction: when a decision is armed, bump the
+ * decision sequence and keep the decision's audit record beside it, so
+ * that the state and the log can be compared, and a record lost to a crash
+ * between the commit and the log's sync can be written at the next start. */
+static int
+dec_record_locked(struct st *st)
+{
+	sqlite3_stmt *s = NULL;
+	struct st_decision *d = &st->dec;
+	int rc;
+
+	if (!st->armed)
+		return 0;
+	d->dseq = st->dseq + 1;
+	if ((rc = meta_set_locked(st, "dseq", d->dseq)) != 0)
+		return rc;
+	if ((rc = db_prep(st, "INSERT OR REPLACE INTO last_decision(one, dseq, op, sandbox, resource,"
+	    " tid, actor, detail, decision, reason) VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	    &s)) != 0)
+		return rc;
+	sqlite3_bind_int64(s, 1, i64(d->dseq));
+	sqlite3_bind_text(s, 2, d->op, -1, SQLITE_STATIC);
+	bind_opt_text(s, 3, d->sandbox);
+	bind_opt_text(s, 4, d->resource);
+	if (d->has_token)
+		sqlite3_bind_blob(s, 5, d->token, CAP_ID_LEN, SQLITE_STATIC);
+	bind_opt_text(s, 6, d->actor);
+	bind_opt_text(s, 7, d->detail);
+	sqlite3_bind_int(s, 8, d->decision);
+	sqlite3_bind_int(s, 9, d->reason);
+	rc = db_err(sqlite3_step(s));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* After the transaction: the sequence moves only with a commit. */
+static void
+dec_done(struct st *st, int rc)
+{
+	if (st->armed && rc == 0)
+		st->dseq = st->dec.dseq;
+	st->armed = false;
+}
+
+void
+st_decision_arm(struct st *st, const struct st_decision *d)
+{
+	st->dec = *d;
+	st->dec.op[sizeof(st->dec.op) - 1] = '\0';
+	st->dec.sandbox[sizeof(st->dec.sandbox) - 1] = '\0';
+	st->dec.resource[sizeof(st->dec.resource) - 1] = '\0';
+	st->dec.actor[sizeof(st->dec.actor) - 1] = '\0';
+	st->dec.detail[sizeof(st->dec.detail) - 1] = '\0';
+	st->armed = true;
+}
+
+void
+st_decision_disarm(struct st *st)
+{
+	st->armed = false;
+}
+
+const struct st_decision *
+st_decision_committed(const struct st *st)
+{
+	return &st->dec;
+}
+
+uint64_t
+st_dseq(const struct st *st)
+{
+	return st->dseq;
+}
+
+static void
+dec_textcol(sqlite3_stmt *s, int c, char *buf, size_t size)
+{
+	textcol(s, c, buf, size);
+}
+
+int
+st_last_decision(struct st *st, struct st_decision *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
+	    " FROM last_decision WHERE one = 1", &s)) != 0)
+		goto out;
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		out->dseq = u64col(s, 0);
+		dec_textcol(s, 1, out->op, sizeof(out->op));
+		dec_textcol(s, 2, out->sandbox, sizeof(out->sandbox));
+		dec_textcol(s, 3, out->resource, sizeof(out->resource));
+		out->has_token = blobcol(s, 4, out->token, CAP_ID_LEN);
+		dec_textcol(s, 5, out->actor, sizeof(out->actor));
+		dec_textcol(s, 6, out->detail, sizeof(out->detail));
+		out->decision = sqlite3_column_int(s, 7);
+		out->reason = sqlite3_column_int(s, 8);
+	} else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_set_dseq(struct st *st, uint64_t dseq)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = meta_set_locked(st, "dseq", dseq);
+	if (rc == 0)
+		st->dseq = dseq;
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+bool
+st_is_new(const struct st *st)
+{
+	return st->fresh;
+}
+
+uint64_t
+st_now(const struct st *st)
+{
+	uint64_t now = cb_now();
+
+	return now > st->hwm ? now : st->hwm;
+}
+
+uint64_t
+st_time_hwm(const struct st *st)
+{
+	return st->hwm;
+}
+
+int
+st_time_persist(struct st *st, uint64_t now)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&st->mu);
+	if (now > st->hwm) {
+		rc = meta_set_locked(st, "hwm", now);
+		if (rc == 0)
+			st->hwm = now;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
 /* ---- keys ---------------------------------------------------------- */
 
 static void
@@ -216,6 +429,9 @@ rotate_locked(struct st *st, uint8_t kid_out[CAP_KID_LEN])
 	key_path(st, kid, "pub", path, sizeof(path));
 	if ((rc = write_pub(path, pk)) != 0)
 		goto out;
+	/* a rotation's record names the new key */
+	if (st->armed && st->dec.resource[0] == '\0')
+		cap_hex(kid, CAP_KID_LEN, st->dec.resource);
 	if ((rc = db_begin(st)) != 0)
 		goto out;
 	if ((rc = db_exec(st, "UPDATE keys SET signing = 0 WHERE signing = 1")) != 0 ||
@@ -227,7 +443,7 @@ rotate_locked(struct st *st, uint8_t kid_out[CAP_KID_LEN])
 	sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
 	sqlite3_bind_blob(s, 2, pk, 32, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, i64(cb_now()));
-	if ((rc = db_err(sqlite3_step(s))) != 0) {
+	if ((rc = db_err(sqlite3_step(s))) != 0 || (rc = dec_record_locked(st)) != 0) {
 		db_rollback(st);
 		goto out;
 	}
@@ -274,8 +490,10 @@ load_keys(struct st *st)
 
 			/* only the signing key's secret is loaded into memory */
 			key_path(st, kid, "key", path, sizeof(path));
-			if ((rc = cap_key_load(path, &k)) != 0)
+			if ((rc = cap_key_load(path, &k)) != 0) {
+				snprintf(st->errpath, sizeof(st->errpath), "%s", path);
 				goto out;
+			}
 			cap_key_id(k, got);
 			if (memcmp(got, kid, CAP_KID_LEN) != 0) {
 				cap_key_free(k);
@@ -313,6 +531,7 @@ st_rotate_key(struct st *st, uint8_t kid[CAP_KID_LEN])
 
 	pthread_mutex_lock(&st->mu);
 	rc = rotate_locked(st, kid);
+	dec_done(st, rc);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -321,6 +540,7 @@ int
 st_retire_key(struct st *st, const uint8_t kid[CAP_KID_LEN])
 {
 	sqlite3_stmt *s = NULL;
+	bool in_txn = false;
 	int rc, step;
 
 	pthread_mutex_lock(&st->mu);
@@ -339,16 +559,26 @@ st_retire_key(struct st *st, const uint8_t kid[CAP_KID_LEN])
 		goto out;	/* already retired */
 	sqlite3_finalize(s);
 	s = NULL;
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	in_txn = true;
 	if ((rc = db_prep(st, "UPDATE keys SET retired_at = ?2 WHERE kid = ?1", &s)) != 0)
 		goto out;
 	sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, i64(cb_now()));
-	if ((rc = db_err(sqlite3_step(s))) != 0)
+	if ((rc = db_err(sqlite3_step(s))) != 0 || (rc = dec_record_locked(st)) != 0)
 		goto out;
+	in_txn = false;
+	if ((rc = db_commit(st)) != 0)
+		goto out;
+	/* on disk: only now do its tokens stop verifying */
 	rc = cap_keyring_retire(st->kr, kid);
 	atomic_fetch_add(&st->epoch, 1);
 out:
+	if (in_txn)
+		db_rollback(st);
 	sqlite3_finalize(s);
+	dec_done(st, rc);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -559,7 +789,8 @@ st_token_add_batch(struct st *st, const struct st_token *t, size_t n)
 	pthread_mutex_lock(&st->mu);
 	if ((rc = db_begin(st)) != 0)
 		goto out;
-	if ((rc = tokens_insert_locked(st, t, n, &done)) != 0) {
+	if ((rc = tokens_insert_locked(st, t, n, &done)) != 0 ||
+	    (rc = dec_record_locked(st)) != 0) {
 		db_rollback(st);
 		goto undo;
 	}
@@ -569,6 +800,7 @@ undo:
 	for (i = 0; i < done; i++)
 		token_mem_undo(st, &t[i]);
 out:
+	dec_done(st, rc);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -703,32 +935,51 @@ st_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, size_t *cou
 	uint32_t e = tm_find(&st->tm, id);
 	int rc;
 
+	bool in_txn = false;
+	size_t n = 0;
+
 	if (count != NULL)
 		*count = 0;
-	if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB))
-		return CB_ENOENT;
-	if (tm_revoked(&st->tm, e))
-		return 0;	/* it or an ancestor already is: nothing changes */
-	if (count != NULL)
-		*count = tm_count_subtree(&st->tm, e);
-	/* In memory first and at once: every descendant is now found revoked
-	 * through its ancestor chain, whatever happens to the disk below. */
-	st->tm.ents[e].flags |= TM_REVOKED;
-	atomic_fetch_add(&st->epoch, 1);
-
-	/* On disk only the root's row changes: descendants are revoked by
-	 * their (durable) parent links, on reload as in memory.  So revoking
-	 * a tree of any size is one small transaction, synced at its commit
-	 * (synchronous=FULL), not a stall proportional to the tree. */
 	pthread_mutex_lock(&st->mu);
+	if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB)) {
+		rc = CB_ENOENT;
+		goto out;
+	}
+	rc = 0;
+	if (tm_revoked(&st->tm, e))
+		goto out;	/* it or an ancestor already is, on disk too: nothing changes */
+	if (count != NULL)
+		n = tm_count_subtree(&st->tm, e);
+
+	/* On disk first: only the root's row changes, descendants are revoked
+	 * by their (durable) parent links, on reload as in memory.  So revoking
+	 * a tree of any size is one small transaction, synced at its commit
+	 * (synchronous=FULL), not a stall proportional to the tree.  Memory
+	 * follows the commit: a failed write leaves the token as the disk
+	 * has it, so a retry writes again rather than finding it "already
+	 * revoked" in memory only (and active after a restart). */
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	in_txn = true;
 	if ((rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
 	    &s)) != 0)
 		goto out;
 	sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, i64(now));
-	rc = db_err(sqlite3_step(s));
+	if ((rc = db_err(sqlite3_step(s))) != 0 || (rc = dec_record_locked(st)) != 0)
+		goto out;
+	in_txn = false;
+	if ((rc = db_commit(st)) != 0)
+		goto out;
+	st->tm.ents[e].flags |= TM_REVOKED;
+	atomic_fetch_add(&st->epoch, 1);
+	if (count != NULL)
+		*count = n;
 out:
+	if (in_txn)
+		db_rollback(st);
 	sqlite3_finalize(s);
+	dec_done(st, rc);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -1097,7 +1348,7 @@ decide(struct st *st, uint64_t id, const char *by, uint64_t now, uint64_t ttl,
 	}
 	if (reason != NULL)
 		sqlite3_bind_text(s, 8, reason, -1, SQLITE_STATIC);
-	if ((rc = db_err(sqlite3_step(s))) != 0)
+	if ((rc = db_err(sqlite3_step(s))) != 0 || (rc = dec_record_locked(st)) != 0)
 		goto out;
 	rc = db_commit(st);
 	in_txn = false;
@@ -1107,6 +1358,7 @@ out:
 	if (rc != 0 && done > 0)
 		token_mem_undo(st, tok);
 	sqlite3_finalize(s);
+	dec_done(st, rc);
 	pthread_mutex_unlock(&st->mu);
 	free(r);
 	return rc;
@@ -1356,14 +1608,25 @@ make_dir(const char *path)
 	return 0;
 }
 
+/* Say what failed and on which file: "keys/ab12.key: No such file". */
+static void
+open_why(char *why, size_t whylen, const char *what, const char *path, const char *detail)
+{
+	if (why != NULL && whylen > 0 && why[0] == '\0')
+		snprintf(why, whylen, "%s %s: %s", what, path, detail);
+}
+
 int
-st_open(const char *dir, struct st **out)
+st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 {
 	struct st *st = NULL;
 	char path[4096];
+	struct stat sb;
 	int rc = CB_ENOMEM, fd;
 
 	*out = NULL;
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
 	if (dir == NULL || strlen(dir) > 3000)
 		return CB_EINVAL;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
@@ -1374,44 +1637,68 @@ st_open(const char *dir, struct st **out)
 		goto out;
 	if ((rc = tm_init(&st->tm)) != 0 || (rc = cap_keyring_new(&st->kr)) != 0)
 		goto out;
-	snprintf(path, sizeof(path), "%s/keys", dir);
-	if ((rc = make_dir(dir)) != 0 || (rc = make_dir(path)) != 0)
+	if ((rc = make_dir(dir)) != 0) {
+		open_why(why, whylen, "directory", dir, strerror(errno));
 		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	if ((rc = make_dir(path)) != 0) {
+		open_why(why, whylen, "directory", path, strerror(errno));
+		goto out;
+	}
 	/* the in-memory index is only right if we are the only writer */
 	snprintf(path, sizeof(path), "%s/state.lock", dir);
 	if ((st->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
 		rc = CB_EIO;
+		open_why(why, whylen, "lock file", path, strerror(errno));
 		goto out;
 	}
 	if (flock(st->lockfd, LOCK_EX | LOCK_NB) != 0) {
 		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+		open_why(why, whylen, "lock file", path, rc == CB_EBUSY ?
+		    "held by another process (is a broker already running on it?)" : strerror(errno));
 		goto out;
 	}
 	/* create the database 0600 before SQLite does (it copies the mode to
 	 * the -wal and -shm files) */
 	snprintf(path, sizeof(path), "%s/state.db", dir);
+	st->fresh = lstat(path, &sb) != 0 || sb.st_size == 0;
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
 		rc = CB_EIO;
+		open_why(why, whylen, "database", path, strerror(errno));
 		goto out;
 	}
 	close(fd);
 	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX |
 	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
 		rc = CB_EINTERNAL;
+		open_why(why, whylen, "database", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
 		goto out;
 	}
 	sqlite3_busy_timeout(st->db, 5000);
 	if ((rc = db_exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
 	    (rc = db_exec(st, "PRAGMA synchronous = FULL")) != 0 ||
 	    (rc = db_exec(st, "PRAGMA foreign_keys = ON")) != 0 ||
-	    (rc = db_exec(st, schema)) != 0)
+	    (rc = db_exec(st, schema)) != 0) {
+		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
 		goto out;
+	}
 	pthread_mutex_lock(&st->mu);
+	errno = 0;
 	rc = load_keys(st);
-	if (rc == 0)
-		rc = load_tokens(st);
-	if (rc == 0)
-		rc = expire_locked(st, cb_now(), NULL);
+	if (rc != 0 && st->errpath[0] != '\0')
+		open_why(why, whylen, "key file", st->errpath, rc == CB_EIO || rc == CB_ENOENT ?
+		    strerror(errno ? errno : ENOENT) : cb_strerror(rc));
+	else if (rc != 0)
+		open_why(why, whylen, "keys in", path, rc == CB_EINTERNAL || rc == CB_EIO ?
+		    sqlite3_errmsg(st->db) : cb_strerror(rc));
+	if (rc == 0 && (rc = load_tokens(st)) != 0)
+		open_why(why, whylen, "tokens in", path, sqlite3_errmsg(st->db));
+	if (rc == 0 && ((rc = meta_get_locked(st, "dseq", &st->dseq)) != 0 ||
+	    (rc = meta_get_locked(st, "hwm", &st->hwm)) != 0))
+		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
+	if (rc == 0 && (rc = expire_locked(st, st_now(st), NULL)) != 0)
+		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
 	pthread_mutex_unlock(&st->mu);
 	if (rc != 0)
 		goto out;
@@ -1420,6 +1707,12 @@ st_open(const char *dir, struct st **out)
 out:
 	st_close(st);
 	return rc;
+}
+
+int
+st_open(const char *dir, struct st **out)
+{
+	return st_open_why(dir, out, NULL, 0);
 }
 
 void

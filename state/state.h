@@ -48,7 +48,54 @@ struct st;
  * Errors: CB_EIO (errno), CB_EINTERNAL (SQLite), CB_EKEY_* (key files),
  * CB_ENOMEM, CB_EBUSY (another process holds the database). */
 int st_open(const char *dir, struct st **out) CB_WARN_UNUSED;
+/* The same; on failure why gets one line naming the file that failed and
+ * how ("key file DIR/keys/ab.key: No such file or directory"). */
+int st_open_why(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
 void st_close(struct st *st);
+
+/* Did st_open create the database (it was missing or empty)? */
+bool st_is_new(const struct st *st);
+
+/* ---- decisions ------------------------------------------------------ */
+
+/* An administrative decision (issue, revoke, approve, deny, rotate-key,
+ * retire-key) is one transaction that also bumps the decision sequence and
+ * keeps the decision's audit record (see docs/state.md): arm it, then call
+ * the st_* function that makes the change.  Only a committing transaction
+ * consumes it; every st_* mutator disarms on return. */
+#define ST_DEC_TEXT_MAX 2048
+struct st_decision {
+	uint64_t dseq;			/* set by the commit (st_last_decision) */
+	char op[32];
+	char sandbox[CAP_AUD_MAX + 1];
+	char resource[ST_DEC_TEXT_MAX + 1];
+	char actor[ST_WHO_MAX + 1];
+	char detail[ST_DEC_TEXT_MAX + 1];
+	bool has_token;
+	uint8_t token[CAP_ID_LEN];
+	int decision;			/* enum aud_decision */
+	int reason;			/* CB_E* or 0 */
+};
+void st_decision_arm(struct st *st, const struct st_decision *d);
+void st_decision_disarm(struct st *st);
+/* The decision the last committing transaction recorded (its dseq set). */
+const struct st_decision *st_decision_committed(const struct st *st);
+/* Decisions committed so far (0 for a new state). */
+uint64_t st_dseq(const struct st *st);
+/* The last committed decision.  CB_ENOENT if none. */
+int st_last_decision(struct st *st, struct st_decision *out) CB_WARN_UNUSED;
+/* Set the sequence (a new state started deliberately beside an old log). */
+int st_set_dseq(struct st *st, uint64_t dseq) CB_WARN_UNUSED;
+
+/* ---- time ------------------------------------------------------------ */
+
+/* The wall clock, never earlier than the persisted high-water mark: set
+ * the clock back and tokens do not come back to life.  Use it for every
+ * expiry judgement. */
+uint64_t st_now(const struct st *st);
+uint64_t st_time_hwm(const struct st *st);
+/* Raise the high-water mark to now (if later) and store it. */
+int st_time_persist(struct st *st, uint64_t now) CB_WARN_UNUSED;
 
 /* ---- keys ---------------------------------------------------------- */
 
@@ -133,16 +180,16 @@ int st_token_get(struct st *st, const uint8_t id[CAP_ID_LEN], struct st_token *o
 typedef int st_token_fn(void *arg, const struct st_token *t);
 int st_token_list(struct st *st, const char *sandbox, st_token_fn *fn, void *arg) CB_WARN_UNUSED;
 
-/* Revoke a token and every token derived from it.  In memory at once (the
- * root is flagged; descendants are revoked through their ancestor chain),
- * then on disk: the root's row, committed with synchronous=FULL, before
+/* Revoke a token and every token derived from it.  On disk first: the
+ * root's row, committed with synchronous=FULL; then in memory (the root is
+ * flagged; descendants are revoked through their ancestor chain), before
  * returning.  Descendants need no rows of their own: their parent links
  * are durable, so they are just as revoked after a restart, and revoking a
  * tree of any size costs one small transaction.  *count (NULL to skip; it
  * scans the in-memory index, O(tokens)) gets how many tokens were newly
  * revoked.  Revoking a revoked token is fine (count 0).  CB_ENOENT if
- * unknown.  If the disk write fails the token stays revoked in memory
- * and the error is returned. */
+ * unknown.  If the disk write fails nothing changes, in memory either,
+ * and the error is returned: a retry writes again. */
 int st_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, size_t *count) CB_WARN_UNUSED;
 
 /* Hot path.  Is the token or any ancestor revoked?  false for an unknown

@@ -55,7 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (p.rest < (const char *)data + off || p.rest + p.rest_len != (const char *)data + off + len)
 				abort();	/* rest must stay inside the line */
-			(void)aud_parse_checkpoint(&p, lid, kid, sig);
+			(void)aud_parse_checkpoint(&p, lid, kid, sig, NULL, NULL);
 			(void)aud_parse_genesis(&p, lid);
 		}
 		off += len + 1;
