@@ -208,7 +208,7 @@ struct brk {
 	void *prompt_arg;
 	bool stopping;
 	int exit_code;
-	char dec_why[512];		/* why the last brk_decide failed */
+	char dec_why[4608];		/* why the last brk_decide failed */
 };
 
 /* Set up the broker: policy, state (locked: one broker per state directory,

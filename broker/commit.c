@@ -59,6 +59,11 @@ brk_decide(struct brk *b, const struct brk_dec *d)
 		e = d->apply(b, d->arg);
 		/* a change that did not commit leaves nothing armed */
 		st_decision_disarm(b->st);
+		if (e == CB_EIO || e == CB_EINTERNAL || e == CB_EBUSY || e == CB_ENOMEM) {
+			snprintf(b->dec_why, sizeof(b->dec_why), "nothing was changed: the state "
+			    "database %s/state.db could not be written (%s)", b->state_dir, cb_strerror(e));
+			return e;
+		}
 		if (e != 0)
 			return e;
 		/* the record exactly as the state kept it (rotate-key fills in

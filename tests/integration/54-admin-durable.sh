@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# 54-admin-durable.sh - nothing acknowledged is lost (issue 11): a revoke
+# that failed on a full disk really is written by its retry; issue and
+# retire-key are in the log when acknowledged (kill -9 right after the
+# reply); a state rolled back behind its log (the SQLite WAL deleted, cut or
+# garbled while stopped; state.db deleted or emptied) is refused with a clear
+# message instead of reviving a revoked token or starting with a new key.
+# Full-disk cases run on a small tmpfs mounted in a private mount namespace.
+if [ -z "${CB_IN_NS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+	unshare -m --propagation private true 2>/dev/null; then
+	CB_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/admin_lib.sh"
+
+W="$T_TMP/ws"
+mkdir -p "$W"
+echo data >"$W/f.txt"
+jl() { "$CTL" --state "$1" --json list; }
+state_of() { jl "$1" | jget '[t["state"] for t in d if t["id"] == "'"$2"'"][0]'; }
+issue() { "$CTL" --state "$1" --json issue --sandbox a1 --cap "fs.read:$W/**" | jget 'd["id"]'; }
+
+# -- 1. a revoke on a full disk ----------------------------------------------------
+if [ -n "${CB_IN_NS:-}" ]; then
+	S="$T_TMP/full"
+	mkdir -p "$S" && chmod 0700 "$S"
+	mount -t tmpfs -o size=3m,mode=0700 tmpfs "$S"
+	srv_start "$S"
+	agent_start a1 --tier medium --workspace "$W"
+	I1=$(issue "$S")
+	t_match "a token to revoke" "$I1" '^[0-9a-f]{32}$'
+	# fill the disk to the last byte
+	dd if=/dev/zero of="$S/fill" bs=64k 2>/dev/null
+	dd if=/dev/zero of="$S/fill2" bs=512 2>/dev/null
+	t_exit "revoke on a full disk fails (not acknowledged)" 1 "$CTL" --state "$S" revoke "$I1"
+	t_match "... saying nothing changed" "$(cat "$T_TMP/err")" "nothing was changed"
+	t_is "... and the token is not revoked in memory either" "$(state_of "$S" "$I1")" active
+	rm -f "$S/fill" "$S/fill2"
+	t_ok "space back: the retry revokes" "$CTL" --state "$S" --json revoke "$I1"
+	t_is "... and really writes (1 revoked, not 'already')" "$(jget 'd["revoked"]' <"$T_TMP/out")" 1
+	srv_kill9
+	agent_stop a1
+	t_ok "restart after kill -9" srv_start "$S"
+	t_is "the revoke survived the restart" "$(state_of "$S" "$I1")" revoked
+	t_exit "the audit log verifies" 0 "$CTL" --state "$S" audit verify
+	srv_stop
+	umount -l "$S"
+else
+	t_skip "revoke on a full disk" "needs root and unshare -m for a private tmpfs"
+fi
+
+# -- 2. issue and retire-key are in the log when acknowledged -------------------------
+S="$T_TMP/ack"
+miss_issue=0 miss_retire=0
+for i in 1 2 3 4; do
+	srv_start "$S"
+	agent_start a1 --tier medium --workspace "$W"
+	I=$(issue "$S")
+	srv_kill9
+	grep -q "\"op\":\"issue\",\"resource\":\"fs.read:$W/\*\*\",\"token\":\"$I\"" "$S/audit.jsonl" ||
+		miss_issue=$((miss_issue + 1))
+	agent_stop a1
+	srv_start "$S"
+	"$CTL" --state "$S" rotate-key >/dev/null
+	OLD=$("$CTL" --state "$S" --json status >/dev/null; ls "$S/keys" | sed -n 's/\.key$//p' | while read -r k; do
+		[ "$k" != "$("$CTL" --state "$S" --json rotate-key 2>/dev/null | jget 'd["kid"]' 2>/dev/null)" ] && echo "$k"; done | head -n 1)
+	srv_kill9
+	srv_start "$S"
+	"$CTL" --state "$S" retire-key "$OLD" >/dev/null 2>&1
+	srv_kill9
+	grep -q "\"op\":\"retire-key\",\"resource\":\"$OLD\"" "$S/audit.jsonl" || miss_retire=$((miss_retire + 1))
+done
+t_is "every acknowledged issue is in the log after kill -9 (4 trials)" "$miss_issue" 0
+t_is "every acknowledged retire-key is in the log after kill -9 (4 trials)" "$miss_retire" 0
+t_ok "the state starts again" srv_start "$S"
+t_exit "... and the log verifies against it" 0 "$CTL" --state "$S" audit verify
+srv_stop
+
+# -- 3. a state rolled back behind its log is refused --------------------------------
+S="$T_TMP/roll"
+srv_start "$S"
+agent_start a1 --tier medium --workspace "$W"
+I1=$(issue "$S")
+"$CTL" --state "$S" revoke "$I1" >/dev/null
+srv_kill9
+agent_stop a1
+t_ok "the revoke's transaction is still in the WAL" test -s "$S/state.db-wal"
+cp -a "$S" "$T_TMP/roll.orig"
+damage() { # NAME: fresh copy, then damage it
+	rm -rf "$S"; cp -a "$T_TMP/roll.orig" "$S"
+	case $1 in
+	wal-deleted) rm -f "$S/state.db-wal" ;;
+	wal-truncated) truncate -s 4000 "$S/state.db-wal" ;;
+	wal-garbled) sz=$(stat -c %s "$S/state.db-wal")
+		printf 'garbage!garbage!' | dd of="$S/state.db-wal" bs=1 seek=100 conv=notrunc 2>/dev/null ;;
+	db-deleted) rm -f "$S/state.db" "$S/state.db-wal" "$S/state.db-shm" ;;
+	db-emptied) : >"$S/state.db"; rm -f "$S/state.db-wal" "$S/state.db-shm" ;;
+	esac
+}
+for d in wal-deleted wal-truncated wal-garbled; do
+	damage $d
+	t_exit "$d: capctl audit verify is not intact" 1 "$CTL" --state "$S" audit verify
+	t_match "... it names the state behind the log" "$(cat "$T_TMP/out")" "state-behind|no-seal|unknown key"
+	t_exit "$d: the broker refuses to start (125)" 125 "$CB" run --state "$S" --tier low -- /bin/true
+	t_match "... saying the state is behind its log" "$(cat "$T_TMP/err")" "behind its audit log.*state rebuild"
+done
+for d in db-deleted db-emptied; do
+	damage $d
+	t_exit "$d: the broker refuses to start (125)" 125 "$CB" run --state "$S" --tier low -- /bin/true
+	t_match "... naming the database and --new-state" "$(cat "$T_TMP/err")" "state.db is missing or empty.*--new-state"
+	t_is "... and made no new key" "$(ls "$S/keys" | wc -l)" "$(ls "$T_TMP/roll.orig/keys" | wc -l)"
+done
+t_ok "--new-state starts a new state deliberately" "$CB" run --state "$S" --new-state --tier low -- /bin/true
+t_ok "... and the log says so" grep -q '"op":"state.new"' "$S/audit.jsonl"
+damage none
+t_ok "the undamaged copy starts" "$CB" run --state "$S" --tier low -- /bin/true
+
+# -- 4. errors that name their file ------------------------------------------------------
+damage none
+K=$(ls "$S/keys"/*.key | head -n 1)
+mv "$K" "$K.moved"
+t_exit "a missing key file: 125" 125 "$CB" run --state "$S" --tier low -- /bin/true
+t_match "... names the file" "$(cat "$T_TMP/err")" "key file .*\.key: No such file"
+t_done
