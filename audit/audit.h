@@ -97,6 +97,8 @@ struct aud_opts {
 	size_t ring_bytes;		/* size of the ring (default 4 MiB, min 64 KiB) */
 	unsigned full_wait_ms;		/* how long aud_append waits on a full ring (default 200) */
 	unsigned flush_wait_ms;		/* how long aud_flush waits (default 5000) */
+	size_t reserve_bytes;		/* disk space kept allocated ahead of the records
+					 * (default 256 KiB, at least 2 worst-case records) */
 	aud_checkpoint_fn *on_checkpoint;
 	void *on_checkpoint_arg;
 	aud_sign_fn *sign;		/* NULL: cap_sign() on the keyring given to aud_open,

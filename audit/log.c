@@ -42,6 +42,11 @@ enum {
 };
 
 #define NSTR 5			/* sandbox, op, resource, actor, detail */
+/* A record's line beyond its strings (prefix, token, decision, reason,
+ * sequence), and the room an operation needs before it may act: its
+ * worst-case record and a checkpoint. */
+#define AUD_REC_FIXED	512
+#define AUD_ROOM_MIN	(2 * AUD_REC_FIXED + 6 * NSTR * AUD_FIELD_MAX)
 #define RING_ALIGN 8
 #define OUTBUF_FLUSH (256 * 1024)
 
@@ -53,7 +58,7 @@ struct slot {
 	uint8_t has_token;
 	uint8_t cut;
 	int32_t reason;
-	uint32_t pad;
+	uint32_t est;		/* upper bound of its formatted line (the reserve) */
 	uint64_t ts_ns;
 	uint64_t count;		/* coalesced repeats (0: an ordinary line) */
 	uint64_t first_ns, last_ns;
@@ -86,6 +91,13 @@ struct aud_log {
 	uint64_t flush_want;	/* a flusher waits for durable >= this */
 	uint64_t dropped;
 	uint64_t pub_seq, pub_checkpoints;	/* the writer's counters, published */
+	/* The reserve: space allocated ahead (fallocate, KEEP_SIZE) so that a
+	 * record accepted is a record written, whatever else fills the disk. */
+	bool reserving;		/* fallocate works here */
+	bool disk_full;		/* the last extension got nothing */
+	uint64_t alloc_end;	/* file offset allocated up to */
+	uint64_t pub_size;	/* bytes in the file (published by the writer) */
+	uint64_t est_pushed, est_done;	/* estimates of records queued / written */
 	bool writer_idle;	/* writer waits with an empty ring */
 	bool stopping;
 	atomic_bool failed;
@@ -102,6 +114,7 @@ struct aud_log {
 	uint64_t cp_seq;	/* last checkpoint, for the callback */
 	uint8_t cp_hash[AUD_HASH_LEN];
 	bool cp_pending;	/* a checkpoint awaits fsync and callback */
+	uint64_t size;		/* bytes in the file */
 	char *out;		/* output buffer */
 	size_t out_len, out_cap;
 	char *line;		/* one line being built */
@@ -119,6 +132,7 @@ aud_opts_default(struct aud_opts *o)
 	o->ring_bytes = 4u << 20;
 	o->full_wait_ms = 200;
 	o->flush_wait_ms = 5000;
+	o->reserve_bytes = 256 * 1024;
 }
 
 static void
@@ -147,6 +161,10 @@ fill_opts(struct aud_opts *o, const struct aud_opts *in)
 		o->full_wait_ms = d.full_wait_ms;
 	if (o->flush_wait_ms == 0)
 		o->flush_wait_ms = d.flush_wait_ms;
+	if (o->reserve_bytes == 0)
+		o->reserve_bytes = d.reserve_bytes;
+	if (o->reserve_bytes < 2 * AUD_ROOM_MIN)
+		o->reserve_bytes = 2 * AUD_ROOM_MIN;
 }
 
 static uint64_t
@@ -196,6 +214,63 @@ set_failed(struct aud_log *l, int e)
 	pthread_cond_broadcast(&l->space);
 }
 
+/* ---- the reserve --------------------------------------------------- */
+
+/* Bytes allocated ahead and not yet promised to a queued record (mu held). */
+static uint64_t
+reserve_left(const struct aud_log *l)
+{
+	uint64_t used = l->pub_size + (l->est_pushed - l->est_done);
+
+	return l->alloc_end > used ? l->alloc_end - used : 0;
+}
+
+/* Keep opts.reserve_bytes allocated beyond what is written and queued:
+ * fallocate with KEEP_SIZE (the file's size does not change, the blocks
+ * are ours).  When the disk cannot give a whole chunk, take what it can
+ * in halves; when it gives nothing, the reserve shrinks as records use it
+ * and aud_room() turns false: operations are refused before they act.
+ * Called by the writer without the mutex; returns true if the reserve is
+ * still short (try again later). */
+static bool
+reserve_topup(struct aud_log *l)
+{
+	uint64_t used, want, from, len;
+
+	pthread_mutex_lock(&l->mu);
+	used = l->pub_size + (l->est_pushed - l->est_done);
+	/* ahead of the queue by the reserve, or by the queue itself when
+	 * producers are in a burst (so they seldom wait for an extension) */
+	want = used + (l->est_pushed - l->est_done > l->o.reserve_bytes ?
+	    l->est_pushed - l->est_done : l->o.reserve_bytes);
+	from = l->alloc_end > l->pub_size ? l->alloc_end : l->pub_size;
+	pthread_mutex_unlock(&l->mu);
+	if (!l->reserving || from >= want - l->o.reserve_bytes / 2)
+		return false;
+	for (len = want - from; len >= 4096; len /= 2) {
+		if (fallocate(l->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)len) == 0) {
+			pthread_mutex_lock(&l->mu);
+			if (from + len > l->alloc_end)
+				l->alloc_end = from + len;
+			l->disk_full = false;
+			pthread_cond_broadcast(&l->space);
+			pthread_mutex_unlock(&l->mu);
+			return from + len < want;
+		}
+		if (errno == EOPNOTSUPP || errno == ENOSYS) {
+			/* a file system without fallocate: no reserve, and say so
+			 * in the docs; the log still fails closed on ENOSPC */
+			l->reserving = false;
+			return false;
+		}
+	}
+	pthread_mutex_lock(&l->mu);
+	l->disk_full = true;
+	pthread_cond_broadcast(&l->space);
+	pthread_mutex_unlock(&l->mu);
+	return true;
+}
+
 /* ---- producers ----------------------------------------------------- */
 
 static size_t
@@ -211,6 +286,20 @@ bounded_len(const char *s, bool *cut)
 		n = AUD_FIELD_MAX;
 	}
 	return n;
+}
+
+/* Bytes of s that json_str might write as a 6-byte escape. */
+static size_t
+escapes_in(const char *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		k += c < 0x20 || c == '"' || c == '\\' || c >= 0x7f;
+	}
+	return k;
 }
 
 /* Queue one entry.  The copy happens under the mutex; see the file comment. */
@@ -257,6 +346,12 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		need += lens[i];
 	}
 	s.cut = cut;
+	/* an upper bound of the line: each byte that may need an escape
+	 * counts 6; the fixed fields, a token, a reason and a sequence fit in
+	 * the rest */
+	s.est = AUD_REC_FIXED;
+	for (i = 0; i < NSTR; i++)
+		s.est += (uint32_t)(lens[i] + 5 * escapes_in(strs[i], lens[i]));
 	need = (need + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
 	s.size = (uint32_t)need;
 
@@ -267,6 +362,24 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		if (atomic_load(&l->failed) || l->stopping) {
 			rc = CB_EAUDIT;
 			goto out;
+		}
+		/* no room reserved for it: refused now rather than lost later
+		 * to ENOSPC (the operations that need it checked aud_room).  While
+		 * the disk has room the writer extends the reserve: wait for it,
+		 * bounded; once the disk said no, refuse at once (the hot path
+		 * must not stall on every denial of a full disk). */
+		if (l->reserving && reserve_left(l) < s.est) {
+			if (waited || l->disk_full) {
+				rc = CB_EAUDIT;
+				goto out;
+			}
+			pthread_cond_signal(&l->work);
+			dl = deadline_ms(l->o.full_wait_ms);
+			while (pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
+				if (atomic_load(&l->failed) || l->disk_full || reserve_left(l) >= s.est)
+					break;
+			waited = true;
+			continue;
 		}
 		off = (size_t)(l->head % l->cap);
 		room_end = l->cap - off;
@@ -307,10 +420,12 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 	}
 	l->head += need;
 	l->appended++;
+	l->est_pushed += s.est;
 	/* Wake the writer only when it sleeps on an empty ring (at most once a
 	 * batch), when every record must be synced, or when the ring fills. */
 	if (l->writer_idle || l->o.fsync == AUD_FSYNC_ALWAYS ||
-	    (size_t)(l->head - l->tail) > l->cap / 2 || kind == K_CHECKPOINT)
+	    (size_t)(l->head - l->tail) > l->cap / 2 || kind == K_CHECKPOINT ||
+	    (l->reserving && !l->disk_full && reserve_left(l) < l->o.reserve_bytes / 2))
 		pthread_cond_signal(&l->work);
 out:
 	if (rc != 0)
@@ -402,7 +517,17 @@ aud_healthy(const struct aud_log *log)
 bool
 aud_room(const struct aud_log *log)
 {
-	return aud_healthy(log);
+	struct aud_log *l = (struct aud_log *)log;	/* the mutex, not the data */
+	bool ok;
+
+	if (!aud_healthy(log))
+		return false;
+	if (!l->reserving)
+		return true;
+	pthread_mutex_lock(&l->mu);
+	ok = reserve_left(l) >= AUD_ROOM_MIN;
+	pthread_mutex_unlock(&l->mu);
+	return ok;
 }
 
 uint64_t
@@ -797,6 +922,7 @@ out_write(struct aud_log *l)
 		if (n == 0)
 			return EIO;
 		off += (size_t)n;
+		l->size += (uint64_t)n;
 	}
 	l->out_len = 0;
 	return 0;
@@ -815,11 +941,12 @@ checkpoint_due(const struct aud_log *l, uint64_t now)
 /* Format and write the entries in [t, h).  Returns an errno or a
  * CB_E* (signing), 0 on success; *n counts the entries. */
 static int
-drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n)
+drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n, uint64_t *est)
 {
 	int e;
 
 	*n = 0;
+	*est = 0;
 	while (t < h) {
 		size_t off = (size_t)(t % l->cap);
 		const struct slot *s = (const struct slot *)(l->ring + off);
@@ -836,6 +963,7 @@ drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n)
 			if (l->since_cp >= l->o.checkpoint_lines && (e = fmt_checkpoint(l)) != 0)
 				return e;
 		}
+		*est += s->est;
 		t += s->size;
 		(*n)++;
 		if (l->out_len >= OUTBUF_FLUSH) {
@@ -845,6 +973,9 @@ drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n)
 			 * room back now, so producers never wait for a whole batch */
 			pthread_mutex_lock(&l->mu);
 			l->tail = t;
+			l->pub_size = l->size;
+			l->est_done += *est;
+			*est = 0;
 			pthread_cond_broadcast(&l->space);
 			pthread_mutex_unlock(&l->mu);
 		}
@@ -862,12 +993,16 @@ writer_main(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		uint64_t t, h, want, n, now = cb_mono_ns();
-		bool have = l->head != l->tail, sync, stop;
+		uint64_t t, h, want, n, est, now = cb_mono_ns();
+		bool have = l->head != l->tail, sync, stop, short_reserve;
 		int e;
 
 		if (atomic_load(&l->failed))
 			break;
+		/* top the reserve up outside the lock (fallocate may take a while) */
+		pthread_mutex_unlock(&l->mu);
+		short_reserve = reserve_topup(l);
+		pthread_mutex_lock(&l->mu);
 		if (!(l->stopping || l->flush_want > l->durable || checkpoint_due(l, now) ||
 		    (have && (l->o.fsync == AUD_FSYNC_ALWAYS ||
 		    (size_t)(l->head - l->tail) > l->cap / 2 ||
@@ -886,6 +1021,9 @@ writer_main(void *arg)
 				if (cpd < wake)
 					wake = cpd;
 			}
+			/* the disk was full: look again for room twice a second */
+			if (short_reserve && now + 500000000u < wake)
+				wake = now + 500000000u;
 			l->writer_idle = !have;
 			if (wake == UINT64_MAX) {
 				pthread_cond_wait(&l->work, &l->mu);
@@ -904,7 +1042,7 @@ writer_main(void *arg)
 		pthread_mutex_unlock(&l->mu);
 
 		/* durable, processed: only this thread writes them */
-		e = drain(l, t, h, &n);
+		e = drain(l, t, h, &n, &est);
 		sync = l->o.fsync != AUD_FSYNC_NEVER || want > l->durable || l->cp_pending || stop;
 		if (e == 0 && sync && (l->processed + n > l->durable || l->cp_pending) &&
 		    fdatasync(l->fd) != 0)
@@ -923,6 +1061,8 @@ writer_main(void *arg)
 			break;
 		}
 		l->tail = h;
+		l->pub_size = l->size;
+		l->est_done += est;
 		l->processed += n;
 		l->pub_seq = l->seq;
 		l->pub_checkpoints = l->checkpoints;
@@ -1064,6 +1204,7 @@ recover_log(struct aud_log *l, off_t sz, uint64_t *torn)
 		/* no complete line at all: a crash while creating; start over */
 		if (ftruncate(l->fd, 0) != 0)
 			return CB_EIO;
+		l->size = 0;
 		*torn = (uint64_t)sz;
 		return create_log(l);
 	}
@@ -1084,6 +1225,7 @@ recover_log(struct aud_log *l, off_t sz, uint64_t *torn)
 		 * line starts clean; the "recover" record says what was lost. */
 		if (ftruncate(l->fd, good) != 0 || fdatasync(l->fd) != 0)
 			return CB_EIO;
+		l->size = (uint64_t)good;
 		*torn = (uint64_t)(sz - good);
 	}
 	crypto_generichash(l->chain, AUD_HASH_LEN, (const uint8_t *)l->line, len, NULL, 0);
@@ -1172,12 +1314,17 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 		goto out;
 	}
 	l->cp_mono = cb_mono_ns();
+	l->size = (uint64_t)st.st_size;
+	l->reserving = true;
 	if (!existed)
 		rc = create_log(l);
 	else
 		rc = recover_log(l, st.st_size, &torn);
 	if (rc != 0)
 		goto out;
+	l->pub_size = l->size;
+	/* the first reserve before anyone may act on aud_room() */
+	(void)reserve_topup(l);
 	l->pub_seq = l->seq;
 	l->pub_checkpoints = l->checkpoints;
 	/* The writer takes no signals: they stay with the broker's loop, and
@@ -1238,6 +1385,10 @@ aud_close(struct aud_log *l)
 	}
 	if (atomic_load(&l->failed))
 		rc = CB_EAUDIT;
+	/* give the unused reserve back to the file system */
+	if (l->fd >= 0 && l->reserving && l->alloc_end > l->size)
+		(void)fallocate(l->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)l->size,
+		    (off_t)(l->alloc_end - l->size));
 	if (l->fd >= 0)
 		close(l->fd);
 	pthread_mutex_destroy(&l->mu);

@@ -46,6 +46,7 @@
 #define BRK_BAD_MAX	4096	/* malformed packets before the channel is closed */
 #define BRK_PENDING_MAX	4	/* elevation requests one sandbox may have waiting */
 #define BRK_COAL_SLOTS	8	/* recent denials remembered for coalescing (budget.c) */
+#define BRK_DISK_RESERVE (128 * 1024)	/* free bytes the state's disk must keep for a new sandbox */
 
 struct event_base;
 struct event;

@@ -31,6 +31,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -803,6 +804,29 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	if (b->nsbx >= BRK_SANDBOXES_MAX) {
 		snprintf(why, whylen, "too many sandboxes");
 		return CB_EBUSY;
+	}
+	/* A nearly full disk refuses new sandboxes while the running ones keep
+	 * the audit reserve: better one clear refusal now than every sandbox
+	 * failing when the disk is full. */
+	{
+		struct statvfs vf;
+		uint64_t avail;
+
+		if (!aud_room(b->aud)) {
+			snprintf(why, whylen, "the audit log %s/audit.jsonl %s: refusing new sandboxes",
+			    b->state_dir, aud_healthy(b->aud) ? "has no room left on its disk" :
+			    "cannot be written");
+			return CB_EAUDIT;
+		}
+		if (statvfs(b->state_dir, &vf) == 0) {
+			avail = (uint64_t)vf.f_bavail * vf.f_frsize;
+			if (avail < BRK_DISK_RESERVE) {
+				snprintf(why, whylen, "the disk of the state %s has %llu KiB left, under the "
+				    "%u KiB kept in reserve: refusing new sandboxes until there is room",
+				    b->state_dir, (unsigned long long)(avail / 1024), BRK_DISK_RESERVE / 1024);
+				return CB_EAUDIT;
+			}
+		}
 	}
 	if (!(s = calloc(1, sizeof(*s))))
 		return CB_ENOMEM;

@@ -311,7 +311,7 @@ brk_as_owner(const struct brk_fsctx *c)
 static int
 brk_commit(struct brk_sbx *s, struct brk_held *h)
 {
-	if (!aud_healthy(s->b->aud))
+	if (!aud_room(s->b->aud))
 		return CB_EAUDIT;
 	return brk_tok_spend(s, h);
 }
@@ -730,7 +730,7 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q)
 	 * since is the clock, revocation and the key. */
 	if (hd->th < s->nheld && (e = brk_tok_check(s, &s->held[hd->th], NULL, NULL)) == CB_ESPENT)
 		e = 0;
-	if (hd->th >= s->nheld || e != 0 || (e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
+	if (hd->th >= s->nheld || e != 0 || (e = aud_room(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
 		if (e == 0)
 			e = CB_EREVOKED;
 		close(hd->fd);

@@ -226,7 +226,7 @@ brk_net_resolved(void *arg)
 		brk_net_fail(n, e, detail);
 		return;
 	}
-	if (!aud_healthy(s->b->aud)) {
+	if (!aud_room(s->b->aud)) {
 		brk_net_fail(n, CB_EAUDIT, NULL);
 		return;
 	}

@@ -348,7 +348,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 		    "its running proc.exec children use the sandbox's budget");
 		return;
 	}
-	if (!aud_healthy(s->b->aud))
+	if (!aud_room(s->b->aud))
 		e = CB_EAUDIT;
 	else
 		e = brk_tok_spend(s, h);

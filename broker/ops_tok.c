@@ -181,7 +181,7 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	e = cap_derive_check(&p->tok->c, &child);
 	child.ncaps = 0;	/* caps[] still owns them */
 	if (e == 0)
-		e = aud_healthy(s->b->aud) ? 0 : CB_EAUDIT;
+		e = aud_room(s->b->aud) ? 0 : CB_EAUDIT;
 	if (e == 0 && (e = brk_mint_charge(s)) != 0) {
 		brk_deny(s, q, e, "derive", p->tok->c.id, "this sandbox has minted too many tokens");
 		goto out;

@@ -45,6 +45,53 @@ if [ -n "${CB_IN_NS:-}" ]; then
 	t_exit "the audit log verifies" 0 "$CTL" --state "$S" audit verify
 	srv_stop
 	umount -l "$S"
+
+	# -- 1b. every operation performed has its line; new sandboxes refused ----
+	S="$T_TMP/full2"
+	mkdir -p "$S" && chmod 0700 "$S"
+	mount -t tmpfs -o size=3m,mode=0700 tmpfs "$S"
+	srv_start "$S"
+	cat >"$T_TMP/reads.py" <<'EOT'
+import capbroker, sys
+cb = capbroker.Client()
+print(cb.read_file(sys.argv[1]).decode().strip(), flush=True)
+sys.stdin.readline()        # the disk is full now
+a = d = 0
+for i in range(3000):
+    try:
+        cb.read_file(sys.argv[1]); a += 1
+    except capbroker.Error as e:
+        d += 1
+        if d >= 20: break
+print("allowed=%d denied=%d" % (a, d), flush=True)
+EOT
+	mkfifo "$T_TMP/go"
+	"$CB" run --connect "$S/admin.sock" --id a1 --tier medium --workspace "$W" --grant "fs.read:$W/**" \
+		--ro-bind "$T_TMP:/t" -- /usr/bin/python3 /t/reads.py "$W/f.txt" <"$T_TMP/go" >"$T_TMP/reads.out" 2>&1 &
+	RP=$!
+	_adm_pids+=("$RP")
+	exec {GO}>"$T_TMP/go"
+	wait_for 100 grep -q data "$T_TMP/reads.out"
+	t_is "a read before the disk fills" "$(head -n 1 "$T_TMP/reads.out")" data
+	dd if=/dev/zero of="$S/fill" bs=64k 2>/dev/null
+	dd if=/dev/zero of="$S/fill2" bs=512 2>/dev/null
+	echo go >&$GO
+	wait_for 300 grep -q allowed= "$T_TMP/reads.out"
+	AOUT=$(cat "$T_TMP/reads.out")
+	ALLOWED=$(printf '%s' "$AOUT" | sed -n 's/.*allowed=\([0-9]*\).*/\1/p')
+	t_match "the agent's reads on a full disk: some denied" "$AOUT" "denied=[1-9]"
+	"$CTL" --state "$S" status >/dev/null 2>&1
+	t_exit "a new sandbox on the full disk is refused (125)" 125 \
+		"$CB" run --connect "$S/admin.sock" --id a2 --tier medium --workspace "$W" -- /bin/true
+	t_match "... with a one-line reason" "$(cat "$T_TMP/err")" "refusing new sandboxes"
+	exec {GO}>&-
+	wait "$RP"
+	srv_stop
+	LINES=$(grep -c '"op":"fs.read","resource":"'"$W"'/f.txt",.*"decision":"allow"' "$S/audit.jsonl")
+	t_is "every read performed has its audit line (reads + 1 = lines)" "$LINES" "$((ALLOWED + 1))"
+	rm -f "$S/fill" "$S/fill2"
+	t_exit "space back: the log verifies" 0 "$CTL" --state "$S" audit verify
+	umount -l "$S"
 else
 	t_skip "revoke on a full disk" "needs root and unshare -m for a private tmpfs"
 fi
