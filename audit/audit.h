@@ -84,9 +84,6 @@ struct aud_head {
 	uint8_t log_id[AUD_LOG_ID_LEN];
 	uint64_t seq;
 	uint8_t hash[AUD_HASH_LEN];
-	bool check_dseq;	/* aud_verify: also check that the log records no
-				 * decision beyond dseq, the state's (st_dseq) */
-	uint64_t dseq;
 };
 
 struct aud_opts {
@@ -255,6 +252,12 @@ struct aud_report {
  * CB_EIO/CB_ENOENT if the file cannot be read.  report may be NULL. */
 int aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
     struct aud_report *report) CB_WARN_UNUSED;
+
+/* The same, and also check that the log records no decision beyond
+ * state_dseq, the state's decision sequence (st_dseq): AUD_P_BEHIND names
+ * the line of the first decision the state lacks. */
+int aud_verify_state(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
+    uint64_t state_dseq, struct aud_report *report) CB_WARN_UNUSED;
 
 const char *aud_problem_name(enum aud_problem p);
 

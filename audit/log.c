@@ -978,6 +978,8 @@ drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n, uint64_t *est)
 			*est = 0;
 			pthread_cond_broadcast(&l->space);
 			pthread_mutex_unlock(&l->mu);
+			/* a long batch: keep the reserve ahead of the producers */
+			(void)reserve_topup(l);
 		}
 	}
 	if (checkpoint_due(l, cb_mono_ns()) && (e = fmt_checkpoint(l)) != 0)

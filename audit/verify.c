@@ -157,9 +157,26 @@ explain(struct aud_report *rep, struct reader *r, uint64_t i, const struct seen 
 	    (unsigned long long)(i + 1), (unsigned long long)l0->seq, (unsigned long long)i);
 }
 
+static int verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
+    bool check_dseq, uint64_t state_dseq, struct aud_report *rep);
+
 int
 aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
     struct aud_report *rep)
+{
+	return verify(path, kr, expect, false, 0, rep);
+}
+
+int
+aud_verify_state(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
+    uint64_t state_dseq, struct aud_report *rep)
+{
+	return verify(path, kr, expect, true, state_dseq, rep);
+}
+
+static int
+verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
+    bool check_dseq, uint64_t state_dseq, struct aud_report *rep)
 {
 	struct aud_report dummy;
 	struct reader r = { .fd = -1 };
@@ -316,11 +333,11 @@ aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head
 		    (unsigned long long)rep->lines, (unsigned long long)(expect->seq + 1));
 		goto out;
 	}
-	if (rc == 0 && expect != NULL && expect->check_dseq && log_dseq > expect->dseq) {
+	if (rc == 0 && check_dseq && log_dseq > state_dseq) {
 		rc = report(rep, AUD_P_BEHIND, dseq_line,
 		    "line %llu records decision %llu but the state has only %llu: the state was rolled "
 		    "back or damaged (capbroker state rebuild)", (unsigned long long)dseq_line,
-		    (unsigned long long)log_dseq, (unsigned long long)expect->dseq);
+		    (unsigned long long)log_dseq, (unsigned long long)state_dseq);
 		goto out;
 	}
 	if (rc == 0 && rep->problem == AUD_P_NONE)

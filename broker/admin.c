@@ -153,6 +153,8 @@ adm_status(struct brk_admin *a, const struct wire_msg *m)
 	wire_put_u64(&e, "sandboxes", b->nsbx);
 	wire_put_bool(&e, "audit_healthy", aud_healthy(b->aud));
 	wire_put_u64(&e, "audit_lines", as.lines);
+	wire_put_u64(&e, "accept_failures", b->accept_failures);
+	wire_put_u64(&e, "admin_refused", b->admin_refused);
 	wire_put_str(&e, "policy", b->opts.policy_path ? b->opts.policy_path : "(built-in)");
 	brk_admin_finish(a, &e);
 }
@@ -471,7 +473,7 @@ adm_pending(struct brk_admin *a, const struct wire_msg *m)
 	/* Requests recorded before a restart have no timer of their own (the
 	 * loop only times the ones it holds): lapse them here, so the list
 	 * never shows a request past its expiry as pending. */
-	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
+	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
 	struct adm_page pg = { .e = &e };
 
 	ADM_OPT(a, wire_get_u64(m, "offset", &pg.skip));
@@ -503,7 +505,7 @@ adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
 		return;
 	}
 	/* As in adm_pending: a lapsed request is expired, not undecided. */
-	cb_ignore(st_request_expire(a->b->st, cb_now(), NULL));
+	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
 	r = brk_pending_decide(a->b, rid, approve, ttl, session, a->actor, reason);
 	if (r == CB_ENOENT)
 		brk_admin_err(a, r, "no such pending request");
@@ -606,15 +608,14 @@ adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
 	memset(&head, 0, sizeof(head));
 	if (st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
 		hp = &head;
-	head.check_dseq = true;
-	head.dseq = st_dseq(b->st);
 	if ((r = st_audit_keyring(b->st, &kr)) != 0) {
 		brk_admin_err(a, r, NULL);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
 	memset(&rep, 0, sizeof(rep));
-	r = aud_verify(path, kr, hp, &rep);
+	/* the state must hold every decision the log records */
+	r = aud_verify_state(path, kr, hp, st_dseq(b->st), &rep);
 	cap_keyring_free(kr);
 	brk_admin_begin(a, &e, r == CB_EAUDIT ? 0 : r, NULL);
 	wire_put_bool(&e, "intact", r == 0);
@@ -764,6 +765,7 @@ brk_admin_drop(struct brk_admin *a)
 	event_free(a->ev);
 	close(a->fd);
 	free(a);
+	b->nadmins--;
 }
 
 static void
@@ -798,6 +800,72 @@ brk_admin_readable(evutil_socket_t fd, short ev, void *arg)
 	brk_admin_err(a, CB_EUNKNOWNOP, "unknown admin command");
 }
 
+/* One line to a peer we will not serve, then hang up: a refusal always
+ * reaches the client that asked (it would otherwise wait, or see only a
+ * closed socket). */
+static void
+brk_admin_refuse(struct brk *b, int fd, int err, const char *reason)
+{
+	struct wire_enc e;
+	size_t len;
+
+	wire_enc_init(&e, b->sbuf, WIRE_REPLY_MAX);
+	wire_map_begin(&e, NULL);
+	wire_put_u64(&e, "id", 0);
+	wire_put_bool(&e, "ok", false);
+	wire_put_i64(&e, "err", err);
+	wire_put_str(&e, "name", cb_errname(err));
+	wire_put_str(&e, "reason", reason);
+	wire_map_end(&e);
+	if (wire_enc_finish(&e, &len) == 0)
+		(void)send(fd, b->sbuf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* A socket closed with unread data resets the connection, and the
+	 * peer's kernel then drops our reply with it: read what the client
+	 * already sent (its request, unserved) before hanging up. */
+	for (int i = 0; i < 8 && recv(fd, b->rbuf, WIRE_REQ_MAX + 1, MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
+static void
+brk_admin_rearm(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk *b = arg;
+
+	(void)fd;
+	(void)ev;
+	event_add(b->ev_admin, NULL);
+}
+
+/* accept failed (no descriptors, no memory).  The listener is
+ * level-triggered: returning at once would spin on the same pending
+ * connection.  Pause it, doubling up to BRK_ACCEPT_BACKOFF_MAX_MS, count
+ * the failure, and say it once per episode in the log. */
+static void
+brk_admin_backoff(struct brk *b, int err)
+{
+	struct timeval tv;
+
+	b->accept_failures++;
+	if (b->admin_backoff_ms == 0) {
+		char detail[128];
+
+		snprintf(detail, sizeof(detail), "accept: %s; pausing the admin socket", strerror(err));
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "admin.accept-failed", NULL, NULL, "broker",
+		    detail);
+	}
+	b->admin_backoff_ms = b->admin_backoff_ms ? b->admin_backoff_ms * 2 : 10;
+	if (b->admin_backoff_ms > BRK_ACCEPT_BACKOFF_MAX_MS)
+		b->admin_backoff_ms = BRK_ACCEPT_BACKOFF_MAX_MS;
+	tv.tv_sec = b->admin_backoff_ms / 1000;
+	tv.tv_usec = (b->admin_backoff_ms % 1000) * 1000;
+	if (!b->ev_admin_retry)
+		b->ev_admin_retry = evtimer_new(b->base, brk_admin_rearm, b);
+	event_del(b->ev_admin);
+	if (!b->ev_admin_retry || evtimer_add(b->ev_admin_retry, &tv) != 0)
+		event_add(b->ev_admin, NULL);	/* no timer: better busy than deaf */
+}
+
 static void
 brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 {
@@ -805,13 +873,38 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	struct brk_admin *a;
 	struct ucred cr;
 	socklen_t l = sizeof(cr);
-	char who[32];
+	char who[32], why[160];
+	size_t mine = 0;
 	int fd, sz = 1 << 20;
 
 	(void)ev;
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && b->spare_fd >= 0) {
+		/* Out of descriptors: the spare one lets us take the connection
+		 * just to say so, rather than leave the client waiting. */
+		int e = errno;
+
+		/* every client waiting in the queue hears it, not one a pause */
+		for (int i = 0; i < 64 && b->spare_fd >= 0; i++) {
+			close(b->spare_fd);
+			fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd >= 0)
+				brk_admin_refuse(b, fd, CB_EBUSY, "the broker is out of file descriptors; "
+				    "try again later");
+			b->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				break;
+			b->admin_refused++;
+		}
+		brk_admin_backoff(b, e);
 		return;
+	}
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			brk_admin_backoff(b, errno);
+		return;
+	}
+	b->admin_backoff_ms = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0) {
 		close(fd);
 		return;
@@ -821,6 +914,16 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EPERM, NULL, "admin.refused", NULL, NULL, who,
 		    "peer is not an administrator");
 		close(fd);
+		return;
+	}
+	/* One administrator's flood must not take every descriptor. */
+	for (struct brk_admin *o = b->admins; o; o = o->next)
+		mine += o->uid == cr.uid;
+	if (b->nadmins >= BRK_ADMIN_MAX || mine >= BRK_ADMIN_PER_UID) {
+		b->admin_refused++;
+		snprintf(why, sizeof(why), "too many admin connections (%zu of %s, %zu in all; at most "
+		    "%d and %d)", mine, who, b->nadmins, BRK_ADMIN_PER_UID, BRK_ADMIN_MAX);
+		brk_admin_refuse(b, fd, CB_EBUSY, why);
 		return;
 	}
 	if (!(a = calloc(1, sizeof(*a)))) {
@@ -842,6 +945,7 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	event_add(a->ev, NULL);
 	a->next = b->admins;
 	b->admins = a;
+	b->nadmins++;
 }
 
 /* Serve the listening socket fd (ours from now on). */
@@ -856,6 +960,8 @@ brk_admin_start(struct brk *b, int fd)
 		return CB_ENOMEM;
 	}
 	event_add(b->ev_admin, NULL);
+	/* kept so that, out of descriptors, a refusal can still be sent */
+	b->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -969,6 +1075,12 @@ brk_admin_close(struct brk *b)
 	if (b->ev_admin)
 		event_free(b->ev_admin);
 	b->ev_admin = NULL;
+	if (b->ev_admin_retry)
+		event_free(b->ev_admin_retry);
+	b->ev_admin_retry = NULL;
+	if (b->spare_fd >= 0)
+		close(b->spare_fd);
+	b->spare_fd = -1;
 	if (b->admin_fd >= 0)
 		close(b->admin_fd);
 	b->admin_fd = -1;

@@ -47,6 +47,12 @@
 #define BRK_PENDING_MAX	4	/* elevation requests one sandbox may have waiting */
 #define BRK_COAL_SLOTS	8	/* recent denials remembered for coalescing (budget.c) */
 #define BRK_DISK_RESERVE (128 * 1024)	/* free bytes the state's disk must keep for a new sandbox */
+#define BRK_CLOCK_JUMP_S 2	/* a wall-clock jump audited (s) */
+#define BRK_NOFILE_MIN	32	/* open-files limit below which serve refuses to start */
+#define BRK_NOFILE_MIN_RUN 64	/* ... and run (a sandbox of its own needs more) */
+#define BRK_ADMIN_MAX	256	/* admin connections in total */
+#define BRK_ADMIN_PER_UID 32	/* ... and per peer uid */
+#define BRK_ACCEPT_BACKOFF_MAX_MS 1000	/* longest pause of the listener after a failed accept */
 
 struct event_base;
 struct event;
@@ -196,6 +202,12 @@ struct brk {
 	ino_t admin_ino;
 	bool admin_stale;		/* a stale socket was removed at start */
 	int lock_fd;			/* STATE/broker.lock, flock'd for our life */
+	struct event *ev_admin_retry;	/* re-arms the listener after a failed accept */
+	unsigned admin_backoff_ms;	/* current backoff (0: none) */
+	uint64_t accept_failures;	/* failed accepts, counted (capctl status) */
+	uint64_t admin_refused;		/* connections refused over the caps */
+	size_t nadmins;
+	int spare_fd;			/* kept open so a refusal can still be sent */
 	struct event *ev_tick;
 	int wake_pipe[2];		/* worker threads -> loop */
 	struct event *ev_wake;
@@ -210,6 +222,7 @@ struct brk {
 	bool stopping;
 	int exit_code;
 	char dec_why[4608];		/* why the last brk_decide failed */
+	uint64_t clock_wall, clock_mono;	/* the clocks at the last tick */
 };
 
 /* Set up the broker: policy, state (locked: one broker per state directory,

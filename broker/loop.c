@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct brk_out {
@@ -1092,6 +1093,38 @@ out:
 
 /* ---- the broker ------------------------------------------------------ */
 
+/* The wall clock against the monotonic one: a jump of more than
+ * BRK_CLOCK_JUMP_S either way is audited (expiry is judged on the wall
+ * clock, never earlier than its high-water mark: st_now). */
+static void
+brk_clock_check(struct brk *b)
+{
+	struct timespec ts;
+	uint64_t wall, mono = cb_mono_ns();
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	int64_t drift;
+
+	if (b->clock_wall != 0) {
+		drift = (int64_t)(wall - b->clock_wall) - (int64_t)(mono - b->clock_mono);
+		if (drift > (int64_t)BRK_CLOCK_JUMP_S * 1000000000 ||
+		    drift < -(int64_t)BRK_CLOCK_JUMP_S * 1000000000) {
+			char detail[160];
+
+			snprintf(detail, sizeof(detail), "the wall clock jumped %+lld s%s",
+			    (long long)(drift / 1000000000), drift < 0 ?
+			    "; expiry is still judged at the latest time seen" : "");
+			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.jump", NULL, NULL, "broker",
+			    detail);
+			if (drift > 0)
+				cb_ignore(st_time_persist(b->st, cb_now()));
+		}
+	}
+	b->clock_wall = wall;
+	b->clock_mono = mono;
+}
+
 static void
 brk_tick(evutil_socket_t fd, short ev, void *arg)
 {
@@ -1104,12 +1137,16 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
 		if (!s->dead)
 			brk_budget_tick(s);
+	brk_clock_check(b);
 	/* Requests restored from the state after a restart have no waiter in
-	 * memory: expire them on the same clock, every 10 s. */
+	 * memory: expire them on the same clock, every 10 s; and the wall
+	 * clock's high-water mark is stored, so that setting the clock back,
+	 * even across a restart, never revives an expired token. */
 	if (++n % 10 == 0) {
 		size_t k;
 
-		cb_ignore(st_request_expire(b->st, cb_now(), &k));
+		cb_ignore(st_request_expire(b->st, st_now(b->st), &k));
+		cb_ignore(st_time_persist(b->st, cb_now()));
 	}
 }
 
@@ -1174,7 +1211,7 @@ brk_elev_collect(void *arg, const struct st_token *t)
 static int
 brk_revoke_stale_elevations(struct brk *b)
 {
-	struct brk_elev_scan e = { .now = cb_now() };
+	struct brk_elev_scan e = { .now = st_now(b->st) };
 	int r = st_token_list(b->st, NULL, brk_elev_collect, &e);
 
 	for (size_t i = 0; r == 0 && i < e.n; i++) {
@@ -1315,7 +1352,7 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	if (!(b = calloc(1, sizeof(*b))))
 		return CB_ENOMEM;
 	b->opts = *o;
-	b->admin_fd = b->tty_fd = b->lock_fd = -1;
+	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);
 	if (o->policy_path) {
@@ -1372,7 +1409,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	{
 		char swhy[1024];
 
-		if ((r = st_open_why(b->state_dir, &b->st, swhy, sizeof(swhy))) != 0) {
+		if ((r = (o->new_state ? st_open_new : st_open_why)(b->state_dir, &b->st, swhy,
+		    sizeof(swhy))) != 0) {
 			snprintf(why, whylen, "state %s: %s: %s", b->state_dir, cb_strerror(r),
 			    swhy[0] ? swhy : strerror(errno));
 			goto out;
@@ -1428,6 +1466,16 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	}
 	if ((r = brk_reconcile(b, why, whylen)) != 0)
 		goto out;
+	if (cb_now() + BRK_CLOCK_JUMP_S < st_time_hwm(b->st)) {
+		char detail[160];
+
+		snprintf(detail, sizeof(detail), "the wall clock is %llu s behind the latest time this "
+		    "state saw; expiry is judged at that time",
+		    (unsigned long long)(st_time_hwm(b->st) - cb_now()));
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.backwards", NULL, NULL, "broker",
+		    detail);
+	}
+	cb_ignore(st_time_persist(b->st, cb_now()));
 	{
 		uint8_t (*ids)[CAP_ID_LEN] = NULL;
 		size_t n = 0;

@@ -46,6 +46,7 @@ usage(FILE *f)
 	    "usage: capbroker run [OPTIONS] -- CMD [ARGS...]\n"
 	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH] [--new-audit-log]\n"
 	    "                       [--new-state]\n"
+	    "       capbroker state rebuild --state DIR\n"
 	    "       capbroker check-policy FILE\n"
 	    "       capbroker show-policy [FILE]\n"
 	    "       capbroker --version | --help\n");
@@ -705,8 +706,15 @@ run_connect(struct run_opts *o)
 	if (pty)
 		wire_put_bool(&e, "pty", true);
 	wire_map_end(&e);
-	if (wire_enc_finish(&e, &len) != 0 || send(fd, buf, len, MSG_NOSIGNAL) < 0) {
+	if (wire_enc_finish(&e, &len) != 0) {
 		fprintf(stderr, "capbroker: cannot send the request\n");
+		goto out;
+	}
+	/* A broker that refused the connection outright (out of descriptors,
+	 * too many connections) has already said why: read that below rather
+	 * than stop at the broken pipe. */
+	if (send(fd, buf, len, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET) {
+		fprintf(stderr, "capbroker: cannot send the request: %s\n", strerror(errno));
 		goto out;
 	}
 	{
@@ -1016,6 +1024,100 @@ cmd_serve(int argc, char **argv)
 	return c;
 }
 
+/* ---- state rebuild -------------------------------------------------- */
+
+/* `capbroker state rebuild --state DIR`: bring a state that fell behind its
+ * audit log (its database or WAL deleted, cut or damaged) back to what the
+ * log records.  The log is checked first: a damaged log rebuilds nothing. */
+static int
+cmd_state(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "state", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dir = NULL;
+	struct st *st = NULL;
+	struct cap_keyring *kr = NULL;
+	struct aud_report rep;
+	struct st_rebuild rb = { 0 };
+	char path[4200], why[1024], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f = NULL;
+	int c, r, code = 1;
+
+	if (argc < 2 || strcmp(argv[1], "rebuild") != 0) {
+		fprintf(stderr, "capbroker: usage: capbroker state rebuild --state DIR\n");
+		return EX_USAGE;
+	}
+	argc--;
+	argv++;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': dir = optarg; break;
+		case 'h': printf("usage: capbroker state rebuild --state DIR\n"); return 0;
+		default: return EX_USAGE;
+		}
+	}
+	if (!dir || optind != argc) {
+		fprintf(stderr, "capbroker: state rebuild needs --state DIR\n");
+		return EX_USAGE;
+	}
+	snprintf(path, sizeof(path), "%s/audit.jsonl", dir);
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "capbroker: %s: %s: nothing to rebuild from\n", path, strerror(errno));
+		return 1;
+	}
+	if ((r = st_open_rebuild(dir, &st, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: state %s: %s: %s\n", dir, cb_strerror(r), why);
+		return 1;
+	}
+	if ((r = st_audit_keyring(st, &kr)) != 0) {
+		fprintf(stderr, "capbroker: keys in %s: %s\n", dir, cb_strerror(r));
+		goto out;
+	}
+	memset(&rep, 0, sizeof(rep));
+	if ((r = aud_verify(path, kr, NULL, &rep)) != 0) {
+		fprintf(stderr, "capbroker: the audit log %s is not intact (%s: %s); refusing to "
+		    "rebuild from it\n", path, aud_problem_name(rep.problem), rep.what);
+		goto out;
+	}
+	if (!(f = fopen(path, "re"))) {
+		fprintf(stderr, "capbroker: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] != '\n')
+			break;	/* a torn last line records nothing */
+		if ((r = st_rebuild_line(st, line, (size_t)n - 1, &rb)) != 0) {
+			fprintf(stderr, "capbroker: state %s: %s\n", dir, cb_strerror(r));
+			goto out;
+		}
+	}
+	if ((r = st_rebuild_finish(st, &rb)) != 0) {
+		fprintf(stderr, "capbroker: state %s: %s%s\n", dir, cb_strerror(r),
+		    r == CB_EKEY_FORMAT ? " (no signing key with its secret is left in keys/)" : "");
+		goto out;
+	}
+	printf("state %s rebuilt from its audit log: %zu decisions (to %llu), %zu revocation(s) "
+	    "and %zu key retirement(s) applied", dir, rb.decisions, (unsigned long long)rb.dseq,
+	    rb.revoked, rb.retired);
+	if (rb.tokens_unknown)
+		printf("; %zu token(s) issued in the log are not in the state and stay refused "
+		    "(unknown-token): issue them again", rb.tokens_unknown);
+	printf("\n");
+	code = 0;
+out:
+	free(line);
+	if (f)
+		fclose(f);
+	cap_keyring_free(kr);
+	st_close(st);
+	return code;
+}
+
 /* Each sandbox costs the broker a few descriptors (channel, pidfd, status
  * pipe, an admin connection): use the whole hard limit, not the soft 1024. */
 static void
@@ -1040,10 +1142,25 @@ main(int argc, char **argv)
 		usage(stderr);
 		return EX_USAGE;
 	}
+	if (strcmp(argv[1], "run") == 0 || strcmp(argv[1], "serve") == 0) {
+		struct rlimit rl;
+
+		/* Below this the broker fails at some step or other (state,
+		 * log, socketpair, the stub); say the cause once, up front. */
+		int min = argv[1][0] == 'r' ? BRK_NOFILE_MIN_RUN : BRK_NOFILE_MIN;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)min) {
+			fprintf(stderr, "capbroker: the open-files limit is %llu (ulimit -n); the broker "
+			    "needs at least %d\n", (unsigned long long)rl.rlim_cur, min);
+			return EXIT_SETUP;
+		}
+	}
 	if (strcmp(argv[1], "run") == 0)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "state") == 0)
+		return cmd_state(argc - 1, argv + 1);
 	if (strcmp(argv[1], "check-policy") == 0)
 		return pol_cmd_check(argc - 1, argv + 1);
 	if (strcmp(argv[1], "show-policy") == 0)

@@ -483,7 +483,7 @@ brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool
 void
 brk_pending_tick(struct brk *b)
 {
-	uint64_t now = cb_now();
+	uint64_t now = st_now(b->st);
 	struct brk_pending *p, *next;
 	size_t n;
 

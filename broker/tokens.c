@@ -128,7 +128,7 @@ brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, si
 	size_t ci = 0;
 	int e;
 
-	if ((e = cap_token_check_time(t, cb_now())) != 0)
+	if ((e = cap_token_check_time(t, st_now(st))) != 0)
 		return e;
 	if (strcmp(t->c.aud, s->id) != 0 || (t->c.elevated && !h->inst_ok))
 		return CB_EAUDIENCE;

@@ -35,6 +35,14 @@
 
 #define CC_ENV_FD	"CAPBROKER_FD"
 #define CC_MAX_INFLIGHT	64	/* requests one connection may have in flight */
+/* How long a call waits for its reply before it fails with CB_ETIMEDOUT
+ * (capcall exits 75): a stopped or wedged broker never hangs its agents.
+ * An elevation request waits for a human, so longer; net.connect and
+ * proc.exec wait their own timeout plus the default.  CAPBROKER_TIMEOUT
+ * (seconds) changes the default for the process. */
+#define CC_TIMEOUT_MS		60000
+#define CC_TIMEOUT_REQUEST_MS	(30 * 60 * 1000)
+#define CC_ENV_TIMEOUT		"CAPBROKER_TIMEOUT"
 
 /* fs.write flags (the protocol's values). */
 #define CC_F_CREATE	0x01u
@@ -60,6 +68,10 @@ int cc_open_fd(int fd, struct cc_conn **out) CB_WARN_UNUSED;
 
 /* Close the channel and every fd of replies never collected. */
 void cc_close(struct cc_conn *c);
+
+/* Set the reply timeouts of c in milliseconds (0: wait without limit):
+ * ms for every call, request_ms for an elevation request. */
+void cc_set_timeout(struct cc_conn *c, unsigned ms, unsigned request_ms);
 
 /* The broker's sentence for the last failed call ("" if none), or a
  * description of the channel failure.  Valid until the next call on c. */

@@ -297,6 +297,18 @@ ctl_begin(struct ctl *c, struct wire_enc *e, const char *cmd)
 static int
 ctl_refused(struct ctl *c)
 {
+	struct wire_msg m;
+	const char *why;
+	ssize_t n;
+
+	/* A broker that refuses the connection itself (too many connections,
+	 * out of descriptors) says why before it hangs up. */
+	n = recv(c->fd, c->rx, WIRE_REPLY_MAX, MSG_DONTWAIT | MSG_TRUNC);
+	if (n > 0 && (size_t)n <= WIRE_REPLY_MAX && wire_decode(c->dec, c->rx, (size_t)n, &m) == 0 &&
+	    wire_get_str(&m, "reason", &why) == 0) {
+		ctl_err("the broker refused the connection: %s", why);
+		return CTL_UNAVAIL;
+	}
 	if (!c->answered) {
 		ctl_err("permission denied: the broker closed the connection without "
 		    "a reply (this user is not one of its administrators)");
@@ -440,6 +452,15 @@ ctl_call(struct ctl *c, struct wire_enc *e, struct wire_msg *m)
 			return r;
 		if (wire_get_u64(m, "id", &id) != 0)
 			continue;	/* an event */
+		/* id 0: the broker refused the connection itself (too many
+		 * connections, out of descriptors) and says why */
+		if (id == 0 && wire_get_bool(m, "ok", &ok) == 0 && !ok) {
+			const char *why = "refused";
+
+			cb_ignore(wire_get_str(m, "reason", &why));
+			ctl_err("the broker refused the connection: %s", why);
+			return CTL_UNAVAIL;
+		}
 		if (id != want)
 			continue;
 		break;
@@ -494,7 +515,7 @@ ctl_status(struct ctl *c, int argc, char **argv)
 	struct wire_enc e;
 	struct wire_msg m;
 	const char *state = "", *policy = "";
-	uint64_t pid = 0, nsbx = 0, lines = 0;
+	uint64_t pid = 0, nsbx = 0, lines = 0, afail = 0, arefused = 0;
 	bool healthy = false;
 	int r;
 
@@ -512,10 +533,14 @@ ctl_status(struct ctl *c, int argc, char **argv)
 	cb_ignore(wire_get_u64(&m, "sandboxes", &nsbx));
 	cb_ignore(wire_get_u64(&m, "audit_lines", &lines));
 	cb_ignore(wire_get_bool(&m, "audit_healthy", &healthy));
+	cb_ignore(wire_get_u64(&m, "accept_failures", &afail));
+	cb_ignore(wire_get_u64(&m, "admin_refused", &arefused));
 	if (c->json) {
-		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o}", "state", J(state), "pid",
+		/* with how the admin socket fared under pressure (docs/broker.md) */
+		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o,s:I,s:I}", "state", J(state), "pid",
 		    (json_int_t)pid, "sandboxes", (json_int_t)nsbx, "audit_healthy", healthy,
-		    "audit_lines", (json_int_t)lines, "policy", J(policy)));
+		    "audit_lines", (json_int_t)lines, "policy", J(policy),
+		    "accept_failures", (json_int_t)afail, "admin_refused", (json_int_t)arefused));
 	} else {
 		printf("state      ");
 		ctl_text(stdout, state);
@@ -523,6 +548,9 @@ ctl_status(struct ctl *c, int argc, char **argv)
 		    " lines\npolicy     ", pid, nsbx, healthy ? "healthy" : "FAILED (denying)", lines);
 		ctl_text(stdout, policy);
 		putchar('\n');
+		if (afail || arefused)
+			printf("admin      %" PRIu64 " failed accepts, %" PRIu64 " connections refused\n",
+			    afail, arefused);
 	}
 	return CTL_OK;
 }
@@ -1683,11 +1711,9 @@ ctl_offline_verify(struct ctl *c)
 	memset(&head, 0, sizeof(head));
 	if (st_get_audit_head(st, head.log_id, &head.seq, head.hash) == 0)
 		hp = &head;
-	/* the state must hold every decision the log records */
-	head.check_dseq = true;
-	head.dseq = st_dseq(st);
 	memset(&rep, 0, sizeof(rep));
-	r = aud_verify(path, kr, hp, &rep);
+	/* the state must hold every decision the log records */
+	r = aud_verify_state(path, kr, hp, st_dseq(st), &rep);
 	if (r != 0 && r != CB_EAUDIT) {
 		ctl_err("cannot read %s: %s", path, cb_strerror(r));
 		if (r == CB_ENOENT && c->json)

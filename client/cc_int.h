@@ -36,6 +36,8 @@ struct cc_conn {
 	struct wire_dec *dec;
 	struct cc_slot slots[CC_MAX_INFLIGHT];
 	size_t nslots;
+	unsigned timeout_ms, request_timeout_ms;	/* 0: no limit */
+	uint64_t deadline;	/* CLOCK_MONOTONIC ns the current call gives up at; 0: none */
 };
 
 /* Send r and wait for its reply (the synchronous path every operation

@@ -20,11 +20,14 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Room for a few fds: a broker that sends more than one is wrong, but the
  * extra ones must still be received so they can be closed, not leaked. */
 #define CC_CMSG_FDS	8
+/* How long a call waits for its own reply after one to an unknown id. */
+#define CC_STALE_GRACE_MS 1000
 
 _Static_assert(CC_F_CREATE == WIRE_F_CREATE && CC_F_TRUNC == WIRE_F_TRUNC &&
     CC_F_APPEND == WIRE_F_APPEND && CC_F_EXCL == WIRE_F_EXCL, "flag values");
@@ -92,6 +95,20 @@ cc_open_fd(int fd, struct cc_conn **out)
 		goto out;
 	}
 	c->fd = fd;
+	c->timeout_ms = CC_TIMEOUT_MS;
+	c->request_timeout_ms = CC_TIMEOUT_REQUEST_MS;
+	{
+		const char *t = getenv(CC_ENV_TIMEOUT);
+		char *end;
+		unsigned long v;
+
+		if (t != NULL && *t != '\0') {
+			errno = 0;
+			v = strtoul(t, &end, 10);
+			if (errno == 0 && *end == '\0' && v <= UINT_MAX / 1000)
+				c->timeout_ms = (unsigned)v * 1000;
+		}
+	}
 	fd = -1;
 	for (size_t i = 0; i < CC_MAX_INFLIGHT; i++)
 		c->slots[i].fd = -1;
@@ -316,6 +333,25 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 	*fd = -1;
 	*len = 0;
 	for (;;) {
+		if (wait && c->deadline != 0) {
+			/* wait for the reply at most until the call's deadline */
+			struct timespec now;
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			uint64_t t;
+			int pr;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			t = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+			if (t >= c->deadline)
+				return CB_ETIMEDOUT;
+			pr = poll(&p, 1, (int)((c->deadline - t + 999999) / 1000000));
+			if (pr == 0)
+				return CB_ETIMEDOUT;
+			if (pr < 0 && errno != EINTR)
+				return cc_break(c, CB_EIO, strerror(errno));
+			if (pr < 0)
+				continue;
+		}
 		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
 		if (n >= 0)
 			break;
@@ -415,21 +451,54 @@ cc_queue(struct cc_conn *c, struct cc_slot *s, size_t len, int *fd)
 
 /* Read packets until the reply to id arrives, queueing the replies to other
  * requests in flight (and dropping those to discarded ones). */
+static uint64_t
+cc_mono_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
 static int
 cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
 {
 	struct cc_slot *s;
 	size_t len;
+	uint64_t call_deadline = c->deadline, grace = 0;
 	int fd = -1, r;
 
 	for (;;) {
-		if ((r = cc_recv_packet(c, &len, &fd, true)) != 0)
+		r = cc_recv_packet(c, &len, &fd, true);
+		if (r == CB_ETIMEDOUT && grace != 0 && (call_deadline == 0 || grace < call_deadline)) {
+			r = cc_break(c, CB_EPROTO, "reply to a request never sent");
+			goto out;
+		}
+		if (r == CB_ETIMEDOUT) {
+			/* The channel stays in step: a late reply to id is
+			 * dropped when it comes. */
+			cc_discard(c, id);
+			r = cc_fail(c, CB_ETIMEDOUT, "the broker did not answer in time (stopped or "
+			    "overloaded?)");
+			goto out;
+		}
+		if (r != 0)
 			goto out;
 		if ((r = cc_decode(c, c->rx, len, rep)) != 0)
 			goto out;
 		if (!(s = cc_slot_find(c, rep->id)) || s->arrived) {
-			r = cc_break(c, CB_EPROTO, "reply to a request never sent");
-			goto out;
+			/* The channel is shared by the sandbox's processes: this may
+			 * be the late reply to a call another process gave up on (a
+			 * broker that was stopped).  Drop it and wait a moment for
+			 * ours; if ours does not come, the reply was simply wrong. */
+			if (grace != 0 || (s != NULL && s->arrived)) {
+				r = cc_break(c, CB_EPROTO, "reply to a request never sent");
+				goto out;
+			}
+			cc_close_fd(&fd);
+			grace = cc_mono_ns() + CC_STALE_GRACE_MS * 1000000u;
+			c->deadline = call_deadline != 0 && call_deadline < grace ? call_deadline : grace;
+			continue;
 		}
 		if (rep->id == id) {
 			cc_slot_drop(c, s);
@@ -442,6 +511,7 @@ cc_read_until(struct cc_conn *c, uint32_t id, struct wire_reply *rep, int *fdp)
 	fd = -1;
 	r = 0;
 out:
+	c->deadline = call_deadline;
 	cc_close_fd(&fd);
 	return r;
 }
@@ -532,6 +602,32 @@ out:
 	return r;
 }
 
+void
+cc_set_timeout(struct cc_conn *c, unsigned ms, unsigned request_ms)
+{
+	c->timeout_ms = ms;
+	c->request_timeout_ms = request_ms;
+}
+
+/* The deadline of a call of op (0: none). */
+static uint64_t
+cc_deadline(const struct cc_conn *c, const struct wire_req *r)
+{
+	struct timespec now;
+	/* a human decides a request; a tool run without a timeout of its own
+	 * may take the tier's whole wall clock */
+	uint64_t ms = r->op == WIRE_OP_REQUEST || (r->op == WIRE_OP_PROC_EXEC && r->timeout_ms == 0) ?
+	    c->request_timeout_ms : c->timeout_ms;
+
+	if (ms == 0)
+		return 0;
+	/* an operation with a timeout of its own gets that on top */
+	if (r->op == WIRE_OP_NET_CONNECT || r->op == WIRE_OP_PROC_EXEC)
+		ms += r->timeout_ms;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + ms * 1000000u;
+}
+
 int
 cc_call(struct cc_conn *c, struct wire_req *r, struct wire_reply *rep, int *fdp)
 {
@@ -542,7 +638,10 @@ cc_call(struct cc_conn *c, struct wire_req *r, struct wire_reply *rep, int *fdp)
 		*fdp = -1;
 	if ((err = cc_send(c, r, &id)) != 0)
 		return err;
-	if ((err = cc_recv(c, id, rep, &fd)) != 0)
+	c->deadline = cc_deadline(c, r);
+	err = cc_recv(c, id, rep, &fd);
+	c->deadline = 0;
+	if (err != 0)
 		return err;
 	if (rep->err) {
 		err = rep->err;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,9 @@ struct st {
 	uint64_t hwm;		/* wall-clock high-water mark (meta 'hwm') */
 	char errpath[4200];	/* the key file st_open could not load */
 	bool fresh;		/* st_open created the database */
+	bool no_keygen;		/* a rebuild: never make a key */
+	bool keys_lost;		/* no signing key, but a log with a history */
+	bool new_ok;		/* --new-state: a new key beside an old log is wanted */
 };
 
 static const char schema[] =
@@ -511,8 +515,24 @@ load_keys(struct st *st)
 		}
 	}
 	rc = db_err(step);
-	if (rc == 0 && !have_signer)
+	if (rc == 0 && !have_signer && !st->no_keygen && !st->new_ok) {
+		char lp[4200];
+		struct stat sb;
+
+		/* A state whose log has a history lost its keys: a new key now
+		 * would sign over a past it does not have.  Refuse; a rebuild
+		 * takes the keys back from keys/. */
+		snprintf(lp, sizeof(lp), "%s/audit.jsonl", st->dir);
+		if (stat(lp, &sb) == 0 && sb.st_size > 0) {
+			snprintf(st->errpath, sizeof(st->errpath), "%s/state.db", st->dir);
+			rc = CB_ENOENT;
+			st->keys_lost = true;
+		} else {
+			rc = rotate_locked(st, NULL);
+		}
+	} else if (rc == 0 && !have_signer && !st->no_keygen) {
 		rc = rotate_locked(st, NULL);
+	}
 out:
 	sqlite3_finalize(s);
 	return rc;
@@ -1608,6 +1628,199 @@ make_dir(const char *path)
 	return 0;
 }
 
+/* ---- rebuilding from the audit log ------------------------------- */
+
+enum { ST_MODE_OPEN, ST_MODE_REBUILD, ST_MODE_NEW };
+static int st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whylen);
+
+/* Read DIR/keys/<kid>.pub (one hex line) into pk; false if absent or bad. */
+static bool
+read_pub(const char *path, const uint8_t kid[CAP_KID_LEN], uint8_t pk[32])
+{
+	char hex[80];
+	uint8_t got[CAP_KID_LEN];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return false;
+	n = read(fd, hex, sizeof(hex) - 1);
+	close(fd);
+	if (n < 64)
+		return false;
+	hex[64] = '\0';
+	if (cap_unhex(hex, pk, 32) != 0)
+		return false;
+	cap_kid_of(pk, got);
+	return memcmp(got, kid, CAP_KID_LEN) == 0;
+}
+
+/* Every DIR/keys/<kid>.pub the table lacks, as a public key (mu held). */
+static int
+rebuild_keys_locked(struct st *st)
+{
+	char path[4200];
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/keys", st->dir);
+	if ((d = opendir(path)) == NULL)
+		return CB_EIO;
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		uint8_t kid[CAP_KID_LEN], pk[32];
+		size_t l = strlen(de->d_name);
+		char hex[2 * CAP_KID_LEN + 1];
+		sqlite3_stmt *s = NULL;
+		struct stat sb;
+
+		if (l != 2 * CAP_KID_LEN + 4 || strcmp(de->d_name + 2 * CAP_KID_LEN, ".pub") != 0)
+			continue;
+		memcpy(hex, de->d_name, 2 * CAP_KID_LEN);
+		hex[2 * CAP_KID_LEN] = '\0';
+		if (cap_unhex(hex, kid, CAP_KID_LEN) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/keys/%s", st->dir, de->d_name);
+		if (!read_pub(path, kid, pk) || stat(path, &sb) != 0)
+			continue;
+		if ((rc = db_prep(st, "INSERT OR IGNORE INTO keys(kid, pk, created_at, signing)"
+		    " VALUES(?1, ?2, ?3, 0)", &s)) != 0)
+			break;
+		sqlite3_bind_blob(s, 1, kid, CAP_KID_LEN, SQLITE_STATIC);
+		sqlite3_bind_blob(s, 2, pk, 32, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, (sqlite3_int64)sb.st_mtime);
+		rc = db_err(sqlite3_step(s));
+		sqlite3_finalize(s);
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+st_open_rebuild(const char *dir, struct st **out, char *why, size_t whylen)
+{
+	return st_open_flags(dir, ST_MODE_REBUILD, out, why, whylen);
+}
+
+int
+st_open_new(const char *dir, struct st **out, char *why, size_t whylen)
+{
+	return st_open_flags(dir, ST_MODE_NEW, out, why, whylen);
+}
+
+/* One audit line; only decisions (lines with a dseq) change anything.
+ * The line is read with SQLite's JSON functions, never by hand. */
+int
+st_rebuild_line(struct st *st, const char *line, size_t len, struct st_rebuild *rep)
+{
+	sqlite3_stmt *s = NULL, *u = NULL;
+	const char *op, *res, *tok;
+	uint8_t id[CAP_ID_LEN];
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT json_extract(?1, '$.op'), json_extract(?1, '$.resource'),"
+	    " json_extract(?1, '$.token'), json_extract(?1, '$.dseq')"
+	    " WHERE json_valid(?1) AND json_extract(?1, '$.ev') = 'admin'", &s)) != 0)
+		goto out;
+	sqlite3_bind_text(s, 1, line, (int)len, SQLITE_STATIC);
+	if (sqlite3_step(s) != SQLITE_ROW || sqlite3_column_type(s, 3) != SQLITE_INTEGER)
+		goto out;
+	op = (const char *)sqlite3_column_text(s, 0);
+	res = (const char *)sqlite3_column_text(s, 1);
+	tok = (const char *)sqlite3_column_text(s, 2);
+	if (op == NULL)
+		goto out;
+	rep->decisions++;
+	if (u64col(s, 3) > rep->dseq)
+		rep->dseq = u64col(s, 3);
+	if (strcmp(op, "revoke") == 0 && tok != NULL && cap_unhex(tok, id, CAP_ID_LEN) == 0) {
+		if ((rc = db_prep(st, "UPDATE tokens SET revoked_at = strftime('%s', 'now')"
+		    " WHERE id = ?1 AND revoked_at IS NULL", &u)) != 0)
+			goto out;
+		sqlite3_bind_blob(u, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+		if ((rc = db_err(sqlite3_step(u))) == 0)
+			rep->revoked += (size_t)sqlite3_changes(st->db);
+	} else if (strcmp(op, "retire-key") == 0 && res != NULL &&
+	    cap_unhex(res, id, CAP_KID_LEN) == 0) {
+		if ((rc = db_prep(st, "UPDATE keys SET retired_at = strftime('%s', 'now'), signing = 0"
+		    " WHERE kid = ?1 AND retired_at IS NULL", &u)) != 0)
+			goto out;
+		sqlite3_bind_blob(u, 1, id, CAP_KID_LEN, SQLITE_STATIC);
+		if ((rc = db_err(sqlite3_step(u))) == 0)
+			rep->retired += (size_t)sqlite3_changes(st->db);
+	} else if (strcmp(op, "rotate-key") == 0 && res != NULL &&
+	    cap_unhex(res, rep->signer, CAP_KID_LEN) == 0) {
+		rep->has_signer = true;
+	} else if ((strcmp(op, "issue") == 0 || strcmp(op, "approve") == 0) && tok != NULL &&
+	    cap_unhex(tok, id, CAP_ID_LEN) == 0 && tm_find(&st->tm, id) == TM_NONE) {
+		rep->tokens_unknown++;
+	}
+out:
+	sqlite3_finalize(u);
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* The signing key (the last one rotated to whose secret is here, else the
+ * newest secret), the sequence, and a fresh start for the audit head. */
+int
+st_rebuild_finish(struct st *st, struct st_rebuild *rep)
+{
+	sqlite3_stmt *s = NULL;
+	char path[4200];
+	bool in_txn = false;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	if (rep->has_signer) {
+		key_path(st, rep->signer, "key", path, sizeof(path));
+		if (access(path, R_OK) != 0)
+			rep->has_signer = false;
+	}
+	if (!rep->has_signer && (rc = db_prep(st, "SELECT kid FROM keys WHERE retired_at IS NULL"
+	    " ORDER BY created_at DESC, rowid DESC", &s)) == 0) {
+		while (!rep->has_signer && sqlite3_step(s) == SQLITE_ROW) {
+			uint8_t kid[CAP_KID_LEN];
+
+			if (!blobcol(s, 0, kid, CAP_KID_LEN))
+				continue;
+			key_path(st, kid, "key", path, sizeof(path));
+			if (access(path, R_OK) == 0) {
+				memcpy(rep->signer, kid, CAP_KID_LEN);
+				rep->has_signer = true;
+			}
+		}
+		sqlite3_finalize(s);
+		s = NULL;
+	}
+	if (!rep->has_signer) {
+		rc = CB_EKEY_FORMAT;
+		goto out;
+	}
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	in_txn = true;
+	if ((rc = db_exec(st, "UPDATE keys SET signing = 0")) != 0 ||
+	    (rc = db_prep(st, "UPDATE keys SET signing = 1, retired_at = NULL WHERE kid = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_blob(s, 1, rep->signer, CAP_KID_LEN, SQLITE_STATIC);
+	if ((rc = db_err(sqlite3_step(s))) != 0 ||
+	    (rc = meta_set_locked(st, "dseq", rep->dseq)) != 0 ||
+	    (rc = db_exec(st, "DELETE FROM audit_head; DELETE FROM last_decision")) != 0)
+		goto out;
+	in_txn = false;
+	if ((rc = db_commit(st)) == 0)
+		st->dseq = rep->dseq;
+out:
+	if (in_txn)
+		db_rollback(st);
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
 /* Say what failed and on which file: "keys/ab12.key: No such file". */
 static void
 open_why(char *why, size_t whylen, const char *what, const char *path, const char *detail)
@@ -1619,6 +1832,13 @@ open_why(char *why, size_t whylen, const char *what, const char *path, const cha
 int
 st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 {
+	return st_open_flags(dir, ST_MODE_OPEN, out, why, whylen);
+}
+
+static int
+st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whylen)
+{
+	bool rebuild = mode == ST_MODE_REBUILD;
 	struct st *st = NULL;
 	char path[4096];
 	struct stat sb;
@@ -1632,6 +1852,8 @@ st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return CB_ENOMEM;
 	st->lockfd = -1;
+	st->no_keygen = rebuild;
+	st->new_ok = mode == ST_MODE_NEW;
 	pthread_mutex_init(&st->mu, NULL);
 	if ((st->dir = strdup(dir)) == NULL)
 		goto out;
@@ -1685,8 +1907,18 @@ st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 	}
 	pthread_mutex_lock(&st->mu);
 	errno = 0;
-	rc = load_keys(st);
-	if (rc != 0 && st->errpath[0] != '\0')
+	/* a rebuild first takes in every key the directory holds (the log's
+	 * checkpoints name them), and loads only public keys */
+	if (mode != ST_MODE_OPEN && (rc = rebuild_keys_locked(st)) != 0) {
+		pthread_mutex_unlock(&st->mu);
+		open_why(why, whylen, "keys in", dir, cb_strerror(rc));
+		goto out;
+	}
+	rc = rebuild ? 0 : load_keys(st);
+	if (rc != 0 && st->keys_lost)
+		open_why(why, whylen, "database", st->errpath, "has no signing key although the audit "
+		    "log records a history: it lost decisions (capbroker state rebuild)");
+	else if (rc != 0 && st->errpath[0] != '\0')
 		open_why(why, whylen, "key file", st->errpath, rc == CB_EIO || rc == CB_ENOENT ?
 		    strerror(errno ? errno : ENOENT) : cb_strerror(rc));
 	else if (rc != 0)

@@ -53,6 +53,11 @@ int st_open(const char *dir, struct st **out) CB_WARN_UNUSED;
 int st_open_why(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
 void st_close(struct st *st);
 
+/* The same for a new state started deliberately beside an existing log
+ * (--new-state): every DIR/keys/<kid>.pub is taken in as a public key (the
+ * log's checkpoints stay verifiable) and a new signing key is made. */
+int st_open_new(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
+
 /* Did st_open create the database (it was missing or empty)? */
 bool st_is_new(const struct st *st);
 
@@ -86,6 +91,27 @@ uint64_t st_dseq(const struct st *st);
 int st_last_decision(struct st *st, struct st_decision *out) CB_WARN_UNUSED;
 /* Set the sequence (a new state started deliberately beside an old log). */
 int st_set_dseq(struct st *st, uint64_t dseq) CB_WARN_UNUSED;
+
+/* ---- rebuilding from the audit log (capbroker state rebuild) ----------- */
+
+struct st_rebuild {
+	uint64_t dseq;			/* the log's last decision */
+	size_t decisions, revoked, retired;
+	size_t tokens_unknown;		/* issued in the log, unknown to the state */
+	bool has_signer;
+	uint8_t signer[CAP_KID_LEN];	/* the last key rotated to */
+};
+/* Open dir's state (creating an empty database if there is none) without
+ * ever making a key: every DIR/keys/<kid>.pub is taken in as a public key. */
+int st_open_rebuild(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
+/* Apply one audit line if it is a decision: revocations and key
+ * retirements are written (idempotent); tokens issued in the log but
+ * unknown to the state are counted (they stay refused: unknown-token). */
+int st_rebuild_line(struct st *st, const char *line, size_t len, struct st_rebuild *rep) CB_WARN_UNUSED;
+/* The signing key, the decision sequence; the audit head is cleared (the
+ * next start continues the log and records a new one).  CB_EKEY_FORMAT if
+ * no key with its secret is left. */
+int st_rebuild_finish(struct st *st, struct st_rebuild *rep) CB_WARN_UNUSED;
 
 /* ---- time ------------------------------------------------------------ */
 

@@ -25,8 +25,10 @@ from __future__ import annotations
 import array
 import collections
 import os
+import select
 import socket
 import threading
+import time
 
 import msgpack
 
@@ -197,6 +199,20 @@ def _get(reply: dict[str, Any], key: str, typ: type, default: Any = None,
     return v
 
 
+# How long a call waits for its reply (seconds) before RequestExpired
+# ('timed-out', code -10; capcall exits 75 for the same): a stopped or wedged
+# broker never hangs an agent.  A request waits for a human: longer.  A
+# connect or exec with a timeout of its own waits that on top.
+TIMEOUT = 60.0
+REQUEST_TIMEOUT = 30 * 60.0
+ENV_TIMEOUT = "CAPBROKER_TIMEOUT"
+
+
+def _default_timeout() -> float:
+    s = os.environ.get(ENV_TIMEOUT, "")
+    return float(s) if s.isdigit() else TIMEOUT
+
+
 class Client:
     """A connection to the broker.
 
@@ -204,10 +220,16 @@ class Client:
     fd to others); Client(fd=N) adopts fd N.  token= presents that token
     text with every request; by default the broker picks the first token the
     sandbox holds that covers each request (see use_token, use_handle).
+    timeout= (seconds, None: no limit) bounds every call's wait for its
+    reply, request_timeout= that of request(); defaults TIMEOUT (or
+    $CAPBROKER_TIMEOUT) and REQUEST_TIMEOUT.
     """
 
-    def __init__(self, fd: int | None = None, token: str | None = None) -> None:
+    def __init__(self, fd: int | None = None, token: str | None = None,
+                 timeout: float | None = -1, request_timeout: float | None = -1) -> None:
         self._sock = None
+        self.timeout = _default_timeout() if timeout == -1 else timeout
+        self.request_timeout = REQUEST_TIMEOUT if request_timeout == -1 else request_timeout
         if fd is None:
             s = os.environ.get(ENV_FD, "")
             if not s:
@@ -236,6 +258,7 @@ class Client:
         self._next = int.from_bytes(os.urandom(4), "little")
         self._pending = set()       # ids sent, reply not yet collected
         self._done = {}             # id -> (reply, fd) arrived for another waiter
+        self._late = set()          # ids given up on (timed out): drop their replies
         self._reading = False
         self._broken = None         # the BrokerUnavailable that broke the channel
         self._tok = token
@@ -312,10 +335,20 @@ class Client:
                 raise self._break("the broker channel failed: %s" % (e.strerror or e))
         return rid
 
-    def recv(self, rid: int) -> tuple[dict[str, Any], int | None]:
+    def _give_up(self, rid: int, timeout: float | None) -> "RequestExpired":
+        # Called with the lock held: the channel stays in step, and the
+        # late reply is dropped when it comes.
+        self._pending.discard(rid)
+        self._late.add(rid)
+        return RequestExpired("timed-out", "the broker did not answer within %g s "
+                              "(stopped or overloaded?)" % timeout, -10)
+
+    def recv(self, rid: int, timeout: float | None = None) -> tuple[dict[str, Any], int | None]:
         """Wait for the reply to rid: (reply dict, fd or None).  The fd is
         the caller's.  Replies for other ids are kept for their waiters.
-        A reply with ok false is returned as it is, not raised."""
+        A reply with ok false is returned as it is, not raised.  timeout:
+        seconds (None: no limit); RequestExpired('timed-out') after it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while True:
                 if rid in self._done:
@@ -328,14 +361,39 @@ class Client:
                 if not self._reading:
                     self._reading = True
                     break
-                self._cv.wait()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise self._give_up(rid, timeout)
+                self._cv.wait(left)
         # We are the reader: take packets until ours arrives, handing the
         # others to their waiters.
+        grace = None
         try:
             while True:
+                limit = deadline if grace is None or (deadline is not None and deadline < grace) \
+                    else grace
+                left = None if limit is None else limit - time.monotonic()
+                if left is not None and (left <= 0 or not self._wait_readable(left)):
+                    with self._cv:
+                        if limit is grace:
+                            raise self._break("reply to a request never sent")
+                        raise self._give_up(rid, timeout)
                 reply, fd = self._recv_packet()
                 with self._cv:
                     got = reply["id"]
+                    if got in self._late:
+                        self._late.discard(got)
+                        if fd is not None:
+                            os.close(fd)
+                        continue
+                    if got not in self._pending and got not in self._done and grace is None:
+                        # The channel is shared by the sandbox's processes:
+                        # perhaps the late reply to a call another process
+                        # gave up on.  Drop it; wait a moment for ours.
+                        if fd is not None:
+                            os.close(fd)
+                        grace = time.monotonic() + 1.0
+                        continue
                     if got not in self._pending or got in self._done:
                         if fd is not None:
                             os.close(fd)
@@ -349,6 +407,17 @@ class Client:
             with self._cv:
                 self._reading = False
                 self._cv.notify_all()
+
+    def _wait_readable(self, left: float) -> bool:
+        sock = self._sock
+        if sock is None:
+            return True     # _recv_packet says why
+        while True:
+            try:
+                r, _, _ = select.select([sock], [], [], left)
+                return bool(r)
+            except InterruptedError:
+                continue
 
     def _break(self, why: str) -> BrokerUnavailable:
         # Called with the lock held or from the reader: the channel is dead.
@@ -397,10 +466,18 @@ class Client:
             raise
         return reply, (fds[0] if fds else None)
 
+    def _timeout_for(self, op: str, fields: dict[str, Any]) -> float | None:
+        t = self.request_timeout if op == "request" else self.timeout
+        if op == "proc.exec" and fields.get("timeout") is None:
+            t = self.request_timeout    # a tool may run the tier's whole wall clock
+        if t is not None and op in ("net.connect", "proc.exec") and fields.get("timeout"):
+            t += fields["timeout"] / 1000.0
+        return t
+
     def call(self, op: str, want_fd: bool = False, **fields: Any) -> Any:
         """Send a request and wait for its reply; raise on failure.
         Returns the reply dict, or (reply, fd) when want_fd."""
-        reply, fd = self.recv(self.send(op, **fields))
+        reply, fd = self.recv(self.send(op, **fields), self._timeout_for(op, fields))
         try:
             if reply["ok"] is not True:
                 raise _error(reply)
