@@ -182,6 +182,23 @@ echo '{"prev":"00","seq":1}' >>"$S/audit.jsonl"
 t_exit "a damaged log rebuilds nothing (1)" 1 "$CB" state rebuild --state "$S"
 t_match "... saying the log is not intact" "$(cat "$T_TMP/err")" "not intact"
 
+# -- 3c. a crash between the state's commit and the log's sync ------------------------
+# The state is one decision ahead of its log (what kill -9 in that window
+# leaves): the next start writes the record the state kept, and the log
+# verifies against the state.
+damage none
+"$PYTHON" -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(n,) = db.execute("SELECT v FROM meta WHERE k = \"dseq\"").fetchone()
+db.execute("UPDATE meta SET v = ? WHERE k = \"dseq\"", (n + 1,))
+db.execute("INSERT OR REPLACE INTO last_decision(one, dseq, op, resource, actor, decision, reason)"
+           " VALUES(1, ?, \"revoke\", \"00112233445566778899aabbccddeeff\", \"uid:0\", 0, 0)", (n + 1,))
+db.commit()' "$S/state.db"
+t_ok "a state one decision ahead of its log starts" "$CB" run --state "$S" --tier low -- /bin/true
+t_ok "... and the log gets the kept record, marked recovered" \
+	grep -q '"op":"revoke","resource":"00112233445566778899aabbccddeeff","actor":"uid:0","detail":"recovered at start' "$S/audit.jsonl"
+t_exit "... and verifies against the state" 0 "$CTL" --state "$S" audit verify
+
 # -- 4. errors that name their file ------------------------------------------------------
 damage none
 K=$(ls "$S/keys"/*.key | head -n 1)
