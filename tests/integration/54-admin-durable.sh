@@ -144,6 +144,8 @@ damage() { # NAME: fresh copy, then damage it
 		printf 'garbage!garbage!' | dd of="$S/state.db-wal" bs=1 seek=100 conv=notrunc 2>/dev/null ;;
 	db-deleted) rm -f "$S/state.db" "$S/state.db-wal" "$S/state.db-shm" ;;
 	db-emptied) : >"$S/state.db"; rm -f "$S/state.db-wal" "$S/state.db-shm" ;;
+	db-garbled) rm -f "$S/state.db-wal" "$S/state.db-shm"	# page 2: the keys table
+		printf 'garbage!%.0s' $(seq 32) | dd of="$S/state.db" bs=1 seek=4096 conv=notrunc 2>/dev/null ;;
 	esac
 }
 for d in wal-deleted wal-truncated wal-garbled; do
@@ -200,6 +202,10 @@ t_ok "... and the log gets the kept record, marked recovered" \
 t_exit "... and verifies against the state" 0 "$CTL" --state "$S" audit verify
 
 # -- 4. errors that name their file ------------------------------------------------------
+damage db-garbled
+t_exit "a damaged database page: 125" 125 "$CB" run --state "$S" --tier low -- /bin/true
+t_match "... names the database and SQLite's diagnosis, not a stale errno" "$(cat "$T_TMP/err")" \
+	"state.db: database disk image is malformed"
 damage none
 K=$(ls "$S/keys"/*.key | head -n 1)
 mv "$K" "$K.moved"
