@@ -1101,10 +1101,10 @@ brk_clock_check(struct brk *b)
 {
 	struct timespec ts;
 	uint64_t wall, mono = cb_mono_ns();
+	int64_t drift;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	wall = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	int64_t drift;
 
 	if (b->clock_wall != 0) {
 		drift = (int64_t)(wall - b->clock_wall) - (int64_t)(mono - b->clock_mono);
