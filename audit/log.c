@@ -524,8 +524,12 @@ aud_room(const struct aud_log *log)
 		return false;
 	if (!l->reserving)
 		return true;
+	/* Once the disk refused to extend the reserve, no new operation until
+	 * it extends again: what remains is for the records of what was
+	 * already done (and the denials), and an operation allowed between two
+	 * denials would only make a full disk harder to see. */
 	pthread_mutex_lock(&l->mu);
-	ok = reserve_left(l) >= AUD_ROOM_MIN;
+	ok = !l->disk_full && reserve_left(l) >= AUD_ROOM_MIN;
 	pthread_mutex_unlock(&l->mu);
 	return ok;
 }
