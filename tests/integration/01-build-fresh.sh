@@ -22,8 +22,9 @@ esac
 EOT
 printf '#!/bin/sh\necho "deps: installing" >&2\n: >"%s/installed"\n' "$T_TMP" >"$C/scripts/deps.sh"
 chmod +x "$T_TMP/fakebin/pkg-config" "$C/scripts/deps.sh"
-# A plain make, whatever make (check-asan) runs this test under.
-out=$(cd "$C" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$T_TMP/fakebin:$PATH" make -n 2>&1); rc=$?
+# A plain make, whatever make (check-asan) runs this test under: make exports
+# a command-line variable such as SANITIZE to its recipes, MAKEFLAGS aside.
+out=$(cd "$C" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE PATH="$T_TMP/fakebin:$PATH" make -n 2>&1); rc=$?
 t_is "make -n in a fresh tree succeeds" "$rc" 0
 t_ok "deps ran before the flags were computed" test -e "$T_TMP/installed"
 t_match "the link uses the flags of the packages deps installed" \
@@ -31,5 +32,5 @@ t_match "the link uses the flags of the packages deps installed" \
 t_match "a plain make builds the programs into bin/ (all is the default goal)" \
 	"$(printf '%s\n' "$out" | grep -c -- '-o bin/\(capbroker\|capcall\|capctl\|capbroker-stub\) ')" '^4$'
 t_ok "make clean needs no packages (and does not run deps)" \
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL sh -c "cd '$C' && rm -f '$T_TMP/installed' build/config.mk && PATH='$T_TMP/fakebin:$PATH' make clean >/dev/null && test ! -e '$T_TMP/installed'"
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE sh -c "cd '$C' && rm -f '$T_TMP/installed' build/config.mk && PATH='$T_TMP/fakebin:$PATH' make clean >/dev/null && test ! -e '$T_TMP/installed'"
 t_done
