@@ -530,6 +530,19 @@ aud_room(const struct aud_log *log)
 	 * denials would only make a full disk harder to see. */
 	pthread_mutex_lock(&l->mu);
 	ok = !l->disk_full && reserve_left(l) >= AUD_ROOM_MIN;
+	if (!ok && !l->disk_full && !atomic_load(&l->failed)) {
+		/* Short only because producers outran the writer's top-up (a
+		 * burst from many sandboxes), not because the disk said no:
+		 * wake the writer and wait for it, bounded, as aud_append does,
+		 * rather than refuse an operation on a disk with room. */
+		struct timespec dl = deadline_ms(l->o.full_wait_ms);
+
+		pthread_cond_signal(&l->work);
+		while (reserve_left(l) < AUD_ROOM_MIN && !l->disk_full && !atomic_load(&l->failed) &&
+		    pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
+			;
+		ok = reserve_left(l) >= AUD_ROOM_MIN && !l->disk_full && !atomic_load(&l->failed);
+	}
 	pthread_mutex_unlock(&l->mu);
 	return ok;
 }
