@@ -1521,19 +1521,18 @@ ctl_audit_row(const json_t *o)
 }
 
 
-/* Is s[0..4) four hex digits?  Their value in *v. */
+/* The four hex digits at s, as a number (through caps' one hex decoder). */
 static bool
-ctl_hex4(const char *s, unsigned *v)
+ctl_hex_u16(const char *s, unsigned *v)
 {
-	*v = 0;
-	for (int i = 0; i < 4; i++) {
-		int c = (unsigned char)s[i], d = c >= '0' && c <= '9' ? c - '0' :
-		    c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	char hex[5];
+	uint8_t b[2];
 
-		if (d < 0)
-			return false;
-		*v = *v << 4 | (unsigned)d;
-	}
+	memcpy(hex, s, 4);
+	hex[4] = '\0';
+	if (cap_unhex(hex, b, sizeof(b)) != 0)
+		return false;
+	*v = (unsigned)b[0] << 8 | b[1];
 	return true;
 }
 
@@ -1561,7 +1560,7 @@ ctl_audit_load(const char *line, size_t len)
 			high = false;
 			continue;
 		}
-		if (line[i + 1] == 'u' && i + 6 <= len && ctl_hex4(line + i + 2, &v)) {
+		if (line[i + 1] == 'u' && i + 6 <= len && ctl_hex_u16(line + i + 2, &v)) {
 			if (v >= 0xdc00 && v <= 0xdfff && !high) {
 				memcpy(t + n, "\\ufffd", 6);
 			} else {

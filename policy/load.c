@@ -1341,10 +1341,13 @@ toolong:
 	return CB_EPERM;
 }
 
+/* Every directory and symlink on the way may only be changed by root or
+ * us (pol_links_safe, which covers every ancestor of the real path too),
+ * and the real path still names the file that was read (fst). */
 static int
 pol_dirs_safe(const char *path, const struct stat *fst, FILE *errs)
 {
-	char *real = NULL, *slash;
+	char *real = NULL;
 	struct stat st;
 	int r = 0;
 
@@ -1357,26 +1360,7 @@ pol_dirs_safe(const char *path, const struct stat *fst, FILE *errs)
 	if (stat(real, &st) != 0 || st.st_dev != fst->st_dev || st.st_ino != fst->st_ino) {
 		pol_msg(errs, path, 0, "changed while it was read (refused)");
 		r = CB_EPERM;
-		goto out;
 	}
-	while ((slash = strrchr(real, '/'))) {
-		slash[slash == real] = '\0';	/* the parent; "/" stays "/" */
-		if (stat(real, &st) != 0) {
-			pol_msg(errs, path, 0, "cannot check directory %s: %s", real, strerror(errno));
-			r = CB_EIO;
-			break;
-		}
-		if (!pol_owner_ok(st.st_uid) || ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-			pol_msg(errs, path, 0, "directory %s is owned by uid %u with mode %04o (expected "
-			    "owned by root or uid %u and not writable by group or others, or sticky)",
-			    real, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
-			r = CB_EPERM;
-			break;
-		}
-		if (slash == real)
-			break;
-	}
-out:
 	free(real);
 	return r;
 }
