@@ -31,11 +31,13 @@ logname() { echo "$logdir/$(echo "$1" | tr '/' '_')"; }
 # Run one test into its log; record its exit status beside the log.
 run_one() {
 	local name=$1; shift
-	local base rc
+	local base rc t0
 	base=$(logname "$name")
+	t0=$SECONDS
 	timeout --kill-after=10 "${CB_TEST_TIMEOUT:-600}" "$@" >"$base.log" 2>&1 </dev/null
 	rc=$?
 	echo "$rc" >"$base.rc"
+	echo $((SECONDS - t0)) >"$base.time"
 }
 
 start() {
@@ -45,8 +47,9 @@ start() {
 }
 
 report() {
-	local name=$1 base log rc p f s
+	local name=$1 base log rc p f s t
 	base=$(logname "$name")
+	t=$(cat "$base.time" 2>/dev/null || echo '?')
 	log=$base.log
 	rc=$(cat "$base.rc" 2>/dev/null || echo 255)
 	p=$(grep -cE '^ok ' "$log")
@@ -58,11 +61,11 @@ report() {
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 	if [ "$f" -ne 0 ]; then
 		failures+=("$name")
-		printf 'FAIL %-40s %3d passed, %d failed (exit %d)\n' "$name" "$p" "$f" "$rc"
+		printf 'FAIL %-40s %3d passed, %d failed (exit %d, %ss)\n' "$name" "$p" "$f" "$rc" "$t"
 		grep -E '^not ok|^#' "$log" | head -n 20 | sed 's/^/    /'
 		if [ "$rc" -ne 0 ]; then tail -n 5 "$log" | sed 's/^/    | /'; fi
 	else
-		printf 'ok   %-40s %3d passed%s\n' "$name" "$p" "$([ "$s" -gt 0 ] && echo ", $s skipped")"
+		printf 'ok   %-40s %3d passed%s %5ss\n' "$name" "$p" "$([ "$s" -gt 0 ] && echo ", $s skipped")" "$t"
 	fi
 }
 
