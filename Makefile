@@ -41,6 +41,25 @@ endif
 
 PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson fuse3
 
+# The packages each module's code calls.  A program, a unit test and
+# libcapclient.so link only the packages of the modules they link (the
+# client library neither jansson nor fuse3, capbroker no jansson); every
+# package's compiler flags stay global (headers only).  libseccomp is linked
+# by nothing: the stub loads filters compiled at build time.
+common_PKGS :=
+wire_PKGS   := msgpack
+caps_PKGS   := libsodium
+policy_PKGS := libconfig
+sandbox_PKGS :=
+audit_PKGS  := libsodium
+state_PKGS  := sqlite3 libsodium
+broker_PKGS := libevent_core libsodium
+fsrv_PKGS   := fuse3
+cli_PKGS    := jansson
+client_PKGS :=
+mcp_PKGS    := jansson libsodium
+mod_pkg_libs = $(foreach p,$(sort $(foreach m,$(1),$($(m)_PKGS))),$(PKG_LIBS_$(p)))
+
 # The first goal, whatever rules the included .mk files bring before `all`.
 .DEFAULT_GOAL := all
 
@@ -64,7 +83,9 @@ $(B)/config.mk: Makefile scripts/deps.sh
 	@cf=$$(pkg-config --cflags $(PKGS)) && lf=$$(pkg-config --libs $(PKGS)) && \
 		sc=$$(pkg-config --cflags libsystemd) && sl=$$(pkg-config --libs libsystemd) && \
 		printf 'PKG_CFLAGS := %s\nPKG_LIBS := %s\nSYSTEMD_CFLAGS := %s\nSYSTEMD_LIBS := %s\n' \
-		"$$cf" "$$lf" "$$sc" "$$sl" >$@.tmp && mv $@.tmp $@
+		"$$cf" "$$lf" "$$sc" "$$sl" >$@.tmp && \
+		for p in $(PKGS); do printf 'PKG_LIBS_%s := %s\n' "$$p" "$$(pkg-config --libs $$p)" \
+		>>$@.tmp || exit 1; done && mv $@.tmp $@
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
           -Wmissing-prototypes -Wformat=2 -Wimplicit-fallthrough -Wvla
@@ -77,6 +98,8 @@ ALL_CFLAGS  = -std=c17 -D_GNU_SOURCE -g $(OPT) $(WARN) $(HARDEN) -I. \
               -DCB_VERSION='"$(VERSION)"' \
               $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS = $(OPT) $(LDHARDEN) $(LDFLAGS)
+# PKG_LIBS: every package; a program or unit test overrides it with its
+# modules' packages (mod_pkg_libs).
 ALL_LIBS    = $(PKG_LIBS) -lpthread $(LIBS)
 
 # A module.mk adds itself to MODULES and sets NAME_SRCS and NAME_LIBS (the
@@ -118,6 +141,7 @@ endef
 $(foreach m,$(MODULES),$(eval $(call mod_rule,$(m))))
 
 define prog_rule
+$(BIN)/$(1): PKG_LIBS = $$(call mod_pkg_libs,$$($(1)_LIBS))
 $(BIN)/$(1): $$($(1)_SRCS:%.c=$(B)/%.o) $$(call modlibs,$$($(1)_LIBS))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
@@ -137,6 +161,7 @@ plain-progs:
 
 # tests/unit/test_MOD[_more].c links module MOD and what MOD needs.
 define unit_rule
+$(B)/t/$(1): PKG_LIBS = $$(call mod_pkg_libs,$$($(2)_LIBS))
 $(B)/t/$(1): $(B)/tests/unit/$(1).o $(B)/tests/tap.o $$(call modlibs,$$($(2)_LIBS))
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
@@ -208,7 +233,7 @@ $(B)/pic/%.o: %.c
 $(B)/libcapclient.so.$(VERSION): $(CLIENT_PIC_OBJS) client/capclient.map
 	$(CC) -shared $(filter-out -pie,$(ALL_LDFLAGS)) -Wl,-soname,libcapclient.so.$(CAPCLIENT_SOVER) \
 		-Wl,--version-script=client/capclient.map -Wl,--no-undefined -o $@ \
-		$(CLIENT_PIC_OBJS) -Wl,--as-needed $(ALL_LIBS)
+		$(CLIENT_PIC_OBJS) -Wl,--as-needed $(call mod_pkg_libs,$(client_LIBS)) -lpthread $(LIBS)
 
 install: programs $(B)/libcapclient.a $(B)/libcapclient.so.$(VERSION)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \

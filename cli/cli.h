@@ -14,6 +14,7 @@
 #define CB_CLI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -22,6 +23,10 @@
  * (jansson's json_object_set_new ignores NULL, failing the set). */
 json_t *cli_json_strn(const char *s, size_t n);
 json_t *cli_json_str(const char *s);
+
+/* True when the n bytes at p are valid UTF-8 (what cli_json_strn keeps as
+ * it is): no overlong forms, surrogates or code points past U+10FFFF. */
+bool cli_utf8_valid(const void *p, size_t n);
 
 /* Set key of object o to the string s (as cli_json_str).  0 or CB_ENOMEM. */
 int cli_json_set_str(json_t *o, const char *key, const char *s);

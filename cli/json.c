@@ -43,6 +43,15 @@ cli_utf8_len(const unsigned char *p, size_t n)
 	return len;
 }
 
+bool
+cli_utf8_valid(const void *p, size_t n)
+{
+	for (size_t i = 0, l; i < n; i += l)
+		if ((l = cli_utf8_len((const unsigned char *)p + i, n - i)) == 0)
+			return false;
+	return true;
+}
+
 json_t *
 cli_json_strn(const char *s, size_t n)
 {

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "cli/cli.h"
 #include "client/capclient.h"
 #include "client/mcp.h"
@@ -96,50 +98,6 @@ usage(const char *why)
 
 /* ---- JSON output (one object on stdout) --------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
-static size_t
-utf8_len(const uint8_t *p, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (p[0] < 0x80)
-		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = p[0] & 0x1f;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = p[0] & 0x0f;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	/* Reject overlong forms, surrogates and values past U+10FFFF. */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
-static bool
-utf8_valid(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0, l; i < n; i += l)
-		if ((l = utf8_len(p + i, n - i)) == 0)
-			return false;
-	return true;
-}
-
 /* The document being built: one object, printed by json_end() through the
  * tools' one JSON writer (cli/), which keeps it ASCII and valid whatever
  * bytes a file name or a program's output holds. */
@@ -178,35 +136,23 @@ json_kbool(const char *k, bool v)
 	cb_ignore(json_object_set_new(jdoc, k, json_boolean(v)));
 }
 
-/* Bytes as "key" when they are UTF-8 text, else base64 as "key_base64". */
+/* Bytes as "key" when they are UTF-8 text, else base64 as "key_base64"
+ * (libsodium's encoder, as capcall mcp uses). */
 static void
 json_kbytes(const char *k, const uint8_t *p, size_t n)
 {
-	static const char b64[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t blen = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
 	char kb[64], *out;
-	size_t o = 0;
 
-	if (utf8_valid(p, n)) {
+	if (cli_utf8_valid(p, n)) {
 		cb_ignore(json_object_set_new(jdoc, k, cli_json_strn((const char *)p, n)));
 		return;
 	}
 	snprintf(kb, sizeof(kb), "%s_base64", k);
-	if (!(out = malloc(4 * (n / 3 + 1) + 1)))
+	if (!(out = malloc(blen)))
 		return;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		out[o++] = b64[(v >> 18) & 63];
-		out[o++] = b64[(v >> 12) & 63];
-		out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		out[o++] = i + 2 < n ? b64[v & 63] : '=';
-	}
-	cb_ignore(json_object_set_new(jdoc, kb, json_stringn(out, o)));
+	sodium_bin2base64(out, blen, p, n, sodium_base64_VARIANT_ORIGINAL);
+	cb_ignore(json_object_set_new(jdoc, kb, json_string(out)));
 	free(out);
 }
 

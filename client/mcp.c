@@ -80,50 +80,6 @@ cc_mcp_list_changed(void)
 	    "method", "notifications/tools/list_changed"));
 }
 
-/* Is the multibyte sequence at p (l bytes) one UTF-8 character?  jansson
- * judges it (overlong forms, surrogates), so we keep no decoder of our own. */
-static bool
-mcp_utf8_char(const unsigned char *p, size_t l)
-{
-	json_t *t = json_stringn((const char *)p, l);
-	bool ok = t != NULL;
-
-	json_decref(t);
-	return ok;
-}
-
-json_t *
-cc_mcp_str(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	json_t *j;
-	char *buf;
-	size_t o = 0;
-
-	if ((j = json_stringn(p, n)) != NULL || n == 0)
-		return j;
-	/* Not UTF-8: keep what is, replace each byte that is not. */
-	if (n > SIZE_MAX / 3 || !(buf = malloc(n * 3)))
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		size_t l = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 :
-		    (s[i] & 0xf8) == 0xf0 ? 4 : 0;
-
-		if (l > 0 && l <= n - i && (l == 1 || mcp_utf8_char(s + i, l))) {
-			memcpy(buf + o, s + i, l);
-			o += l;
-			i += l;
-		} else {
-			memcpy(buf + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		}
-	}
-	j = json_stringn(buf, o);
-	free(buf);
-	return j;
-}
-
 /* ---- decoding -------------------------------------------------------------- */
 
 static bool

@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "cli/cli.h"
 #include "client/capclient.h"
 
 #define CC_MCP_LINE_MAX		(4u * 1024 * 1024)	/* one JSON-RPC message */
@@ -108,8 +109,5 @@ json_t *cc_mcp_tool_call(struct cc_mcp *m, const char *name, json_t *args, bool 
 /* The CallToolResult of pending request p, whose answer has arrived (or
  * whose channel broke); new reference, NULL on ENOMEM. */
 json_t *cc_mcp_request_result(struct cc_mcp *m, const struct cc_mcp_pending *p);
-
-/* A JSON string of n bytes: invalid UTF-8 bytes become U+FFFD. */
-json_t *cc_mcp_str(const void *p, size_t n);
 
 #endif

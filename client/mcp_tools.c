@@ -119,7 +119,7 @@ allow_load(struct cc_mcp *m, struct allow *a)
 				e = p + strlen(p);
 			if (e == p)
 				continue;
-			json_array_append_new(caps, cc_mcp_str(p, (size_t)(e - p)));
+			json_array_append_new(caps, cli_json_strn(p, (size_t)(e - p)));
 			if (ti->state != 0 || !(colon = memchr(p, ':', (size_t)(e - p))))
 				continue;
 			for (int k = 0; k < A_N; k++) {
@@ -130,7 +130,7 @@ allow_load(struct cc_mcp *m, struct allow *a)
 				if (strlen(allow_ops[k]) != (size_t)(colon - p) ||
 				    memcmp(p, allow_ops[k], (size_t)(colon - p)) != 0)
 					continue;
-				r = cc_mcp_str(colon + 1, (size_t)(e - colon - 1));
+				r = cli_json_strn(colon + 1, (size_t)(e - colon - 1));
 				json_array_foreach(a->res[k], j, x)
 					dup = dup || json_equal(x, r);
 				if (dup)
@@ -213,7 +213,7 @@ fail_text(const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return result(cc_mcp_str(msg, strlen(msg)),
+	return result(cli_json_strn(msg, strlen(msg)),
 	    json_pack("{s:b, s:s, s:s}", "ok", false, "error", what, "reason", msg), true);
 }
 
@@ -263,7 +263,7 @@ fail_broker(struct cc_mcp *m, int err, const char *cap)
 		json_object_set_new(s, "request_with",
 		    json_pack("{s:s, s:{s:s}}", "tool", "request_capability",
 		    "arguments", "capability", cap));
-	return result(cc_mcp_str(msg, strlen(msg)), s, true);
+	return result(cli_json_strn(msg, strlen(msg)), s, true);
 }
 
 /* ---- arguments ------------------------------------------------------------------ */
@@ -575,7 +575,7 @@ t_list_directory(struct cc_mcp *m, json_t *args)
 	}
 	for (size_t i = 0; i < d->n; i++) {
 		json_array_append_new(ents, json_pack("{s:o, s:s}", "name",
-		    cc_mcp_str(d->ents[i].name, strlen(d->ents[i].name)), "type",
+		    cli_json_strn(d->ents[i].name, strlen(d->ents[i].name)), "type",
 		    type_name(d->ents[i].type)));
 		fprintf(f, "%s%s\n", d->ents[i].name, d->ents[i].type == 'd' ? "/" :
 		    d->ents[i].type == 'l' ? "@" : "");
@@ -587,7 +587,7 @@ t_list_directory(struct cc_mcp *m, json_t *args)
 	fclose(f);
 	s = json_pack("{s:b, s:s, s:o, s:b}", "ok", true, "path", path, "entries", ents,
 	    "truncated", d->trunc);
-	txt = text ? cc_mcp_str(text, tl) : NULL;
+	txt = text ? cli_json_strn(text, tl) : NULL;
 	free(text);
 	cc_dir_free(d);
 	return result(txt, s, false);
@@ -699,7 +699,7 @@ t_exec(struct cc_mcp *m, json_t *args)
 		fprintf(f, "--- stdout ---\n%s\n--- stderr ---\n%s", json_string_value(o),
 		    json_string_value(e));
 		fclose(f);
-		text = t ? cc_mcp_str(t, tl) : NULL;
+		text = t ? cli_json_strn(t, tl) : NULL;
 		free(t);
 	}
 	json_decref(o);
@@ -790,7 +790,7 @@ request_result(struct cc_mcp *m, const char *capt, int err, const char *tid, boo
 		snprintf(msg, sizeof(msg), "%s: %s",
 		    err == CB_EDENIED ? "refused" : err == CB_EEXPIREDREQ ? "not granted" :
 		    err == CB_EPOLICY ? "cannot be asked for" : "request failed", reason);
-		return result(cc_mcp_str(msg, strlen(msg)), json_pack("{s:b, s:b, s:s, s:s, s:i, s:s}",
+		return result(cli_json_strn(msg, strlen(msg)), json_pack("{s:b, s:b, s:s, s:s, s:i, s:s}",
 		    "ok", false, "granted", false, "capability", capt, "error", cb_errname(err),
 		    "code", err, "reason", reason), true);
 	}
@@ -800,7 +800,7 @@ request_result(struct cc_mcp *m, const char *capt, int err, const char *tid, boo
 	    "token_id", tid);
 	if (s && has_th)
 		json_object_set_new(s, "handle", json_integer(th));
-	return result(cc_mcp_str(msg, strlen(msg)), s, false);
+	return result(cli_json_strn(msg, strlen(msg)), s, false);
 }
 
 /*
@@ -910,7 +910,7 @@ t_capabilities(struct cc_mcp *m, json_t *args)
 	}
 	fclose(f);
 	s = json_pack("{s:b, s:O, s:o}", "ok", true, "tokens", a.tokens, "allowed", allowed);
-	txt = text ? cc_mcp_str(text, tl) : NULL;
+	txt = text ? cli_json_strn(text, tl) : NULL;
 	free(text);
 	allow_clear(&a);
 	return result(txt, s, false);

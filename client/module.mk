@@ -1,11 +1,18 @@
 # client/ - the agent-side client library (cc_), capcall, and the man page.
-# capctl (client/capctl.c) is the lead's and is not part of libclient.
+# libcapclient is conn.c and ops.c only: it needs msgpack and libsodium
+# (through wire/ and caps/), never jansson.
 MODULES += client
-client_SRCS := client/conn.c client/ops.c client/mcp.c client/mcp_tools.c
+client_SRCS := client/conn.c client/ops.c
 client_LIBS := client wire caps common
+
+# `capcall mcp` (cc_mcp_): the MCP server, on jansson through cli/.  Part of
+# capcall, not of the client library.
+MODULES += mcp
+mcp_SRCS := client/mcp.c client/mcp_tools.c
+mcp_LIBS := mcp client cli wire caps common
 
 PROGS += capcall
 capcall_SRCS := client/capcall.c
-capcall_LIBS := client cli wire caps common
+capcall_LIBS := mcp client cli wire caps common
 
 MAN1 += docs/man/capcall.1

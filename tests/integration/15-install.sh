@@ -31,6 +31,16 @@ got=$(objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $(NF-1) == "CAPCLIEN
 t_is "libcapclient.so exports exactly capclient.h's API, versioned CAPCLIENT_0.1" "$got" "$want"
 t_is "... and no unversioned or other global symbol" \
 	"$(objdump -T "$so" | awk '$2 == "g" && $4 != "*UND*" && $(NF-1) != "CAPCLIENT_0.1"' | wc -l)" 0
+# Each binary links only the packages its modules use (Makefile, *_PKGS).
+needs() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -cE "$2"; }
+t_is "libcapclient.so links neither jansson nor fuse3 (MCP is capcall's)" \
+	"$(needs "$so" 'libjansson|libfuse')" 0
+t_is "capbroker links neither jansson, fuse3 nor libseccomp" \
+	"$(needs "$D/opt/cb/bin/capbroker" 'libjansson|libfuse|libseccomp')" 0
+t_is "capcall links neither SQLite, libevent, libconfig nor fuse3" \
+	"$(needs "$D/opt/cb/bin/capcall" 'libsqlite|libevent|libconfig|libfuse')" 0
+t_is "capctl links neither libevent, libconfig nor fuse3" \
+	"$(needs "$D/opt/cb/bin/capctl" 'libevent|libconfig|libfuse')" 0
 
 cat >"$T_TMP/c.c" <<'EOT'
 #include <capclient.h>

@@ -1,5 +1,5 @@
 /*
- * test_client_mcp.c - the JSON-RPC side of `capcall mcp` (client/mcp.c),
+ * test_mcp.c - the JSON-RPC side of `capcall mcp` (client/mcp.c),
  * without a broker: every reply to hostile and ordinary messages is one
  * line of valid JSON with the right id and code, notifications get none, and
  * text that is not UTF-8 is carried with U+FFFD.  Test code (trusted).
@@ -104,7 +104,7 @@ main(void)
 	json_decref(r);
 
 	{
-		json_t *s = cc_mcp_str("a\xff" "b\xc0\x80" "c\xe2\x82\xac", 9);
+		json_t *s = cli_json_strn("a\xff" "b\xc0\x80" "c\xe2\x82\xac", 9);
 
 		T_OK(s && strcmp(json_string_value(s), "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd"
 		    "c\xe2\x82\xac") == 0, "invalid UTF-8 becomes U+FFFD, valid is kept");
