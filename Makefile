@@ -57,6 +57,7 @@ broker_PKGS := libevent_core libsodium
 fsrv_PKGS   := fuse3
 cli_PKGS    := jansson
 client_PKGS :=
+admin_PKGS  :=
 mcp_PKGS    := jansson libsodium
 mod_pkg_libs = $(foreach p,$(sort $(foreach m,$(1),$($(m)_PKGS))),$(PKG_LIBS_$(p)))
 

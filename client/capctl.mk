@@ -1,6 +1,8 @@
-# client/capctl.mk - capctl, the administrator's command line (the lead's
-# Makefile includes */module.mk; add `include client/capctl.mk`).
+# client/capctl.mk - capctl, the administrator's command line: main and the
+# command table in capctl.c, the commands by group in capctl_*.c, the admin
+# connection in client/admin.c (module admin).
 PROGS += capctl
-capctl_SRCS := client/capctl.c
-capctl_LIBS := cli caps wire common audit state
+capctl_SRCS := client/capctl.c client/capctl_tok.c client/capctl_sbx.c client/capctl_watch.c \
+	client/capctl_audit.c
+capctl_LIBS := admin cli caps wire common audit state
 MAN1 += docs/man/capctl.1

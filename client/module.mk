@@ -11,6 +11,12 @@ MODULES += mcp
 mcp_SRCS := client/mcp.c client/mcp_tools.c
 mcp_LIBS := mcp client cli wire caps common
 
+# The admin client (cc_adm_): capctl's and `capbroker run --connect`'s
+# connection to a broker's admin socket.  Not part of the client library.
+MODULES += admin
+admin_SRCS := client/admin.c
+admin_LIBS := admin wire caps common
+
 PROGS += capcall
 capcall_SRCS := client/capcall.c
 capcall_LIBS := mcp client cli wire caps common
