@@ -355,6 +355,22 @@ parse_hostport(const char *s, char *buf, size_t cap, const char **host, uint16_t
 	return true;
 }
 
+/* ---- the operations' arguments ------------------------------------------------- */
+
+/* What an operation's options and operands say, parsed before the broker
+ * is asked anything: a usage error never needs a broker. */
+struct args {
+	int argc;		/* operands */
+	char **argv;
+	unsigned flags, mode;	/* fs.write, fs.mkdir */
+	unsigned ms;		/* --timeout, in milliseconds */
+	uint64_t ttl;
+	const char *reason;
+	struct cc_derive d;	/* derive */
+	char host[256];		/* net.connect */
+	uint16_t port;
+};
+
 /* getopt_long for one operation: the global options are accepted here too,
  * so `capcall fs.read PATH --json` works as well as `capcall --json ...`. */
 #define GLOBAL_LONGOPTS \
@@ -362,6 +378,20 @@ parse_hostport(const char *s, char *buf, size_t cap, const char **host, uint16_t
 	{ "json", no_argument, NULL, 'J' }, \
 	{ "version", no_argument, NULL, 'V' }, \
 	{ "help", no_argument, NULL, 'h' }
+#define LO_END { NULL, 0, NULL, 0 }
+
+static const struct option lo_plain[] = { GLOBAL_LONGOPTS, LO_END };
+static const struct option lo_write[] = { GLOBAL_LONGOPTS,
+	{ "append", no_argument, NULL, 'a' }, { "mode", required_argument, NULL, 'm' }, LO_END };
+static const struct option lo_mode[] = { GLOBAL_LONGOPTS,
+	{ "mode", required_argument, NULL, 'm' }, LO_END };
+static const struct option lo_timeout[] = { GLOBAL_LONGOPTS,
+	{ "timeout", required_argument, NULL, 't' }, LO_END };
+static const struct option lo_request[] = { GLOBAL_LONGOPTS,
+	{ "ttl", required_argument, NULL, 'L' }, { "reason", required_argument, NULL, 'r' }, LO_END };
+static const struct option lo_derive[] = { GLOBAL_LONGOPTS,
+	{ "ttl", required_argument, NULL, 'L' }, { "uses", required_argument, NULL, 'u' },
+	{ "aud", required_argument, NULL, 'A' }, LO_END };
 
 static int
 global_opt(struct opts *o, int ch)
@@ -385,21 +415,45 @@ global_opt(struct opts *o, int ch)
 	}
 }
 
-/* Parse an operation with no options of its own; exactly nargs operands. */
-static int
-plain_args(struct opts *o, int argc, char **argv, int nargs)
-{
-	static const struct option lo[] = { GLOBAL_LONGOPTS, { NULL, 0, NULL, 0 } };
-	int ch, r;
+#define TTL_USAGE "--ttl takes a positive number of seconds, at most 31622400 (366 days)"
 
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1)
-		if ((r = global_opt(o, ch)) != 0)
-			return r;
-	if (argc - optind != nargs) {
-		fprintf(stderr, "capcall: %s takes %d argument%s\n", o->op, nargs, nargs == 1 ? "" : "s");
-		return EX_USAGE;
+/* One option of an operation (each operation's table lists only its own). */
+static int
+op_opt(struct opts *o, int ch, struct args *a)
+{
+	uint64_t v;
+
+	switch (ch) {
+	case 'a':
+		a->flags = CC_F_CREATE | CC_F_APPEND;
+		return 0;
+	case 'm':
+		if (strcmp(o->op, "fs.write") != 0 && strcmp(o->op, "fs.mkdir") != 0)
+			return usage("--mode is for fs.mkdir");
+		return parse_mode(optarg, &a->mode) ? 0 : usage("--mode takes an octal mode");
+	case 't':
+		return parse_timeout(optarg, &a->ms) ? 0 :
+		    usage("--timeout takes a positive number of seconds");
+	case 'L':
+		if (!parse_u64(optarg, CB_DURATION_MAX, &a->ttl) || a->ttl == 0)
+			return usage(TTL_USAGE);
+		a->d.ttl = a->ttl;
+		return 0;
+	case 'r':
+		a->reason = optarg;
+		return 0;
+	case 'u':
+		if (!parse_u64(optarg, UINT32_MAX, &v) || v == 0)
+			return usage("--uses takes a positive count");
+		a->d.has_uses = true;
+		a->d.uses = (uint32_t)v;
+		return 0;
+	case 'A':
+		a->d.aud = optarg;
+		return 0;
+	default:
+		return global_opt(o, ch);
 	}
-	return 0;
 }
 
 /* ---- relaying bytes ------------------------------------------------------------ */
@@ -464,44 +518,27 @@ copy_fd(int in, int out, const char **what, uint64_t *total)
 	}
 }
 
-/* ---- operations ------------------------------------------------------------------ */
+/* ---- operations ------------------------------------------------------------------
+ *
+ * Each returns the exit status, or a negative CB_E* code when a call to the
+ * broker failed (run_op() reports it: fail()).  The connection is run_op()'s,
+ * opened before and closed after; *cp may be closed early and set to NULL. */
 
+/* fs.read --json: the whole content (at most CC_JSON_READ_MAX) in one object. */
 static int
-op_fs_read(struct opts *o, int argc, char **argv)
+read_json(struct opts *o, int fd)
 {
-	struct cc_conn *c = NULL;
-	const char *what = NULL;
-	uint8_t *buf = NULL;
-	size_t len = 0;
+	uint8_t *buf = malloc(CC_BUF), *nb;
+	size_t len = 0, cap = CC_BUF;
 	bool trunc = false;
-	uint64_t total;
-	int fd = -1, err, rc;
+	int rc;
 
-	if ((rc = plain_args(o, argc, argv, 1)) != 0)
-		return rc;
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_fs_read(c, o->target, &fd)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
-	if (!o->json) {
-		rc = copy_fd(fd, STDOUT_FILENO, &what, &total) == 0 ? EX_OK :
-		    fail_local(o, what, errno);
-		goto out;
-	}
-	/* JSON needs the whole content before it can print the object. */
-	if (!(buf = malloc(CC_BUF))) {
-		rc = fail_local(o, "read", ENOMEM);
-		goto out;
-	}
-	for (size_t cap = CC_BUF;;) {
+	if (!buf)
+		return fail_local(o, "read", ENOMEM);
+	for (;;) {
 		ssize_t n;
 
 		if (len == cap) {
-			uint8_t *nb;
-
 			if (cap >= CC_JSON_READ_MAX) {
 				trunc = true;
 				break;
@@ -531,83 +568,70 @@ op_fs_read(struct opts *o, int argc, char **argv)
 	json_kbytes("data", buf, len);
 	rc = json_end(EX_OK);
 out:
-	if (fd >= 0)
-		close(fd);
 	free(buf);
-	cc_close(c);
 	return rc;
 }
 
 static int
-op_fs_write(struct opts *o, int argc, char **argv)
+op_fs_read(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "append", no_argument, NULL, 'a' }, { "mode", required_argument, NULL, 'm' },
-		{ NULL, 0, NULL, 0 } };
-	unsigned flags = CC_F_CREATE | CC_F_TRUNC, mode = 0;
-	struct cc_conn *c = NULL;
+	const char *what = NULL;
+	uint64_t total;
+	int fd = -1, rc;
+
+	(void)a;
+	if ((rc = cc_fs_read(*cp, o->target, &fd)) != 0)
+		return rc;
+	if (o->json)
+		rc = read_json(o, fd);
+	else
+		rc = copy_fd(fd, STDOUT_FILENO, &what, &total) == 0 ? EX_OK :
+		    fail_local(o, what, errno);
+	close(fd);
+	return rc;
+}
+
+static int
+op_fs_write(struct opts *o, struct cc_conn **cp, struct args *a)
+{
 	const char *what = NULL;
 	uint64_t total = 0;
-	int fd = -1, ch, err, rc;
+	int fd = -1, rc;
 
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 'a')
-			flags = CC_F_CREATE | CC_F_APPEND;
-		else if (ch == 'm' && !parse_mode(optarg, &mode))
-			return usage("--mode takes an octal mode");
-		else if (ch != 'm' && (rc = global_opt(o, ch)) != 0)
-			return rc;
-	}
-	if (argc - optind != 1)
-		return usage("fs.write takes one path");
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_fs_write(c, o->target, flags, mode, &fd)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
+	if ((rc = cc_fs_write(*cp, o->target, a->flags, a->mode, &fd)) != 0)
+		return rc;
 	if (copy_fd(STDIN_FILENO, fd, &what, &total) != 0) {
 		rc = fail_local(o, what, errno);
-		goto out;
+		close(fd);
+		return rc;
 	}
 	/* close() can report a failed write-back: it is the last chance. */
-	err = close(fd);
-	fd = -1;
-	if (err != 0) {
-		rc = fail_local(o, "close", errno);
-		goto out;
-	}
-	rc = EX_OK;
-	if (o->json) {
-		json_begin(o->op);
-		json_kstr("path", o->target);
-		json_kuint("bytes", total);
-		rc = json_end(EX_OK);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	cc_close(c);
-	return rc;
+	if (close(fd) != 0)
+		return fail_local(o, "close", errno);
+	if (!o->json)
+		return EX_OK;
+	json_begin(o->op);
+	json_kstr("path", o->target);
+	json_kuint("bytes", total);
+	return json_end(EX_OK);
+}
+
+/* What a command printed on stdout reached it: else a failure. */
+static int
+flushed(void)
+{
+	return (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
 }
 
 static int
-op_fs_list(struct opts *o, int argc, char **argv)
+op_fs_list(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	struct cc_conn *c = NULL;
 	struct cc_dir *d = NULL;
-	int err, rc;
+	int rc;
 
-	if ((rc = plain_args(o, argc, argv, 1)) != 0)
+	(void)a;
+	if ((rc = cc_fs_list(*cp, o->target, &d)) != 0)
 		return rc;
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_fs_list(c, o->target, &d)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
 	if (o->json) {
 		json_t *ents = json_array();
 
@@ -618,8 +642,8 @@ op_fs_list(struct opts *o, int argc, char **argv)
 			    cli_json_str(d->ents[i].name), "type", type_name(d->ents[i].type))));
 		cb_ignore(json_object_set_new(jdoc, "entries", ents));
 		json_kbool("trunc", d->trunc);
-		rc = json_end(EX_OK);
-		goto out;
+		cc_dir_free(d);
+		return json_end(EX_OK);
 	}
 	/* A name is whatever bytes the file system holds: shown through the
 	 * one escaper, as capctl shows an agent's text, so a name cannot move
@@ -630,29 +654,19 @@ op_fs_list(struct opts *o, int argc, char **argv)
 	}
 	if (d->trunc)
 		fprintf(stderr, "capcall: fs.list %s: listing truncated by the broker\n", o->target);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
-out:
 	cc_dir_free(d);
-	cc_close(c);
-	return rc;
+	return flushed();
 }
 
 static int
-op_fs_stat(struct opts *o, int argc, char **argv)
+op_fs_stat(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	struct cc_conn *c = NULL;
 	struct cc_stat st;
-	int err, rc;
+	int rc;
 
-	if ((rc = plain_args(o, argc, argv, 1)) != 0)
+	(void)a;
+	if ((rc = cc_fs_stat(*cp, o->target, &st)) != 0)
 		return rc;
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_fs_stat(c, o->target, &st)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("path", o->target);
@@ -660,62 +674,33 @@ op_fs_stat(struct opts *o, int argc, char **argv)
 		json_kuint("size", st.size);
 		json_kuint("mode", st.mode);
 		json_kuint("mtime", st.mtime);
-		rc = json_end(EX_OK);
-		goto out;
+		return json_end(EX_OK);
 	}
 	printf("type %s\nsize %" PRIu64 "\nmode %04o\nmtime %" PRIu64 "\n",
 	    type_name(st.type), st.size, (unsigned)st.mode, st.mtime);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
-out:
-	cc_close(c);
-	return rc;
+	return flushed();
 }
 
 /* fs.mkdir, fs.delete, fs.rename: nothing to print on success. */
 static int
-op_fs_simple(struct opts *o, int argc, char **argv)
+op_fs_simple(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "mode", required_argument, NULL, 'm' }, { NULL, 0, NULL, 0 } };
-	bool is_mkdir = strcmp(o->op, "fs.mkdir") == 0, is_rename = strcmp(o->op, "fs.rename") == 0;
-	struct cc_conn *c = NULL;
-	unsigned mode = 0;
-	int ch, err, rc;
+	bool is_rename = strcmp(o->op, "fs.rename") == 0;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 'm' && is_mkdir && parse_mode(optarg, &mode))
-			continue;
-		if (ch == 'm')
-			return usage(is_mkdir ? "--mode takes an octal mode" : "--mode is for fs.mkdir");
-		if ((rc = global_opt(o, ch)) != 0)
-			return rc;
-	}
-	if (argc - optind != (is_rename ? 2 : 1))
-		return usage(is_rename ? "fs.rename takes SRC DST" : "one path expected");
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if (is_mkdir)
-		err = cc_fs_mkdir(c, o->target, mode);
+	if (strcmp(o->op, "fs.mkdir") == 0)
+		rc = cc_fs_mkdir(*cp, o->target, a->mode);
 	else if (is_rename)
-		err = cc_fs_rename(c, o->target, argv[optind + 1]);
+		rc = cc_fs_rename(*cp, o->target, a->argv[1]);
 	else
-		err = cc_fs_delete(c, o->target);
-	if (err != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
-	rc = EX_OK;
-	if (o->json) {
-		json_begin(o->op);
-		json_kstr("path", o->target);
-		if (is_rename)
-			json_kstr("path2", argv[optind + 1]);
-		rc = json_end(EX_OK);
-	}
-out:
-	cc_close(c);
-	return rc;
+		rc = cc_fs_delete(*cp, o->target);
+	if (rc != 0 || !o->json)
+		return rc;
+	json_begin(o->op);
+	json_kstr("path", o->target);
+	if (is_rename)
+		json_kstr("path2", a->argv[1]);
+	return json_end(EX_OK);
 }
 
 /*
@@ -815,42 +800,28 @@ relay(int sock, const char **what)
 }
 
 static int
-op_net_connect(struct opts *o, int argc, char **argv)
+check_net(struct opts *o, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "timeout", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
-	struct cc_conn *c = NULL;
-	char host[256];
-	const char *h, *what = NULL;
-	uint16_t port;
-	unsigned ms = 0;
-	int fd = -1, ch, err, rc;
+	const char *h;
 
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 't' && !parse_timeout(optarg, &ms))
-			return usage("--timeout takes a positive number of seconds");
-		if (ch != 't' && (rc = global_opt(o, ch)) != 0)
-			return rc;
-	}
-	if (argc - optind != 1)
-		return usage("net.connect takes HOST:PORT");
-	o->target = argv[optind];
-	if (!parse_hostport(o->target, host, sizeof(host), &h, &port))
+	if (!parse_hostport(o->target, a->host, sizeof(a->host), &h, &a->port))
 		return usage("expected HOST:PORT or [IPV6]:PORT with a port from 1 to 65535");
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_net_connect(c, h, port, ms, &fd)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
+	return 0;
+}
+
+static int
+op_net_connect(struct opts *o, struct cc_conn **cp, struct args *a)
+{
+	const char *what = NULL;
+	int fd = -1, rc;
+
+	if ((rc = cc_net_connect(*cp, a->host, a->port, a->ms, &fd)) != 0)
+		return rc;
 	/* The broker channel is not needed while relaying. */
-	cc_close(c);
-	c = NULL;
+	cc_close(*cp);
+	*cp = NULL;
 	rc = relay(fd, &what) == 0 ? EX_OK : fail_local(o, what, errno);
-out:
-	if (fd >= 0)
-		close(fd);
-	cc_close(c);
+	close(fd);
 	return rc;
 }
 
@@ -868,31 +839,13 @@ exec_status(int32_t st)
 }
 
 static int
-op_proc_exec(struct opts *o, int argc, char **argv)
+op_proc_exec(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "timeout", required_argument, NULL, 't' }, { NULL, 0, NULL, 0 } };
-	struct cc_conn *c = NULL;
 	struct cc_exec *x = NULL;
-	unsigned ms = 0;
-	int ch, err, rc;
+	int rc;
 
-	/* "+": stop at the program, whose own options are not ours. */
-	while ((ch = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		if (ch == 't' && !parse_timeout(optarg, &ms))
-			return usage("--timeout takes a positive number of seconds");
-		if (ch != 't' && (rc = global_opt(o, ch)) != 0)
-			return rc;
-	}
-	if (argc - optind < 1)
-		return usage("proc.exec takes -- CMD [ARGS...]");
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_proc_exec(c, (const char *const *)argv + optind, ms, &x)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
+	if ((rc = cc_proc_exec(*cp, (const char *const *)a->argv, a->ms, &x)) != 0)
+		return rc;
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("cmd", o->target);
@@ -901,53 +854,36 @@ op_proc_exec(struct opts *o, int argc, char **argv)
 		json_kbytes("stderr", x->err, x->err_len);
 		json_kbool("trunc", x->trunc);
 		rc = json_end(exec_status(x->status));
-		goto out;
-	}
-	if (write_all(STDOUT_FILENO, x->out, x->out_len) != 0 ||
+	} else if (write_all(STDOUT_FILENO, x->out, x->out_len) != 0 ||
 	    write_all(STDERR_FILENO, x->err, x->err_len) != 0) {
 		rc = fail_local(o, "write", errno);
-		goto out;
+	} else {
+		if (x->trunc)
+			fprintf(stderr, "capcall: proc.exec %s: output truncated by the broker\n",
+			    o->target);
+		rc = exec_status(x->status);
 	}
-	if (x->trunc)
-		fprintf(stderr, "capcall: proc.exec %s: output truncated by the broker\n", o->target);
-	rc = exec_status(x->status);
-out:
 	cc_exec_free(x);
-	cc_close(c);
 	return rc;
 }
 
 static int
-op_request(struct opts *o, int argc, char **argv)
+check_request(struct opts *o, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "ttl", required_argument, NULL, 't' }, { "reason", required_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 } };
-	struct cc_conn *c = NULL;
-	struct cc_grant *g = NULL;
-	const char *reason = NULL;
-	uint64_t ttl = 0;
-	int ch, err, rc;
-
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 't' && (!parse_u64(optarg, CB_DURATION_MAX, &ttl) || ttl == 0))
-			return usage("--ttl takes a positive number of seconds, at most 31622400 (366 days)");
-		else if (ch == 'r')
-			reason = optarg;
-		else if (ch != 't' && (rc = global_opt(o, ch)) != 0)
-			return rc;
-	}
-	if (argc - optind != 1)
-		return usage("request takes one capability");
-	if (!reason || !*reason)
+	(void)o;
+	if (!a->reason || !*a->reason)
 		return usage("request needs --reason TEXT: a human reads it to decide");
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_request(c, o->target, ttl, reason, &g)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
+	return 0;
+}
+
+static int
+op_request(struct opts *o, struct cc_conn **cp, struct args *a)
+{
+	struct cc_grant *g = NULL;
+	int rc;
+
+	if ((rc = cc_request(*cp, o->target, a->ttl, a->reason, &g)) != 0)
+		return rc;
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("cap", o->target);
@@ -956,174 +892,181 @@ op_request(struct opts *o, int argc, char **argv)
 			json_kuint("th", g->th);
 		json_kstr("token", g->token);
 		rc = json_end(EX_OK);
-		goto out;
+	} else {
+		printf("%s\n", g->tid);
+		rc = flushed();
 	}
-	printf("%s\n", g->tid);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
-out:
 	cc_grant_free(g);
-	cc_close(c);
 	return rc;
 }
 
-static int
-op_tokens(struct opts *o, int argc, char **argv)
+/* One held token as JSON.  The broker sends the capabilities space-
+ * separated; capabilities contain no spaces (the grammar forbids them). */
+static json_t *
+token_json(const struct cc_tokinfo *t)
 {
-	struct cc_conn *c = NULL;
-	struct cc_toklist *l = NULL;
-	int err, rc;
+	json_t *caps = json_array(), *tj;
 
-	if ((rc = plain_args(o, argc, argv, 0)) != 0)
-		return rc;
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_tokens(c, &l)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
+	for (const char *p = t->caps, *e; caps && *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ' ');
+		if (!e)
+			e = p + strlen(p);
+		if (e > p)
+			cb_ignore(json_array_append_new(caps, cli_json_strn(p, (size_t)(e - p))));
 	}
+	tj = json_pack("{s:I,s:o,s:o,s:I}", "th", (json_int_t)t->th, "id", cli_json_str(t->id),
+	    "caps", caps, "exp", (json_int_t)t->exp);
+	if (tj && t->has_uses)
+		cb_ignore(json_object_set_new(tj, "uses", json_integer(t->uses)));
+	if (tj)
+		cb_ignore(json_object_set_new(tj, "elevated", json_boolean(t->elevated)));
+	return tj;
+}
+
+static void
+token_row(const struct cc_tokinfo *t)
+{
+	time_t exp = (time_t)t->exp;
+	struct tm tm;
+	char when[32] = "?", uses[16] = "-";
+
+	if (gmtime_r(&exp, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (t->has_uses)
+		snprintf(uses, sizeof(uses), "%" PRIu32, t->uses);
+	printf("%-6" PRIu32 " %-32s %-20s %-6s %s%s\n", t->th, t->id, when, uses, t->caps,
+	    t->elevated ? " (elevated)" : "");
+}
+
+static int
+op_tokens(struct opts *o, struct cc_conn **cp, struct args *a)
+{
+	struct cc_toklist *l = NULL;
+	int rc;
+
+	(void)a;
+	if ((rc = cc_tokens(*cp, &l)) != 0)
+		return rc;
 	if (o->json) {
 		json_t *toks = json_array();
 
 		json_begin(o->op);
-		for (size_t i = 0; toks && i < l->n; i++) {
-			const struct cc_tokinfo *t = &l->toks[i];
-			json_t *caps = json_array(), *tj;
-
-			/* The broker sends them space-separated; capabilities
-			 * contain no spaces (the grammar forbids them). */
-			for (const char *p = t->caps, *e; caps && *p; p = *e ? e + 1 : e) {
-				e = strchr(p, ' ');
-				if (!e)
-					e = p + strlen(p);
-				if (e > p)
-					cb_ignore(json_array_append_new(caps,
-					    cli_json_strn(p, (size_t)(e - p))));
-			}
-			tj = json_pack("{s:I,s:o,s:o,s:I}", "th", (json_int_t)t->th, "id",
-			    cli_json_str(t->id), "caps", caps, "exp", (json_int_t)t->exp);
-			if (tj && t->has_uses)
-				cb_ignore(json_object_set_new(tj, "uses", json_integer(t->uses)));
-			if (tj)
-				cb_ignore(json_object_set_new(tj, "elevated", json_boolean(t->elevated)));
-			cb_ignore(json_array_append_new(toks, tj));
-		}
+		for (size_t i = 0; toks && i < l->n; i++)
+			cb_ignore(json_array_append_new(toks, token_json(&l->toks[i])));
 		cb_ignore(json_object_set_new(jdoc, "tokens", toks));
 		rc = json_end(EX_OK);
-		goto out;
+	} else {
+		if (l->n)
+			printf("%-6s %-32s %-20s %-6s %s\n", "TH", "ID", "EXPIRES", "USES", "CAPS");
+		for (size_t i = 0; i < l->n; i++)
+			token_row(&l->toks[i]);
+		rc = flushed();
 	}
-	if (l->n)
-		printf("%-6s %-32s %-20s %-6s %s\n", "TH", "ID", "EXPIRES", "USES", "CAPS");
-	for (size_t i = 0; i < l->n; i++) {
-		const struct cc_tokinfo *t = &l->toks[i];
-		time_t exp = (time_t)t->exp;
-		struct tm tm;
-		char when[32] = "?", uses[16] = "-";
-
-		if (gmtime_r(&exp, &tm))
-			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		if (t->has_uses)
-			snprintf(uses, sizeof(uses), "%" PRIu32, t->uses);
-		printf("%-6" PRIu32 " %-32s %-20s %-6s %s%s\n", t->th, t->id, when, uses, t->caps,
-		    t->elevated ? " (elevated)" : "");
-	}
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
-out:
 	cc_toklist_free(l);
-	cc_close(c);
 	return rc;
 }
 
 static int
-op_derive(struct opts *o, int argc, char **argv)
+op_derive(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	static const struct option lo[] = { GLOBAL_LONGOPTS,
-		{ "ttl", required_argument, NULL, 't' }, { "uses", required_argument, NULL, 'u' },
-		{ "aud", required_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
-	struct cc_derive d = { 0 };
-	struct cc_conn *c = NULL;
 	struct cc_grant *g = NULL;
-	uint64_t v;
-	int ch, err, rc;
+	int rc;
 
-	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		if (ch == 't') {
-			if (!parse_u64(optarg, CB_DURATION_MAX, &d.ttl) || d.ttl == 0)
-				return usage("--ttl takes a positive number of seconds, at most 31622400 (366 days)");
-		} else if (ch == 'u') {
-			if (!parse_u64(optarg, UINT32_MAX, &v) || v == 0)
-				return usage("--uses takes a positive count");
-			d.has_uses = true;
-			d.uses = (uint32_t)v;
-		} else if (ch == 'a') {
-			d.aud = optarg;
-		} else if ((rc = global_opt(o, ch)) != 0) {
-			return rc;
-		}
-	}
-	if (argc - optind < 1)
-		return usage("derive takes at least one capability");
-	d.caps = (const char *const *)argv + optind;
-	d.ncaps = (size_t)(argc - optind);
-	o->target = argv[optind];
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_token_derive(c, &d, &g)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
-	}
+	a->d.caps = (const char *const *)a->argv;
+	a->d.ncaps = (size_t)a->argc;
+	if ((rc = cc_token_derive(*cp, &a->d, &g)) != 0)
+		return rc;
 	if (o->json) {
 		json_begin(o->op);
 		json_kstr("tid", g->tid);
 		json_kstr("token", g->token);
 		rc = json_end(EX_OK);
-		goto out;
+	} else {
+		printf("%s\n", g->token);
+		rc = flushed();
 	}
-	printf("%s\n", g->token);
-	rc = (fflush(stdout) == 0 && !ferror(stdout)) ? EX_OK : EX_FAIL;
-out:
 	cc_grant_free(g);
-	cc_close(c);
 	return rc;
 }
 
 static int
-op_ping(struct opts *o, int argc, char **argv)
+op_ping(struct opts *o, struct cc_conn **cp, struct args *a)
 {
-	struct cc_conn *c = NULL;
-	int err, rc;
+	int rc;
 
-	if ((rc = plain_args(o, argc, argv, 0)) != 0)
+	(void)a;
+	if ((rc = cc_ping(*cp)) != 0)
 		return rc;
-	if ((rc = connect_broker(o, &c)) != 0)
-		goto out;
-	if ((err = cc_ping(c)) != 0) {
-		rc = fail(o, c, err);
-		goto out;
+	return o->json ? (json_begin(o->op), json_end(EX_OK)) : EX_OK;
+}
+
+/* ---- the operations' table ----------------------------------------------------- */
+
+/*
+ * Each operation: its options, how many operands it takes (at most -1: no
+ * limit) and the sentence when the count is wrong (NULL: "OP takes N
+ * arguments", without the usage text), a check before the broker is asked
+ * (or NULL), and the function.  run_op() parses, connects, maps a broker's
+ * refusal to the exit status and closes, once for all of them.
+ */
+static const struct op {
+	const char *name;
+	const struct option *lo;
+	bool stop;		/* options end at the first operand (proc.exec's program) */
+	int min, max;
+	const char *arity_why;
+	int (*check)(struct opts *, struct args *);
+	int (*fn)(struct opts *, struct cc_conn **, struct args *);
+} ops[] = {
+	{ "fs.read", lo_plain, false, 1, 1, NULL, NULL, op_fs_read },
+	{ "fs.write", lo_write, false, 1, 1, "fs.write takes one path", NULL, op_fs_write },
+	{ "fs.list", lo_plain, false, 1, 1, NULL, NULL, op_fs_list },
+	{ "fs.stat", lo_plain, false, 1, 1, NULL, NULL, op_fs_stat },
+	{ "fs.mkdir", lo_mode, false, 1, 1, "one path expected", NULL, op_fs_simple },
+	{ "fs.delete", lo_mode, false, 1, 1, "one path expected", NULL, op_fs_simple },
+	{ "fs.rename", lo_mode, false, 2, 2, "fs.rename takes SRC DST", NULL, op_fs_simple },
+	{ "net.connect", lo_timeout, false, 1, 1, "net.connect takes HOST:PORT", check_net,
+	    op_net_connect },
+	{ "proc.exec", lo_timeout, true, 1, -1, "proc.exec takes -- CMD [ARGS...]", NULL,
+	    op_proc_exec },
+	{ "request", lo_request, false, 1, 1, "request takes one capability", check_request,
+	    op_request },
+	{ "tokens", lo_plain, false, 0, 0, NULL, NULL, op_tokens },
+	{ "derive", lo_derive, false, 1, -1, "derive takes at least one capability", NULL,
+	    op_derive },
+	{ "ping", lo_plain, false, 0, 0, NULL, NULL, op_ping },
+};
+
+/* Parse op's arguments (argv[0] is its name), then run it on a connection
+ * of its own.  Returns the exit status. */
+static int
+run_op(struct opts *o, const struct op *op, int argc, char **argv)
+{
+	struct args a = { .flags = CC_F_CREATE | CC_F_TRUNC };
+	struct cc_conn *c = NULL;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, op->stop ? "+h" : "h", op->lo, NULL)) != -1)
+		if ((rc = op_opt(o, ch, &a)) != 0)
+			return rc;
+	a.argc = argc - optind;
+	a.argv = argv + optind;
+	if (a.argc < op->min || (op->max >= 0 && a.argc > op->max)) {
+		if (op->arity_why)
+			return usage(op->arity_why);
+		fprintf(stderr, "capcall: %s takes %d argument%s\n", o->op, op->min,
+		    op->min == 1 ? "" : "s");
+		return EX_USAGE;
 	}
-	rc = o->json ? (json_begin(o->op), json_end(EX_OK)) : EX_OK;
-out:
+	if (a.argc > 0)
+		o->target = a.argv[0];
+	if (op->check && (rc = op->check(o, &a)) != 0)
+		return rc;
+	if ((rc = connect_broker(o, &c)) == 0 && (rc = op->fn(o, &c, &a)) < 0)
+		rc = fail(o, c, rc);
 	cc_close(c);
 	return rc;
 }
-
-static const struct {
-	const char *name;
-	int (*fn)(struct opts *, int, char **);
-} ops[] = {
-	{ "fs.read", op_fs_read },
-	{ "fs.write", op_fs_write },
-	{ "fs.list", op_fs_list },
-	{ "fs.stat", op_fs_stat },
-	{ "fs.mkdir", op_fs_simple },
-	{ "fs.delete", op_fs_simple },
-	{ "fs.rename", op_fs_simple },
-	{ "net.connect", op_net_connect },
-	{ "proc.exec", op_proc_exec },
-	{ "request", op_request },
-	{ "tokens", op_tokens },
-	{ "derive", op_derive },
-	{ "ping", op_ping },
-};
 
 int
 main(int argc, char **argv)
@@ -1153,7 +1096,7 @@ main(int argc, char **argv)
 		argc -= optind;
 		argv += optind;
 		optind = 0;
-		return ops[i].fn(&o, argc, argv);
+		return run_op(&o, &ops[i], argc, argv);
 	}
 	fprintf(stderr, "capcall: unknown operation '%s'\n", o.op);
 	return usage(NULL);
