@@ -12,6 +12,7 @@
  */
 #include "broker/broker.h"
 #include "broker/service.h"
+#include "client/admin.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -610,141 +611,78 @@ out:
 	return code;
 }
 
-/* The client side of `run --connect`: ask the daemon, relay, report. */
+/* The "run" request of `run --connect`: the command and run's options. */
+static void
+run_connect_request(const struct run_opts *o, struct cc_adm *a, struct wire_enc *e, bool pty)
+{
+	char cwd[4096];
+
+	cc_adm_begin(a, e, "run");
+	wire_arr_begin(e, "argv");
+	for (size_t i = 0; o->argv[i]; i++)
+		wire_put_str(e, NULL, o->argv[i]);
+	wire_arr_end(e);
+	if (o->id)
+		wire_put_str(e, "sandbox", o->id);
+	if (o->tier)
+		wire_put_str(e, "tier", o->tier);
+	if (o->workspace)
+		wire_put_str(e, "workspace", o->workspace);
+	else if (getcwd(cwd, sizeof(cwd)))
+		wire_put_str(e, "workspace", cwd);
+	if (o->ttl)
+		wire_put_u64(e, "ttl", o->ttl);
+	if (o->timeout)
+		wire_put_u64(e, "timeout", o->timeout);
+	wire_arr_begin(e, "grants");
+	for (size_t i = 0; i < o->ngrants; i++)
+		wire_put_str(e, NULL, o->grants[i]);
+	wire_arr_end(e);
+	wire_arr_begin(e, "ro_binds");
+	for (size_t i = 0; i < o->nbinds; i++)
+		wire_put_str(e, NULL, o->binds[i]);
+	wire_arr_end(e);
+	if (o->chdir)
+		wire_put_str(e, "chdir", o->chdir);
+	wire_arr_begin(e, "setenv");
+	for (size_t i = 0; i < 2 * o->nsetenv; i++)
+		wire_put_str(e, NULL, o->setenv[i]);
+	wire_arr_end(e);
+	wire_arr_begin(e, "unsetenv");
+	for (size_t i = 0; i < o->nunsetenv; i++)
+		wire_put_str(e, NULL, o->unsetenv[i]);
+	wire_arr_end(e);
+	if (pty)
+		wire_put_bool(e, "pty", true);
+}
+
+/*
+ * The client side of `run --connect`, through the admin client
+ * (client/admin.c): ask the daemon to start the sandbox, relay the agent's
+ * stdio it hands us, and exit with the status its exit event reports.
+ */
 static int
 run_connect(struct run_opts *o)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint8_t *buf = NULL;
-	struct wire_enc e;
-	struct wire_dec *d = NULL;
-	struct wire_msg m;
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
+	struct cc_adm *a = NULL;
 	struct event_base *base = NULL;
-	struct event *ev_sock = NULL;
-	char cwd[4096];
-	int fd = -1, fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
-	size_t len;
-	ssize_t n;
-	bool ok, got_pty = false;
 	struct event *sigwinch = NULL;
+	struct wire_enc e;
+	struct wire_msg m;
+	int fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
+	int64_t v = 0;
+	bool got_pty = false;
 	/* As run_local: a pty of the agent's own when we are on a terminal. */
 	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 
-	if (strlen(o->connect) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "capbroker: socket path too long\n");
-		return EXIT_SETUP;
-	}
-	memcpy(sa.sun_path, o->connect, strlen(o->connect) + 1);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		if (errno == ECONNREFUSED)
-			fprintf(stderr, "capbroker: no broker is listening at %s: the socket is stale, "
-			    "left by a broker that has exited (start one with capbroker serve)\n",
-			    o->connect);
-		else if (errno == ENOENT)
-			fprintf(stderr, "capbroker: no broker at %s (no such socket; is capbroker serve "
-			    "running?)\n", o->connect);
-		else
-			fprintf(stderr, "capbroker: cannot reach the broker at %s: %s\n", o->connect,
-			    strerror(errno));
-		goto out;
-	}
-	{
-		struct ucred cr;
-		socklen_t l = sizeof(cr);
-
-		/* Our task and its grants go only to a broker run by root or by
-		 * ourselves, not to whoever serves a socket at that path. */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) != 0 ||
-		    (cr.uid != 0 && cr.uid != geteuid())) {
-			fprintf(stderr, "capbroker: %s is served by uid %u, not by root or you: refusing\n",
-			    o->connect, (unsigned)cr.uid);
-			goto out;
-		}
-	}
-	if (!(buf = malloc(WIRE_REPLY_MAX)) || wire_dec_new(WIRE_REPLY_MAX, &d) != 0)
-		goto out;
-	wire_enc_init(&e, buf, WIRE_REPLY_MAX);
-	wire_map_begin(&e, NULL);
-	wire_put_u64(&e, "id", 1);
-	wire_put_str(&e, "cmd", "run");
-	wire_arr_begin(&e, "argv");
-	for (size_t i = 0; o->argv[i]; i++)
-		wire_put_str(&e, NULL, o->argv[i]);
-	wire_arr_end(&e);
-	if (o->id)
-		wire_put_str(&e, "sandbox", o->id);
-	if (o->tier)
-		wire_put_str(&e, "tier", o->tier);
-	if (o->workspace)
-		wire_put_str(&e, "workspace", o->workspace);
-	else if (getcwd(cwd, sizeof(cwd)))
-		wire_put_str(&e, "workspace", cwd);
-	if (o->ttl)
-		wire_put_u64(&e, "ttl", o->ttl);
-	if (o->timeout)
-		wire_put_u64(&e, "timeout", o->timeout);
-	wire_arr_begin(&e, "grants");
-	for (size_t i = 0; i < o->ngrants; i++)
-		wire_put_str(&e, NULL, o->grants[i]);
-	wire_arr_end(&e);
-	wire_arr_begin(&e, "ro_binds");
-	for (size_t i = 0; i < o->nbinds; i++)
-		wire_put_str(&e, NULL, o->binds[i]);
-	wire_arr_end(&e);
-	if (o->chdir)
-		wire_put_str(&e, "chdir", o->chdir);
-	wire_arr_begin(&e, "setenv");
-	for (size_t i = 0; i < 2 * o->nsetenv; i++)
-		wire_put_str(&e, NULL, o->setenv[i]);
-	wire_arr_end(&e);
-	wire_arr_begin(&e, "unsetenv");
-	for (size_t i = 0; i < o->nunsetenv; i++)
-		wire_put_str(&e, NULL, o->unsetenv[i]);
-	wire_arr_end(&e);
-	if (pty)
-		wire_put_bool(&e, "pty", true);
-	wire_map_end(&e);
-	if (wire_enc_finish(&e, &len) != 0) {
-		fprintf(stderr, "capbroker: cannot send the request\n");
-		goto out;
-	}
-	/* A broker that refused the connection outright (out of descriptors,
-	 * too many connections) has already said why: read that below rather
-	 * than stop at the broken pipe. */
-	if (send(fd, buf, len, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET) {
-		fprintf(stderr, "capbroker: cannot send the request: %s\n", strerror(errno));
-		goto out;
-	}
-	{
-		union {
-			char c[CMSG_SPACE(3 * sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		struct iovec iov = { .iov_base = buf, .iov_len = WIRE_REPLY_MAX };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.c,
-			.msg_controllen = sizeof(u.c) };
-
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-			    c->cmsg_len == CMSG_LEN(3 * sizeof(int)))
-				memcpy(fds, CMSG_DATA(c), sizeof(fds));
-	}
-	if (n <= 0 || wire_decode(d, buf, (size_t)n, &m) != 0 || wire_get_bool(&m, "ok", &ok) != 0) {
-		fprintf(stderr, "capbroker: the broker refused the connection (not an administrator?)\n");
-		goto out;
-	}
-	if (!ok) {
-		const char *why = "refused";
-		int64_t err = 0;
-
-		cb_ignore(wire_get_str(&m, "reason", &why));
-		cb_ignore(wire_get_i64(&m, "err", &err));
-		fprintf(stderr, "capbroker: %s\n", why);
-		code = run_create_exit((int)err);
-		goto out;
+	if (cc_adm_new(&a) != 0 || cc_adm_connect(a, o->connect) != CC_ADM_OK)
+		goto say;
+	run_connect_request(o, a, &e, pty);
+	if (cc_adm_call(a, &e, &m, fds, 3) != CC_ADM_OK) {
+		if (cc_adm_refused(a) && wire_get_i64(&m, "err", &v) == 0)
+			code = run_create_exit((int)v);
+		goto say;
 	}
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
 		fprintf(stderr, "capbroker: the broker sent no stdio\n");
@@ -762,22 +700,16 @@ run_connect(struct run_opts *o)
 	if (got_pty && (sigwinch = evsignal_new(base, SIGWINCH, on_winch, &r)))
 		event_add(sigwinch, NULL);
 	fds[0] = fds[1] = fds[2] = -1;	/* the relay's now */
-	/* Wait for the exit event while relaying. */
-	for (;;) {
+	while (!r.out_eof || !r.err_eof)
 		event_base_loop(base, EVLOOP_ONCE);
-		if (r.out_eof && r.err_eof)
-			break;
-	}
-	(void)ev_sock;
-	n = recv(fd, buf, WIRE_REPLY_MAX, 0);
-	if (n > 0 && wire_decode(d, buf, (size_t)n, &m) == 0) {
-		int64_t st;
-
-		if (wire_get_i64(&m, "status", &st) == 0)
-			code = (int)st;
-	} else {
+	/* Then the exit event: the agent's status is ours. */
+	if (cc_adm_recv(a, &m, -1, NULL, NULL, 0) != CC_ADM_OK)
 		fprintf(stderr, "capbroker: lost the broker before the sandbox ended\n");
-	}
+	else if (wire_get_i64(&m, "status", &v) == 0)
+		code = (int)v;
+	goto out;
+say:
+	fprintf(stderr, "capbroker: %s\n", a ? cc_adm_why(a) : "out of memory");
 out:
 	relay_tty_raw(&r, false);
 	if (sigwinch)
@@ -788,10 +720,7 @@ out:
 			close(fds[i]);
 	if (base)
 		event_base_free(base);
-	wire_dec_free(d);
-	free(buf);
-	if (fd >= 0)
-		close(fd);
+	cc_adm_free(a);
 	return code;
 }
 

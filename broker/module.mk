@@ -6,7 +6,7 @@ broker_LIBS := broker sandbox policy audit state caps wire common
 PROGS += capbroker
 MAN1 += docs/man/capbroker.1
 capbroker_SRCS := broker/main.c broker/service.c
-capbroker_LIBS := broker sandbox policy audit state caps wire common
+capbroker_LIBS := admin broker sandbox policy audit state caps wire common
 # libsystemd (sd_notify, sd_listen_fds, the journal) only for the program:
 # not for the broker module, nor for anything that runs in a sandbox.
 $(BIN)/capbroker: ALL_LIBS += $(SYSTEMD_LIBS)
