@@ -157,40 +157,156 @@ explain(struct aud_report *rep, struct reader *r, uint64_t i, const struct seen 
 	    (unsigned long long)(i + 1), (unsigned long long)l0->seq, (unsigned long long)i);
 }
 
-static int verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
-    bool check_dseq, uint64_t state_dseq, struct aud_report *rep);
+/* What the walk over the log carries from line to line. */
+struct vstate {
+	const struct cap_keyring *kr;
+	const struct aud_head *expect;	/* the checkpoint the state remembers, or NULL */
+	bool expect_seen;
+	bool check_dseq;		/* compare decisions with the state's */
+	uint64_t state_dseq;
+	uint64_t log_dseq, dseq_line;	/* the highest decision the log records, where */
+};
+
+static int verify(const char *path, struct vstate *v, struct aud_report *rep);
 
 int
 aud_verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
     struct aud_report *rep)
 {
-	return verify(path, kr, expect, false, 0, rep);
+	struct vstate v = { .kr = kr, .expect = expect };
+
+	return verify(path, &v, rep);
 }
 
 int
 aud_verify_state(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
     uint64_t state_dseq, struct aud_report *rep)
 {
-	return verify(path, kr, expect, true, state_dseq, rep);
+	struct vstate v = { .kr = kr, .expect = expect, .check_dseq = true,
+		.state_dseq = state_dseq };
+
+	return verify(path, &v, rep);
+}
+
+/* Line 1: a genesis record, seq 0, no predecessor, and the log id the
+ * state remembers (when it remembers one). */
+static int
+check_genesis(const struct vstate *v, const struct aud_prefix *p, struct aud_report *rep)
+{
+	uint8_t zero[AUD_HASH_LEN] = { 0 };
+
+	if (p->seq != 0)
+		return report(rep, AUD_P_REMOVED, 1,
+		    "%llu line(s) removed at the start (line 1 has seq %llu)",
+		    (unsigned long long)p->seq, (unsigned long long)p->seq);
+	if (!aud_ev_is(p, "genesis") || aud_parse_genesis(p, rep->log_id) != 0 ||
+	    sodium_memcmp(p->prev, zero, AUD_HASH_LEN) != 0)
+		return report(rep, AUD_P_MALFORMED, 1, "line 1 is not a genesis record");
+	if (v->expect != NULL &&
+	    sodium_memcmp(v->expect->log_id, rep->log_id, AUD_LOG_ID_LEN) != 0)
+		return report(rep, AUD_P_REPLACED, 1,
+		    "the log id differs from the one the state remembers: the file was replaced");
+	return 0;
+}
+
+/* Line i+1: a checkpoint must verify under a known key and name this log;
+ * line 2 must be one (it seals the genesis).  Other lines are unsealed. */
+static int
+check_seal(const struct vstate *v, const struct aud_prefix *p, uint64_t i,
+    struct aud_report *rep)
+{
+	uint8_t lid[AUD_LOG_ID_LEN], kid[CAP_KID_LEN], sig[64], msg[AUD_SIGMSG_DSEQ_LEN];
+	uint64_t dseq = 0;
+	bool has_dseq = false;
+	int vr;
+
+	if (!aud_ev_is(p, "checkpoint")) {
+		if (i == 1)
+			return report(rep, AUD_P_NOSEAL, 2, "line 2 is not the signed checkpoint "
+			    "sealing the genesis: forged or replaced log");
+		rep->unsealed++;
+		return 0;
+	}
+	if (aud_parse_checkpoint(p, lid, kid, sig, &dseq, &has_dseq) != 0)
+		return report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_MALFORMED, i + 1,
+		    "line %llu is a malformed checkpoint", (unsigned long long)(i + 1));
+	aud_sigmsg_dseq(lid, p->seq, p->prev, dseq, msg);
+	vr = cap_verify(v->kr, kid, CAP_SIG_DOMAIN_AUDIT, msg,
+	    has_dseq ? AUD_SIGMSG_DSEQ_LEN : AUD_SIGMSG_LEN, sig);
+	if (vr != 0 || sodium_memcmp(lid, rep->log_id, AUD_LOG_ID_LEN) != 0)
+		return report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_BADSIG, i + 1,
+		    "checkpoint at line %llu does not verify (%s)", (unsigned long long)(i + 1),
+		    vr != 0 ? cb_strerror(vr) : "it names another log");
+	rep->checkpoints++;
+	rep->last_checkpoint = p->seq;
+	rep->unsealed = 0;
+	return 0;
+}
+
+/* The line at the seq the state remembers must be that checkpoint; note
+ * the highest decision a line records. */
+static int
+check_state(struct vstate *v, const struct aud_prefix *p, const char *line, size_t len,
+    uint64_t i, struct aud_report *rep)
+{
+	uint64_t d;
+
+	if (v->expect != NULL && p->seq == v->expect->seq) {
+		if (!aud_ev_is(p, "checkpoint") ||
+		    sodium_memcmp(p->prev, v->expect->hash, AUD_HASH_LEN) != 0)
+			return report(rep, AUD_P_MISMATCH, i + 1,
+			    "line %llu is not the checkpoint the state remembers: the log was rewritten",
+			    (unsigned long long)(i + 1));
+		v->expect_seen = true;
+	}
+	if (aud_line_dseq(line, len, &d) && d > v->log_dseq) {
+		v->log_dseq = d;
+		v->dseq_line = i + 1;
+	}
+	return 0;
+}
+
+/* After the last line (i lines read; rc what the walk found so far). */
+static int
+check_end(const struct vstate *v, uint64_t i, int rc, struct aud_report *rep)
+{
+	if (i == 0 && rc == 0)
+		return report(rep, AUD_P_MALFORMED, 0, "the log is empty");
+	/* a genesis alone (even followed by a torn line) proves nothing */
+	if (rep->checkpoints == 0)
+		return report(rep, AUD_P_NOSEAL, 2,
+		    "line 2 is not the signed checkpoint sealing the genesis: forged or replaced log");
+	/* a torn last line does not excuse a missing checkpoint */
+	if (v->expect != NULL && !v->expect_seen)
+		return report(rep, AUD_P_TRUNCATED, rep->lines,
+		    "the log ends at line %llu but the state remembers a checkpoint at line %llu: truncated",
+		    (unsigned long long)rep->lines, (unsigned long long)(v->expect->seq + 1));
+	if (rc == 0 && v->check_dseq && v->log_dseq > v->state_dseq)
+		return report(rep, AUD_P_BEHIND, v->dseq_line,
+		    "line %llu records decision %llu but the state has only %llu: the state was rolled "
+		    "back or damaged (capbroker state rebuild)", (unsigned long long)v->dseq_line,
+		    (unsigned long long)v->log_dseq, (unsigned long long)v->state_dseq);
+	if (rc == 0 && rep->problem == AUD_P_NONE)
+		snprintf(rep->what, sizeof(rep->what),
+		    "%llu lines intact, %llu checkpoints, %llu lines after the last one",
+		    (unsigned long long)rep->lines, (unsigned long long)rep->checkpoints,
+		    (unsigned long long)rep->unsealed);
+	return rc;
 }
 
 static int
-verify(const char *path, const struct cap_keyring *kr, const struct aud_head *expect,
-    bool check_dseq, uint64_t state_dseq, struct aud_report *rep)
+verify(const char *path, struct vstate *v, struct aud_report *rep)
 {
 	struct aud_report dummy;
 	struct reader r = { .fd = -1 };
 	uint8_t (*hist)[AUD_HASH_LEN] = NULL;
-	uint8_t zero[AUD_HASH_LEN] = { 0 };
 	uint64_t i = 0;
-	bool expect_seen = false;
-	uint64_t log_dseq = 0, dseq_line = 0;
 	int rc = 0, st;
 
 	if (rep == NULL)
 		rep = &dummy;
 	memset(rep, 0, sizeof(*rep));
-	if (path == NULL || kr == NULL)
+	if (path == NULL || v->kr == NULL)
 		return CB_EINVAL;
 	if (sodium_init() < 0)
 		return CB_EINTERNAL;
@@ -238,113 +354,21 @@ verify(const char *path, const struct cap_keyring *kr, const struct aud_head *ex
 		s.ok = true;
 		s.seq = p.seq;
 		memcpy(s.prev, p.prev, AUD_HASH_LEN);
-		if (i == 0) {
-			if (p.seq != 0) {
-				rc = report(rep, AUD_P_REMOVED, 1,
-				    "%llu line(s) removed at the start (line 1 has seq %llu)",
-				    (unsigned long long)p.seq, (unsigned long long)p.seq);
-				goto out;
-			}
-			if (!aud_ev_is(&p, "genesis") || aud_parse_genesis(&p, rep->log_id) != 0 ||
-			    sodium_memcmp(p.prev, zero, AUD_HASH_LEN) != 0) {
-				rc = report(rep, AUD_P_MALFORMED, 1, "line 1 is not a genesis record");
-				goto out;
-			}
-			if (expect != NULL &&
-			    sodium_memcmp(expect->log_id, rep->log_id, AUD_LOG_ID_LEN) != 0) {
-				rc = report(rep, AUD_P_REPLACED, 1,
-				    "the log id differs from the one the state remembers: the file was replaced");
-				goto out;
-			}
-		}
+		if (i == 0 && (rc = check_genesis(v, &p, rep)) != 0)
+			goto out;
 		crypto_generichash(h, AUD_HASH_LEN, (const uint8_t *)line, len, NULL, 0);
 		if (i > 0 && (p.seq != i ||
 		    sodium_memcmp(p.prev, hist[(i - 1) % HIST], AUD_HASH_LEN) != 0)) {
 			rc = explain(rep, &r, i, &s, h, hist);
 			goto out;
 		}
-		if (aud_ev_is(&p, "checkpoint")) {
-			uint8_t lid[AUD_LOG_ID_LEN], kid[CAP_KID_LEN], sig[64], msg[AUD_SIGMSG_DSEQ_LEN];
-			uint64_t dseq = 0;
-			bool has_dseq = false;
-			int vr;
-
-			if (aud_parse_checkpoint(&p, lid, kid, sig, &dseq, &has_dseq) != 0) {
-				rc = report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_MALFORMED, i + 1,
-				    "line %llu is a malformed checkpoint", (unsigned long long)(i + 1));
-				goto out;
-			}
-			aud_sigmsg_dseq(lid, p.seq, p.prev, dseq, msg);
-			vr = cap_verify(kr, kid, CAP_SIG_DOMAIN_AUDIT, msg,
-			    has_dseq ? AUD_SIGMSG_DSEQ_LEN : AUD_SIGMSG_LEN, sig);
-			if (vr != 0 || sodium_memcmp(lid, rep->log_id, AUD_LOG_ID_LEN) != 0) {
-				rc = report(rep, i == 1 ? AUD_P_NOSEAL : AUD_P_BADSIG, i + 1,
-				    "checkpoint at line %llu does not verify (%s)",
-				    (unsigned long long)(i + 1),
-				    vr != 0 ? cb_strerror(vr) : "it names another log");
-				goto out;
-			}
-			rep->checkpoints++;
-			rep->last_checkpoint = p.seq;
-			rep->unsealed = 0;
-		} else {
-			if (i == 1) {
-				rc = report(rep, AUD_P_NOSEAL, 2,
-				    "line 2 is not the signed checkpoint sealing the genesis: forged or replaced log");
-				goto out;
-			}
-			rep->unsealed++;
-		}
-		if (expect != NULL && p.seq == expect->seq) {
-			if (!aud_ev_is(&p, "checkpoint") ||
-			    sodium_memcmp(p.prev, expect->hash, AUD_HASH_LEN) != 0) {
-				rc = report(rep, AUD_P_MISMATCH, i + 1,
-				    "line %llu is not the checkpoint the state remembers: the log was rewritten",
-				    (unsigned long long)(i + 1));
-				goto out;
-			}
-			expect_seen = true;
-		}
-		{
-			uint64_t d;
-
-			if (aud_line_dseq(line, len, &d) && d > log_dseq) {
-				log_dseq = d;
-				dseq_line = i + 1;
-			}
-		}
+		if ((rc = check_seal(v, &p, i, rep)) != 0 ||
+		    (rc = check_state(v, &p, line, len, i, rep)) != 0)
+			goto out;
 		memcpy(hist[i % HIST], h, AUD_HASH_LEN);
 		rep->lines = i + 1;
 	}
-	if (i == 0 && rc == 0) {
-		rc = report(rep, AUD_P_MALFORMED, 0, "the log is empty");
-		goto out;
-	}
-	if (rep->checkpoints == 0) {
-		/* a genesis alone (even followed by a torn line) proves nothing */
-		rc = report(rep, AUD_P_NOSEAL, 2,
-		    "line 2 is not the signed checkpoint sealing the genesis: forged or replaced log");
-		goto out;
-	}
-	if (expect != NULL && !expect_seen) {
-		/* a torn last line does not excuse a missing checkpoint */
-		rc = report(rep, AUD_P_TRUNCATED, rep->lines,
-		    "the log ends at line %llu but the state remembers a checkpoint at line %llu: truncated",
-		    (unsigned long long)rep->lines, (unsigned long long)(expect->seq + 1));
-		goto out;
-	}
-	if (rc == 0 && check_dseq && log_dseq > state_dseq) {
-		rc = report(rep, AUD_P_BEHIND, dseq_line,
-		    "line %llu records decision %llu but the state has only %llu: the state was rolled "
-		    "back or damaged (capbroker state rebuild)", (unsigned long long)dseq_line,
-		    (unsigned long long)log_dseq, (unsigned long long)state_dseq);
-		goto out;
-	}
-	if (rc == 0 && rep->problem == AUD_P_NONE)
-		snprintf(rep->what, sizeof(rep->what),
-		    "%llu lines intact, %llu checkpoints, %llu lines after the last one",
-		    (unsigned long long)rep->lines, (unsigned long long)rep->checkpoints,
-		    (unsigned long long)rep->unsealed);
+	rc = check_end(v, i, rc, rep);
 out:
 	if (r.fd >= 0)
 		close(r.fd);

@@ -628,20 +628,89 @@ open_pty(int *master, int *slave)
 	return *slave == -1 ? CB_EIO : 0;
 }
 
+/* Start the stub with src[i] as its descriptor i (nsrc of them) and
+ * nothing else of ours open, every signal unblocked and at its default, in
+ * a session of its own, with an empty environment (the stub builds the
+ * agent's from scratch).  0 or CB_EIO (errno says why). */
+static int
+spawn_stub(const char *stub, const int *src, int nsrc, char *const argv[], pid_t *pid)
+{
+	static char *const empty_env[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	bool fa_ok = false, attr_ok = false;
+	sigset_t mask;
+	int rc = CB_EIO;
+
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		goto out;
+	fa_ok = true;
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i] != -1 && posix_spawn_file_actions_adddup2(&fa, src[i], i) != 0)
+			goto out;
+	}
+	/* Whatever else the broker has open stays out of the sandbox. */
+	if (posix_spawn_file_actions_addclosefrom_np(&fa, nsrc) != 0)
+		goto out;
+	if (posix_spawnattr_init(&attr) != 0)
+		goto out;
+	attr_ok = true;
+	sigemptyset(&mask);
+	if (posix_spawnattr_setsigmask(&attr, &mask) != 0)
+		goto out;
+	sigfillset(&mask);
+	if (posix_spawnattr_setsigdefault(&attr, &mask) != 0 ||
+	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+	    POSIX_SPAWN_SETSID) != 0)
+		goto out;
+	if ((errno = posix_spawn(pid, stub, &fa, &attr, argv, empty_env)) != 0) {
+		*pid = -1;
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fa_ok)
+		posix_spawn_file_actions_destroy(&fa);
+	if (attr_ok)
+		posix_spawnattr_destroy(&attr);
+	return rc;
+}
+
+/* A pidfd for the stub: one we cannot supervise is not left running. */
+static int
+watch_pid(struct sbx_proc *out)
+{
+	out->pidfd = pidfd_open(out->pid, 0);
+	if (out->pidfd == -1) {
+		kill(out->pid, SIGKILL);
+		waitpid(out->pid, NULL, 0);
+		out->pid = -1;
+		return CB_EIO;
+	}
+	return fcntl(out->pidfd, F_SETFD, FD_CLOEXEC) == -1 ? CB_EIO : 0;
+}
+
+/* The broker's ends never block its loop. */
+static int
+proc_nonblock(const struct sbx_proc *p)
+{
+	const int fds[] = { p->stdin_fd, p->stdout_fd, p->stderr_fd, p->status_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] != -1 && fcntl(fds[i], F_SETFL, O_NONBLOCK) == -1)
+			return CB_EIO;
+	return 0;
+}
+
 int
 sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 {
-	static char *const empty_env[] = { NULL };
 	struct argbuf *a = NULL;
 	char stub[PATH_MAX];
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
 	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX];	/* child descriptors, by target number */
 	int ncg = 0, nsrc, rc, master = -1, slave = -1;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	bool fa_ok = false, attr_ok = false;
-	sigset_t mask;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = -1;
@@ -691,41 +760,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 		goto out;
 
 	rc = CB_EIO;
-	if (posix_spawn_file_actions_init(&fa) != 0)
-		goto out;
-	fa_ok = true;
-	for (int i = 0; i < nsrc; i++) {
-		if (src[i] != -1 && posix_spawn_file_actions_adddup2(&fa, src[i], i) != 0)
-			goto out;
-	}
-	/* Whatever else the broker has open stays out of the sandbox. */
-	if (posix_spawn_file_actions_addclosefrom_np(&fa, nsrc) != 0)
-		goto out;
-	if (posix_spawnattr_init(&attr) != 0)
-		goto out;
-	attr_ok = true;
-	sigemptyset(&mask);
-	if (posix_spawnattr_setsigmask(&attr, &mask) != 0)
-		goto out;
-	sigfillset(&mask);
-	if (posix_spawnattr_setsigdefault(&attr, &mask) != 0 ||
-	    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-	    POSIX_SPAWN_SETSID) != 0)
-		goto out;
-	/* An empty environment: the stub builds the agent's from scratch. */
-	if ((errno = posix_spawn(&out->pid, stub, &fa, &attr, a->argv, empty_env)) != 0) {
-		out->pid = -1;
-		goto out;
-	}
-	out->pidfd = pidfd_open(out->pid, 0);
-	if (out->pidfd == -1) {
-		/* Cannot supervise it: do not leave it running. */
-		kill(out->pid, SIGKILL);
-		waitpid(out->pid, NULL, 0);
-		out->pid = -1;
-		goto out;
-	}
-	if (fcntl(out->pidfd, F_SETFD, FD_CLOEXEC) == -1)
+	if (spawn_stub(stub, src, nsrc, a->argv, &out->pid) != 0 || watch_pid(out) != 0)
 		goto out;
 	if (cfg->want_pty) {
 		out->stdin_fd = master;
@@ -741,17 +776,10 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	}
 	out->status_fd = st[0];
 	st[0] = -1;
-	if (fcntl(out->stdin_fd, F_SETFL, O_NONBLOCK) == -1 ||
-	    fcntl(out->stdout_fd, F_SETFL, O_NONBLOCK) == -1 ||
-	    (out->stderr_fd != -1 && fcntl(out->stderr_fd, F_SETFL, O_NONBLOCK) == -1) ||
-	    fcntl(out->status_fd, F_SETFL, O_NONBLOCK) == -1)
+	if (proc_nonblock(out) != 0)
 		goto out;
 	rc = 0;
 out:
-	if (fa_ok)
-		posix_spawn_file_actions_destroy(&fa);
-	if (attr_ok)
-		posix_spawnattr_destroy(&attr);
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
 		close_fd(&src[i]);
 	for (int i = 0; i < STUB_MAX_CGROUPS; i++)
