@@ -141,11 +141,15 @@ $(B)/lib$(1).a: $$($(1)_SRCS:%.c=$(B)/%.o)
 endef
 $(foreach m,$(MODULES),$(eval $(call mod_rule,$(m))))
 
+# A program or libcapclient.so is linked again when the lists that say
+# what it links change (a module's sources or packages), not only its
+# objects: else a build from before such a change keeps the old links.
+LINK_MK = Makefile $(B)/config.mk $(wildcard */module.mk */*.mk)
 define prog_rule
 $(BIN)/$(1): PKG_LIBS = $$(call mod_pkg_libs,$$($(1)_LIBS))
-$(BIN)/$(1): $$($(1)_SRCS:%.c=$(B)/%.o) $$(call modlibs,$$($(1)_LIBS))
+$(BIN)/$(1): $$($(1)_SRCS:%.c=$(B)/%.o) $$(call modlibs,$$($(1)_LIBS)) $$(LINK_MK)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$(filter %.o %.a,$$^) -Wl,--end-group $$(ALL_LIBS)
 endef
 # Programs that run inside a sandbox cannot carry AddressSanitizer: its
 # shadow memory needs terabytes of address space and the sandbox's
@@ -231,7 +235,7 @@ CLIENT_PIC_OBJS = $(patsubst %.c,$(B)/pic/%.o,$(foreach m,$(client_LIBS),$($(m)_
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -fPIE,$(ALL_CFLAGS)) -fPIC -c -o $@ $<
-$(B)/libcapclient.so.$(VERSION): $(CLIENT_PIC_OBJS) client/capclient.map
+$(B)/libcapclient.so.$(VERSION): $(CLIENT_PIC_OBJS) client/capclient.map $(LINK_MK)
 	$(CC) -shared $(filter-out -pie,$(ALL_LDFLAGS)) -Wl,-soname,libcapclient.so.$(CAPCLIENT_SOVER) \
 		-Wl,--version-script=client/capclient.map -Wl,--no-undefined -o $@ \
 		$(CLIENT_PIC_OBJS) -Wl,--as-needed $(call mod_pkg_libs,$(client_LIBS)) -lpthread $(LIBS)
