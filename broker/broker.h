@@ -7,12 +7,17 @@
  * threads, connects and child processes are events, replies that cannot be
  * sent at once are queued (bounded) rather than waited for.
  *
- * Files: loop.c (channels, framing, dispatch table, limits), tokens.c (the
- * per-sandbox token table and the check pipeline), ops_fs.c, ops_net.c,
- * ops_proc.c, ops_tok.c (request/derive/tokens), admin.c (admin socket),
+ * Files: broker.c (set-up, tick, reload, loop, tear-down), sbx.c (the
+ * sandbox life cycle), chan.c (a channel: read, rate, reply queue, reply,
+ * deny, audit), dispatch.c (the table of what an agent may ask for),
+ * work.c (worker threads), approval.c (requests waiting for a human),
+ * tokens.c (the per-sandbox token table and the check pipeline), ops_fs.c,
+ * ops_net.c, ops_proc.c, ops_tok.c (request/derive/tokens), admin.c (admin
+ * socket), commit.c (the commit gate of administrative decisions),
  * hostaddr.c (the host's own addresses, for net.connect), budget.c (what
- * one sandbox's denials may write to the audit log),
- * run.c (capbroker run / serve), main.c (command line).
+ * one sandbox's denials may write to the audit log), main.c and service.c
+ * (the capbroker program: command line, run, serve).  chan.h, dispatch.h,
+ * sbx.h, work.h and approval.h are private to these files.
  */
 #ifndef CB_BROKER_H
 #define CB_BROKER_H
@@ -217,6 +222,9 @@ struct brk {
 	struct event *ev_tty;
 	struct brk_pending *tty_current;
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
+	/* A channel had to close (chan.c cannot call up into sbx.c):
+	 * brk_sbx_close_channel. */
+	void (*chan_closed)(struct brk_sbx *s, const char *why);
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
 	bool stopping;
@@ -240,7 +248,7 @@ void brk_free(struct brk *b);
 int brk_loop(struct brk *b);
 void brk_stop(struct brk *b, int code);
 
-/* ---- sandboxes (loop.c) ---- */
+/* ---- sandboxes (sbx.c) ---- */
 
 /* A tier's limits as the sandbox takes them: wall is the wall clock to use
  * (already at most the tier's); open files are clamped to what the sandbox
@@ -398,7 +406,7 @@ int brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox,
 /* At start: write a record the log lacks, refuse a state behind the log. */
 int brk_reconcile(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
 
-/* ---- audit helper ---- */
+/* ---- audit helper (chan.c) ---- */
 void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,
     const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
     const char *actor, const char *detail);
@@ -420,10 +428,10 @@ void brk_op_request(struct brk_sbx *s, const struct wire_req *q);
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
 
-/* ---- worker threads (loop.c): fn runs off the loop, done on it ---- */
+/* ---- worker threads (work.c): fn runs off the loop, done on it ---- */
 int brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg) CB_WARN_UNUSED;
 
-/* ---- elevation (ops_tok.c) and admin (admin.c) ---- */
+/* ---- elevation (approval.c) and admin (admin.c) ---- */
 struct brk_pending;
 int brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen) CB_WARN_UNUSED;
 /* Serve an inherited listening socket (socket activation) instead. */

@@ -1,7 +1,6 @@
 /*
  * ops_tok.c - tokens, token.add, derive and request (time-limited
- * elevation with human approval), plus the pending-request machinery the
- * admin socket and the tty prompt decide.
+ * elevation: what a human must decide waits in approval.c).
  *
  * Trust domain: broker.  Why these are safe:
  *  - tokens lists only this sandbox's own table.
@@ -16,25 +15,14 @@
  *    approval; an undecided request expires and expiry means deny.
  */
 #include "broker/broker.h"
+#include "broker/approval.h"
 
 #include <errno.h>
-#include <event2/event.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
-struct brk_pending {
-	struct brk_pending *next;
-	uint64_t rid;
-	struct brk_sbx *s;
-	uint32_t qid;
-	struct cap *cap;
-	uint64_t ttl, max_ttl, expires_at;
-	char reason[ST_TEXT_MAX + 1];
-};
 
 static void
 brk_tokinfo(struct brk_sbx *s, size_t i, struct wire_tokinfo *ti, char *idhex, char *caps,
@@ -205,128 +193,13 @@ out:
 		cap_free(caps[i]);
 }
 
-/* ---- elevation -------------------------------------------------------- */
-
-static void
-brk_pending_free(struct brk_pending *p)
-{
-	cap_free(p->cap);
-	free(p);
-}
-
-static void
-brk_pending_unlink(struct brk *b, struct brk_pending *p)
-{
-	for (struct brk_pending **pp = &b->pending; *pp; pp = &(*pp)->next) {
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	}
-	if (b->tty_current == p)
-		b->tty_current = NULL;
-	p->s->inflight--;
-	brk_sbx_release(p->s);
-}
-
-struct brk_decide_arg {
-	uint64_t rid;
-	const char *by;
-	uint64_t now, ttl;
-	enum st_scope scope;
-	const struct st_token *tok;	/* approve; NULL: deny */
-	const char *reason;
-};
-
-static int
-brk_decide_apply(struct brk *b, void *arg)
-{
-	struct brk_decide_arg *d = arg;
-
-	if (d->tok == NULL)
-		return st_request_deny(b->st, d->rid, d->by, d->now, d->reason ? d->reason : "");
-	if (d->rid)
-		return st_request_approve(b->st, d->rid, d->by, d->now, d->ttl, d->scope, d->tok);
-	return st_token_add(b->st, d->tok);
-}
-
-/* Deny request rid on record (state and log) through the commit gate. */
-static int
-brk_deny_request(struct brk *b, uint64_t rid, const char *sandbox, const char *cap,
-    const char *by, const char *reason)
-{
-	struct brk_decide_arg da = { .rid = rid, .by = by, .now = st_now(b->st), .reason = reason };
-	struct brk_dec d = { .op = "deny", .sandbox = sandbox, .resource = cap, .actor = by,
-		.detail = reason, .decision = AUD_DENY, .reason = CB_EDENIED,
-		.apply = brk_decide_apply, .arg = &da };
-
-	return brk_decide(b, &d);
-}
-
-/* Mint the elevated token (clock starting now) and answer the agent. */
-static int
-brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint64_t ttl,
-    uint64_t rid, const char *by, bool session)
-{
-	struct wire_reply rp = { .id = qid };
-	struct st_token rec;
-	char *text = NULL, tid[2 * CAP_ID_LEN + 1], detail[96];
-	uint64_t now = cb_now();
-	int e;
-
-	/* Every table this grant needs has room, or nothing is minted: no
-	 * record is ever dropped while the token goes out. */
-	if (s->nheld >= BRK_HELD_MAX || (session && s->nsession >= BRK_SESSION_MAX))
-		return CB_EBUSY;
-	if ((e = brk_mint_charge(s)) != 0)
-		return e;
-	if ((e = brk_tok_sign(b, s->id, &cap, 1, now, now + ttl, false, 0, NULL, true, by, &text,
-		 &rec)) != 0)
-		return e;
-	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
-	    session ? "session" : "once");
-	{
-		/* The approval is on disk (state and audit, sealed by a signed
-		 * checkpoint so that cutting the line after a crash shows)
-		 * before anyone learns of it. */
-		struct brk_decide_arg da = { .rid = rid, .by = by, .now = now, .ttl = ttl,
-			.scope = session ? ST_SCOPE_SESSION : ST_SCOPE_ONCE, .tok = &rec };
-		struct brk_dec d = { .op = "approve", .sandbox = s->id, .resource = cap->text,
-			.tid = rec.id, .actor = by, .detail = detail, .decision = AUD_ALLOW,
-			.apply = brk_decide_apply, .arg = &da };
-
-		e = brk_decide(b, &d);
-	}
-	if (e == 0) {
-		/* A human approved this for this sandbox instance: the state
-		 * recorded it against the instance with the token (rec.instance),
-		 * so it dies with it (brk_sbx_close_channel, or the next start),
-		 * and a later sandbox given the same id never inherits it. */
-		cap_hex(rec.id, CAP_ID_LEN, tid);
-		rp.token = text;
-		rp.tid = tid;
-		if (brk_held_add(s, text, strlen(text), true, &rp.th) == 0)
-			rp.has_th = true;
-		/* room checked above; only an allocation failure leaves it out,
-		 * and then later requests ask a human again (never less safe) */
-		if (session && cap_dup(cap, &s->session_caps[s->nsession]) == 0)
-			s->session_ttl[s->nsession++] = ttl;
-		brk_reply(s, &rp, -1);
-	}
-	free(text);
-	free(rec.caps);
-	return e;
-}
-
 void
 brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 {
 	struct brk *b = s->b;
-	struct brk_pending *p = NULL;
 	struct cap *cap = NULL;
 	enum pol_approval mode;
 	uint64_t max_ttl, ttl;
-	struct st_request rq;
 	int e;
 
 	if (!q->cap) {
@@ -378,262 +251,7 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 		brk_deny(s, q, CB_EDENIED, cap->text, NULL, "approval mode is deny");
 		goto out;
 	}
-	{
-		size_t mine = 0;
-
-		for (struct brk_pending *o = b->pending; o; o = o->next)
-			mine += o->s == s;
-		/* One agent's flood must not bury everyone else's requests. */
-		if (mine >= BRK_PENDING_MAX) {
-			brk_deny(s, q, CB_EBUSY, cap->text, NULL, "too many requests already waiting");
-			goto out;
-		}
-	}
-	memset(&rq, 0, sizeof(rq));
-	snprintf(rq.sandbox, sizeof(rq.sandbox), "%s", s->id);
-	snprintf(rq.command, sizeof(rq.command), "%s", s->command ? s->command : "");
-	snprintf(rq.capability, sizeof(rq.capability), "%s", cap->text);
-	snprintf(rq.reason, sizeof(rq.reason), "%s", q->reason ? q->reason : "");
-	rq.ttl = ttl;
-	rq.asked_at = cb_now();
-	rq.expires_at = rq.asked_at + pol_request_expiry(b->pol);
-	if ((e = st_request_add(b->st, &rq)) != 0 || !(p = calloc(1, sizeof(*p)))) {
-		brk_deny(s, q, e ? e : CB_ENOMEM, cap->text, NULL, NULL);
-		goto out;
-	}
-	p->rid = rq.id;
-	p->s = s;
-	p->qid = q->id;
-	p->cap = cap;
-	cap = NULL;
-	p->ttl = ttl;
-	p->max_ttl = max_ttl;
-	p->expires_at = rq.expires_at;
-	snprintf(p->reason, sizeof(p->reason), "%s", rq.reason);
-	p->next = b->pending;
-	b->pending = p;
-	s->inflight++;
-	brk_sbx_hold(s);
-	{
-		char detail[ST_TEXT_MAX + 128];
-
-		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
-		    (unsigned long long)p->rid, (unsigned long long)ttl, p->reason);
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, s->id, "request", p->cap->text, NULL, "agent", detail);
-	}
-	brk_admin_notify(b, "request", p->rid);
-	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
-		brk_tty_prompt_next(b);
+	brk_pending_add(s, q, &cap, ttl, max_ttl);
 out:
 	cap_free(cap);
-}
-
-int
-brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool session,
-    const char *by, const char *reason)
-{
-	struct brk_pending *p;
-	int e;
-
-	for (p = b->pending; p && p->rid != rid; p = p->next)
-		;
-	if (!p) {
-		struct st_request rq;
-
-		/* Known but no longer waiting (decided, expired, or its sandbox
-		 * is gone) versus never heard of. */
-		if (st_request_get(b->st, rid, &rq) != 0)
-			return CB_ENOENT;
-		if (rq.state == ST_REQ_PENDING) {
-			e = brk_deny_request(b, rid, rq.sandbox, rq.capability, by, "sandbox is gone");
-			return e ? e : CB_ENOENT;
-		}
-		return rq.state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
-	}
-	if (approve) {
-		/* The approver may shorten, never lengthen beyond the policy. */
-		if (ttl == 0 || ttl > p->ttl)
-			ttl = p->ttl;
-		e = brk_grant(b, p->s, p->qid, p->cap, ttl, rid, by, session);
-	} else {
-		e = brk_deny_request(b, rid, p->s->id, p->cap->text, by, reason);
-		if (e == 0) {
-			char why[300];
-			struct wire_reply rp = { .id = p->qid, .err = CB_EDENIED, .reason = why };
-
-			snprintf(why, sizeof(why), "denied by %s%s%s", by, reason && *reason ? ": " : "",
-			    reason ? reason : "");
-			brk_reply(p->s, &rp, -1);
-		}
-	}
-	if (e == CB_EEXPIREDREQ) {
-		struct wire_reply rp = { .id = p->qid, .err = CB_EEXPIREDREQ };
-
-		brk_reply(p->s, &rp, -1);
-	}
-	if (e == 0 || e == CB_EEXPIREDREQ || e == CB_EEXIST) {
-		brk_pending_unlink(b, p);
-		brk_pending_free(p);
-		if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
-			brk_tty_prompt_next(b);
-	}
-	return e;
-}
-
-void
-brk_pending_tick(struct brk *b)
-{
-	uint64_t now = st_now(b->st);
-	struct brk_pending *p, *next;
-	size_t n;
-
-	if (!b->pending)
-		return;
-	cb_ignore(st_request_expire(b->st, now, &n));
-	for (p = b->pending; p; p = next) {
-		next = p->next;
-		if (p->expires_at > now)
-			continue;
-		{
-			struct wire_reply rp = { .id = p->qid, .err = CB_EEXPIREDREQ,
-				.reason = "no one decided in time; expiry means deny" };
-
-			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EEXPIREDREQ, p->s->id, "expire",
-			    p->cap->text, NULL, "broker", NULL);
-			brk_reply(p->s, &rp, -1);
-		}
-		if (b->tty_current == p && b->tty_fd >= 0) {
-			const char msg[] = "\n(request expired)\n";
-
-			(void)!write(b->tty_fd, msg, sizeof(msg) - 1);
-		}
-		brk_pending_unlink(b, p);
-		brk_pending_free(p);
-	}
-	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
-		brk_tty_prompt_next(b);
-}
-
-void
-brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
-{
-	struct brk_pending *p, *next;
-
-	/* The sandbox is gone: its requests are denied on record and their
-	 * hold on it released. */
-	for (p = b->pending; p; p = next) {
-		next = p->next;
-		if (p->s != s)
-			continue;
-		/* A failure here leaves the request pending in the state; it
-		 * lapses at its expiry like any other. */
-		cb_ignore(brk_deny_request(b, p->rid, s->id, p->cap->text, "broker", "sandbox is gone"));
-		brk_pending_unlink(b, p);
-		brk_pending_free(p);
-	}
-	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
-		brk_tty_prompt_next(b);
-}
-
-/* ---- the terminal prompt (--approve tty) ------------------------------ */
-
-static void
-brk_tty_read(evutil_socket_t fd, short ev, void *arg)
-{
-	struct brk *b = arg;
-	struct brk_pending *p = b->tty_current;
-	char line[64] = "";
-	ssize_t n;
-	char *end;
-	unsigned long secs;
-
-	(void)ev;
-	n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0) {
-		event_del(b->ev_tty);
-		return;
-	}
-	line[n] = '\0';
-	if (!p)
-		return;
-	line[strcspn(line, "\r\n")] = '\0';
-	secs = strtoul(line, &end, 10);
-	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0)
-		cb_ignore(brk_pending_decide(b, p->rid, true, 0, false, "tty", NULL));
-	else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0) {
-		if (brk_pending_decide(b, p->rid, true, 0, true, "tty", NULL) == CB_EBUSY) {
-			const char full[] = "this sandbox cannot take more (session approvals or tokens): "
-			    "answer y, n or a number of seconds: ";
-
-			(void)!write(b->tty_fd, full, sizeof(full) - 1);
-		}
-	}
-	else if (line[0] && *end == '\0' && secs > 0)
-		cb_ignore(brk_pending_decide(b, p->rid, true, secs, false, "tty", NULL));
-	else if (strcmp(line, "n") == 0 || strcmp(line, "no") == 0 || line[0] == '\0')
-		cb_ignore(brk_pending_decide(b, p->rid, false, 0, false, "tty", "refused at the terminal"));
-	else {
-		const char again[] = "answer y, n, s or a number of seconds: ";
-
-		(void)!write(b->tty_fd, again, sizeof(again) - 1);
-	}
-}
-
-/* The agent chose its reason and command line: they reach the approver's
- * terminal only through the one escaper (common/text.c), so an agent
- * cannot clear the screen, move the cursor, paint a prompt of its own or
- * reorder what the human reads with bidi controls.  Text too long for the
- * prompt is cut visibly. */
-static const char *
-brk_tty_clean(const char *in, char *out, size_t len)
-{
-	static const char cut[] = "[...]";
-
-	/* cb_text_esc cuts between escapes, never inside one */
-	if (cb_text_esc(out, len, in) >= len && len >= sizeof(cut)) {
-		(void)cb_text_esc(out, len - sizeof(cut) + 1, in);
-		memcpy(out + strlen(out), cut, sizeof(cut));
-	}
-	return out;
-}
-
-void
-brk_tty_prompt_next(struct brk *b)
-{
-	struct brk_pending *p, *oldest = NULL;
-	char msg[CB_ESC_SIZE(ST_TEXT_MAX) + CB_ESC_SIZE(CAP_STR_MAX) + 1536], cmd[512];
-	char sid[CB_ESC_SIZE(CAP_AUD_MAX)], why[CB_ESC_SIZE(ST_TEXT_MAX)], capt[CB_ESC_SIZE(CAP_STR_MAX)];
-	int n;
-
-	if (b->tty_fd < 0 && b->pending) {
-		/* Our own open file description: O_NONBLOCK here never touches
-		 * the terminal's other users, and a read can never stall the
-		 * loop. */
-		b->tty_fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-		if (b->tty_fd < 0)
-			return;	/* no terminal: requests wait, then expire (deny) */
-		b->ev_tty = event_new(b->base, b->tty_fd, EV_READ | EV_PERSIST, brk_tty_read, b);
-		if (b->ev_tty)
-			event_add(b->ev_tty, NULL);
-	}
-	for (p = b->pending; p; p = p->next)
-		oldest = p;	/* the list is newest first */
-	b->tty_current = oldest;
-	/* While a question is on the terminal the agents' output is held
-	 * back, so an agent cannot draw over the prompt the human reads. */
-	if (b->prompt_hook)
-		b->prompt_hook(b->prompt_arg, oldest != NULL);
-	if (!oldest)
-		return;
-	/* Keys typed for an earlier prompt must not answer this one. */
-	tcflush(b->tty_fd, TCIFLUSH);
-	n = snprintf(msg, sizeof(msg),
-	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
-	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",
-	    brk_tty_clean(oldest->s->id, sid, sizeof(sid)),
-	    brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
-	    brk_tty_clean(oldest->cap->text, capt, sizeof(capt)), (unsigned long long)oldest->ttl,
-	    oldest->reason[0] ? brk_tty_clean(oldest->reason, why, sizeof(why)) : "(none given)");
-	if (n > 0)
-		(void)!write(b->tty_fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }

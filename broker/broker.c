@@ -1,0 +1,550 @@
+/*
+ * broker.c - the broker itself: set-up (policy, state lock, state, audit
+ * log, reconciliation, admin socket), the once-a-second tick, policy
+ * reload, the loop, and the tear-down.
+ *
+ * Trust domain: broker.  Nothing here reads agent input; what it trusts
+ * on disk is the state directory, which must be the broker's own (0700,
+ * flock'd) and is never served to an agent (brk_path_is_state).
+ */
+#include "broker/broker.h"
+#include "broker/sbx.h"
+#include "broker/work.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The wall clock against the monotonic one: a jump of more than
+ * BRK_CLOCK_JUMP_S either way is audited (expiry is judged on the wall
+ * clock, never earlier than its high-water mark: st_now). */
+static void
+brk_clock_check(struct brk *b)
+{
+	struct timespec ts;
+	uint64_t wall, mono = cb_mono_ns();
+	int64_t drift;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	wall = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+
+	if (b->clock_wall != 0) {
+		drift = (int64_t)(wall - b->clock_wall) - (int64_t)(mono - b->clock_mono);
+		if (drift > (int64_t)BRK_CLOCK_JUMP_S * 1000000000 ||
+		    drift < -(int64_t)BRK_CLOCK_JUMP_S * 1000000000) {
+			char detail[160];
+
+			snprintf(detail, sizeof(detail), "the wall clock jumped %+lld s%s",
+			    (long long)(drift / 1000000000), drift < 0 ?
+			    "; expiry is still judged at the latest time seen" : "");
+			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.jump", NULL, NULL, "broker",
+			    detail);
+			if (drift > 0)
+				cb_ignore(st_time_persist(b->st, cb_now()));
+		}
+	}
+	b->clock_wall = wall;
+	b->clock_mono = mono;
+}
+
+static void
+brk_tick(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk *b = arg;
+	static unsigned n;
+
+	(void)fd;
+	(void)ev;
+	brk_pending_tick(b);
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		if (!s->dead)
+			brk_budget_tick(s);
+	brk_clock_check(b);
+	/* Requests restored from the state after a restart have no waiter in
+	 * memory: expire them on the same clock, every 10 s; and the wall
+	 * clock's high-water mark is stored, so that setting the clock back,
+	 * even across a restart, never revives an expired token. */
+	if (++n % 10 == 0) {
+		size_t k;
+
+		cb_ignore(st_request_expire(b->st, st_now(b->st), &k));
+		cb_ignore(st_time_persist(b->st, cb_now()));
+	}
+}
+
+static void
+brk_find_helpers(struct brk *b)
+{
+	char exe[4000], path[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat st;
+	char *slash;
+
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/capcall", exe);
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		snprintf(b->capcall_path, sizeof(b->capcall_path), "%s", path);
+	/* The Python client: installed under DATADIR, or in the source tree
+	 * next to ./bin when run from a checkout. */
+	snprintf(path, sizeof(path), "%s/python", CB_DATADIR);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, b->pylib_dir))
+		return;
+	for (int up = 1; up <= 2; up++) {
+		snprintf(path, sizeof(path), "%s/%s/client/python", exe, up == 1 ? ".." : "../..");
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, b->pylib_dir))
+			return;
+	}
+	b->pylib_dir[0] = '\0';
+}
+
+struct brk_elev_scan {
+	uint8_t (*ids)[CAP_ID_LEN];
+	size_t n, cap;
+	uint64_t now;
+};
+
+static int
+brk_elev_collect(void *arg, const struct st_token *t)
+{
+	struct brk_elev_scan *e = arg;
+
+	if (!t->elevated || t->revoked_at || t->exp < e->now)
+		return 0;
+	if (e->n == e->cap) {
+		size_t nc = e->cap ? 2 * e->cap : 64;
+		void *p = reallocarray(e->ids, nc, CAP_ID_LEN);
+
+		if (!p)
+			return CB_ENOMEM;
+		e->ids = p;
+		e->cap = nc;
+	}
+	memcpy(e->ids[e->n++], t->id, CAP_ID_LEN);
+	return 0;
+}
+
+/* No sandbox runs when the broker starts, so no approval granted to one
+ * can still belong to anyone: a crash left them valid, revoke them. */
+static int
+brk_revoke_stale_elevations(struct brk *b)
+{
+	struct brk_elev_scan e = { .now = st_now(b->st) };
+	int r = st_token_list(b->st, NULL, brk_elev_collect, &e);
+
+	for (size_t i = 0; r == 0 && i < e.n; i++) {
+		size_t n;
+
+		r = brk_revoke(b, e.ids[i], NULL, "broker",
+		    "elevation of a sandbox that no longer runs (broker restart)", &n);
+		if (r == CB_EREVOKED)
+			r = 0;
+	}
+	free(e.ids);
+	return r;
+}
+
+/*
+ * One broker per state directory: a second one would share the signing keys,
+ * the database and the audit log with the first (two writers of one hash
+ * chain), and take over its admin socket.  STATE/broker.lock is flock'd for
+ * the broker's whole life; the kernel drops the lock when the process dies,
+ * however it dies, so a crash leaves nothing stale to clean up.  The file
+ * holds the owner's pid, for the message a second broker prints.
+ */
+static int
+brk_lock_state(struct brk *b, char *why, size_t whylen)
+{
+	char path[4200], pid[32];
+	ssize_t n;
+	int fd;
+
+	if (mkdir(b->state_dir, 0700) != 0 && errno != EEXIST) {
+		snprintf(why, whylen, "state %s: %s", b->state_dir, strerror(errno));
+		return CB_EIO;
+	}
+	snprintf(path, sizeof(path), "%s/broker.lock", b->state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		snprintf(why, whylen, "state %s: cannot open %s: %s", b->state_dir, path,
+		    strerror(errno));
+		return CB_EIO;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = e == EWOULDBLOCK ? pread(fd, pid, sizeof(pid) - 1, 0) : -1;
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e != EWOULDBLOCK) {
+			snprintf(why, whylen, "state %s: cannot lock %s: %s", b->state_dir, path,
+			    strerror(e));
+			return CB_EIO;
+		}
+		snprintf(why, whylen, "state directory %s is in use by a running broker%s%s%s; "
+		    "stop it first, or give this one another --state", b->state_dir,
+		    pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+		return CB_EBUSY;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		(void)0;	/* the pid is for people; the lock is what counts */
+	b->lock_fd = fd;
+	return 0;
+}
+
+int
+brk_reload(struct brk *b, const char *actor, char *why, size_t whylen)
+{
+	struct pol *np = NULL;
+	struct brk_pol *nb = NULL, *old = b->cur;
+	char *errs = NULL, detail[256];
+	size_t errlen = 0;
+	FILE *ef;
+	int r;
+
+	why[0] = '\0';
+	if (!b->opts.policy_path) {
+		snprintf(why, whylen, "no --policy file: the built-in policy stays in force");
+		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EINVAL, NULL, "policy.reload", NULL, NULL,
+		    actor, why);
+		return CB_EINVAL;
+	}
+	/* The loader's messages (file:line: what) become the reason. */
+	ef = open_memstream(&errs, &errlen);
+	r = pol_load(b->opts.policy_path, &np, ef ? ef : stderr);
+	if (ef)
+		fclose(ef);
+	if (r != 0) {
+		for (char *p = errs; p && *p; p++)
+			if (*p == '\n' && p[1])
+				*p = ';';
+		if (errs && errlen && errs[strlen(errs) - 1] == '\n')
+			errs[strlen(errs) - 1] = '\0';
+		snprintf(why, whylen, "policy %s is not valid; keeping the policy in force: %s",
+		    b->opts.policy_path, errs && errs[0] ? errs : cb_strerror(r));
+		brk_audit(b, AUD_ADMIN, AUD_DENY, r, NULL, "policy.reload", b->opts.policy_path,
+		    NULL, actor, why);
+		goto out;
+	}
+	if (!(nb = calloc(1, sizeof(*nb)))) {
+		pol_free(np);
+		r = CB_ENOMEM;
+		snprintf(why, whylen, "%s", cb_strerror(r));
+		goto out;
+	}
+	nb->pol = np;
+	nb->gen = old->gen + 1;
+	b->cur = nb;
+	b->pol = np;
+	snprintf(detail, sizeof(detail), "policy generation %llu for new sandboxes; %u running "
+	    "sandbox(es) keep generation %llu", (unsigned long long)nb->gen, old->refs,
+	    (unsigned long long)old->gen);
+	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "policy.reload", b->opts.policy_path, NULL,
+	    actor, detail);
+	snprintf(why, whylen, "reloaded %s: %s", b->opts.policy_path, detail);
+	if (old->refs == 0) {
+		pol_free(old->pol);
+		free(old);
+	}
+out:
+	free(errs);
+	return r;
+}
+
+int
+brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
+{
+	struct brk *b = NULL;
+	struct aud_opts ao;
+	char path[4200];
+	int r;
+
+	*out = NULL;
+	why[0] = '\0';
+	if (sodium_init() < 0) {
+		snprintf(why, whylen, "libsodium failed to initialise");
+		return CB_EINTERNAL;
+	}
+	if (!(b = calloc(1, sizeof(*b))))
+		return CB_ENOMEM;
+	b->opts = *o;
+	b->chan_closed = brk_sbx_close_channel;
+	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
+	b->wake_pipe[0] = b->wake_pipe[1] = -1;
+	signal(SIGPIPE, SIG_IGN);
+	if (o->policy_path) {
+		if ((r = pol_load(o->policy_path, &b->pol, stderr)) != 0) {
+			snprintf(why, whylen, "policy %s is not valid (errors above); refusing to start",
+			    o->policy_path);
+			goto out;
+		}
+	} else if ((r = pol_default(&b->pol)) != 0) {
+		snprintf(why, whylen, "built-in policy: %s", cb_strerror(r));
+		goto out;
+	}
+	if (!(b->cur = calloc(1, sizeof(*b->cur)))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	b->cur->pol = b->pol;
+	b->cur->gen = 1;
+	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
+	{
+		struct stat sd;
+
+		/* A state directory others may write to is not ours to trust:
+		 * they could swap the database, keys or log under us. */
+		if (stat(b->state_dir, &sd) == 0 && (sd.st_mode & 0022)) {
+			snprintf(why, whylen, "state directory %s is writable by group or others "
+			    "(mode %04o); make it 0700", b->state_dir, (unsigned)(sd.st_mode & 07777));
+			r = CB_EPERM;
+			goto out;
+		}
+	}
+	if ((r = brk_lock_state(b, why, whylen)) != 0)
+		goto out;
+	{
+		/* A log without its database: the database was deleted or emptied.
+		 * Starting afresh would mean a new signing key and no revocations
+		 * beside a log that records them: only when asked (--new-state). */
+		struct stat sl, sd;
+		char dbp[4200];
+
+		snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+		snprintf(dbp, sizeof(dbp), "%s/state.db", b->state_dir);
+		if (!o->new_state && stat(path, &sl) == 0 && sl.st_size > 0 &&
+		    (stat(dbp, &sd) != 0 || sd.st_size == 0)) {
+			snprintf(why, whylen, "state database %s is missing or empty but the audit log %s "
+			    "holds this state's history; refusing to start a new state (a new key, no "
+			    "revocations) beside it. Restore the database, rebuild it with `capbroker state "
+			    "rebuild --state %s`, or start a new state deliberately with --new-state",
+			    dbp, path, b->state_dir);
+			r = CB_ENOENT;
+			goto out;
+		}
+	}
+	{
+		char swhy[1024];
+
+		if ((r = (o->new_state ? st_open_new : st_open_why)(b->state_dir, &b->st, swhy,
+		    sizeof(swhy))) != 0) {
+			snprintf(why, whylen, "state %s: %s: %s", b->state_dir, cb_strerror(r),
+			    swhy[0] ? swhy : strerror(errno));
+			goto out;
+		}
+	}
+	if (!realpath(b->state_dir, b->state_real))
+		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
+	aud_opts_default(&ao);
+	switch (pol_audit_fsync(b->pol)) {
+	case POL_FSYNC_ALWAYS: ao.fsync = AUD_FSYNC_ALWAYS; break;
+	case POL_FSYNC_NEVER: ao.fsync = AUD_FSYNC_NEVER; break;
+	default: ao.fsync = AUD_FSYNC_BATCH; break;
+	}
+	ao.sign = st_sign_audit;
+	ao.sign_arg = b->st;
+	ao.on_checkpoint = st_audit_checkpoint_cb;
+	ao.on_checkpoint_arg = b->st;
+	ao.dseq_base = st_dseq(b->st);
+	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+	/* The state remembers the log's id and last checkpoint: a log that was
+	 * deleted, replaced or cut back stops the broker instead of being
+	 * quietly started over the evidence.  --new-audit-log is the
+	 * deliberate way past that, and says so in the new log. */
+	{
+		struct aud_head head;
+
+		if (!o->new_audit_log &&
+		    st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
+			ao.expect = &head;
+		r = aud_open(path, st_keyring(b->st), &ao, &b->aud);
+	}
+	if (r != 0) {
+		if (ao.expect && r == CB_EAUDIT)
+			snprintf(why, whylen, "audit log %s is missing, replaced or cut short (the state "
+			    "remembers another); refusing to start. Check it with `capctl audit verify`; "
+			    "to start a new log deliberately, move it aside and use --new-audit-log", path);
+		else
+			snprintf(why, whylen, "audit log %s: %s (%s)", path, cb_strerror(r), strerror(errno));
+		goto out;
+	}
+	if (o->new_audit_log)
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
+		    "started with --new-audit-log");
+	if (o->new_state && st_is_new(b->st)) {
+		/* deliberately a new state beside an old log: it starts where the
+		 * log is, and the log says so */
+		if ((r = st_set_dseq(b->st, aud_open_dseq(b->aud))) != 0) {
+			snprintf(why, whylen, "state %s: %s", b->state_dir, cb_strerror(r));
+			goto out;
+		}
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "state.new", b->state_dir, NULL, "broker",
+		    "started with --new-state: a new state database beside the existing log");
+	}
+	if ((r = brk_reconcile(b, why, whylen)) != 0)
+		goto out;
+	if (cb_now() + BRK_CLOCK_JUMP_S < st_time_hwm(b->st)) {
+		char detail[160];
+
+		snprintf(detail, sizeof(detail), "the wall clock is %llu s behind the latest time this "
+		    "state saw; expiry is judged at that time",
+		    (unsigned long long)(st_time_hwm(b->st) - cb_now()));
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.backwards", NULL, NULL, "broker",
+		    detail);
+	}
+	cb_ignore(st_time_persist(b->st, cb_now()));
+	{
+		uint8_t (*ids)[CAP_ID_LEN] = NULL;
+		size_t n = 0;
+
+		/* Instances a crash left open end now, and their elevations. */
+		r = st_instance_end_all(b->st, cb_now(), &ids, &n);
+		for (size_t i = 0; i < n; i++)
+			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", NULL, ids[i], "broker",
+			    "elevation of a sandbox that no longer runs (broker restart)");
+		free(ids);
+		if (r != 0) {
+			snprintf(why, whylen, "ending the sandboxes of a previous run: %s", cb_strerror(r));
+			goto out;
+		}
+	}
+	if ((r = brk_revoke_stale_elevations(b)) != 0) {
+		snprintf(why, whylen, "revoking stale elevations: %s", cb_strerror(r));
+		goto out;
+	}
+	if (!(b->base = event_base_new()) || wire_dec_new(WIRE_REQ_MAX, &b->dec) != 0 ||
+	    !(b->rbuf = malloc(WIRE_REQ_MAX + 1)) || !(b->sbuf = malloc(WIRE_REPLY_MAX))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	if ((r = brk_work_open(b)) != 0)
+		goto out;
+	if (!(b->ev_tick = event_new(b->base, -1, EV_PERSIST, brk_tick, b))) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	if ((r = brk_hostaddr_open(b)) != 0)
+		goto out;
+	{
+		struct timeval tv = { 1, 0 };
+
+		event_add(b->ev_tick, &tv);
+	}
+	brk_find_helpers(b);
+	if (o->admin_path)
+		snprintf(path, sizeof(path), "%s", o->admin_path);
+	else
+		snprintf(path, sizeof(path), "%s/admin.sock", b->state_dir);
+	if (o->has_admin_fd)
+		r = brk_admin_adopt(b, o->admin_fd, why, whylen);
+	else
+		r = brk_admin_listen(b, path, why, whylen);
+	if (r != 0)
+		goto out;
+	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "broker.start", b->state_dir, NULL, "broker",
+	    o->policy_path ? o->policy_path : "built-in policy");
+	*out = b;
+	b = NULL;
+	r = 0;
+out:
+	if (r != 0 && !why[0])
+		snprintf(why, whylen, "%s", cb_strerror(r));
+	brk_free(b);
+	return r;
+}
+
+bool
+brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor)
+{
+	size_t sl = strlen(b->state_real), pl = strlen(path);
+
+	if (!sl)
+		return false;
+	/* inside (or equal) */
+	if (pl >= sl && strncmp(path, b->state_real, sl) == 0 && (path[sl] == '/' || path[sl] == '\0'))
+		return true;
+	/* an ancestor: "/" or a proper prefix ending at a component */
+	return or_ancestor && pl < sl && strncmp(b->state_real, path, pl) == 0 &&
+	    (b->state_real[pl] == '/' || pl == 1);
+}
+
+void
+brk_stop(struct brk *b, int code)
+{
+	b->stopping = true;
+	b->exit_code = code;
+	event_base_loopbreak(b->base);
+}
+
+int
+brk_loop(struct brk *b)
+{
+	if (event_base_dispatch(b->base) < 0)
+		return CB_EINTERNAL;
+	return 0;
+}
+
+void
+brk_free(struct brk *b)
+{
+	if (!b)
+		return;
+	/* No process survives its sandbox, nor its broker. */
+	while (b->sbx) {
+		struct brk_sbx *s = b->sbx;
+
+		if (s->spawned && !s->exited) {
+			int ws;
+
+			sbx_kill(&s->proc);
+			waitpid(s->proc.pid, &ws, 0);
+			s->exited = true;
+		}
+		s->dead = true;
+		s->refs = 0;
+		brk_sbx_free(s);
+	}
+	brk_admin_close(b);
+	brk_hostaddr_close(b);
+	brk_work_close(b);
+	if (b->ev_tick)
+		event_free(b->ev_tick);
+	if (b->ev_tty)
+		event_free(b->ev_tty);
+	if (b->tty_fd >= 0)
+		close(b->tty_fd);
+	if (b->aud) {
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "broker.stop", NULL, NULL, "broker", NULL);
+		(void)aud_close(b->aud);
+	}
+	st_close(b->st);
+	/* Every sandbox is gone: only the current policy is left. */
+	if (b->cur)
+		free(b->cur);
+	pol_free(b->pol);
+	/* Last: the next broker may take the state only now. */
+	if (b->lock_fd >= 0)
+		close(b->lock_fd);
+	wire_dec_free(b->dec);
+	free(b->rbuf);
+	free(b->sbuf);
+	if (b->base)
+		event_base_free(b->base);
+	free(b);
+}

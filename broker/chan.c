@@ -1,0 +1,344 @@
+/*
+ * chan.c - a sandbox's channel: reading one packet, the per-sandbox rate,
+ * the reply queue, and the reply, deny and audit helpers every handler
+ * uses.  The bottom of the broker: it calls no handler.  A decoded request
+ * goes back to its caller (dispatch.c); a channel that must close is
+ * reported through b->chan_closed (sbx.c).
+ *
+ * Trust domain: broker.  Every packet on a sandbox channel is hostile.  The
+ * rules that keep one agent from hurting the others or the broker:
+ *  - one receive buffer of WIRE_REQ_MAX + 1 bytes: a larger packet is seen
+ *    truncated (MSG_TRUNC) and refused, never allocated for;
+ *  - file descriptors an agent sends are closed unread;
+ *  - at most BRK_BATCH packets per wakeup and a token-bucket rate per
+ *    sandbox, so a flood stalls only its own channel;
+ *  - replies that the agent does not read are queued up to BRK_OUTQ_MAX,
+ *    then the channel is closed: the loop never waits for an agent;
+ *  - a malformed packet gets an error reply and an audit line; the loop
+ *    carries on with the next one.
+ */
+#include "broker/broker.h"
+#include "broker/chan.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct brk_out {
+	struct brk_out *next;
+	size_t len;
+	int fd;
+	uint8_t data[];
+};
+
+void
+brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,
+    const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
+    const char *actor, const char *detail)
+{
+	struct aud_rec r = {
+		.kind = kind, .decision = d, .reason = reason, .sandbox = sandbox,
+		.op = op, .resource = resource, .token_id = tid, .actor = actor,
+		.detail = detail,
+	};
+
+	if (b->aud)
+		cb_ignore(aud_append(b->aud, &r));	/* health is checked before acting */
+}
+
+static void
+brk_chan_close(struct brk_sbx *s, const char *why)
+{
+	s->b->chan_closed(s, why);
+}
+
+static int
+brk_send(int sock, const uint8_t *buf, size_t len, int fd)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	return sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static int
+brk_queue(struct brk_sbx *s, const uint8_t *buf, size_t len, int fd)
+{
+	struct brk_out *o;
+
+	if (s->noutq >= BRK_OUTQ_MAX || !(o = malloc(sizeof(*o) + len)))
+		return CB_EBUSY;
+	o->next = NULL;
+	o->len = len;
+	o->fd = fd;
+	memcpy(o->data, buf, len);
+	if (s->outq_tail)
+		s->outq_tail->next = o;
+	else
+		s->outq = o;
+	s->outq_tail = o;
+	s->noutq++;
+	event_add(s->ev_write, NULL);
+	return 0;
+}
+
+void
+brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd)
+{
+	struct brk *b = s->b;
+	size_t len;
+	int e;
+
+	if (s->dead) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (wire_reply_encode(r, b->sbuf, WIRE_REPLY_MAX, &len) != 0) {
+		struct wire_reply small = { .id = r->id, .err = CB_ETOOBIG };
+
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		if (wire_reply_encode(&small, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
+			return;
+	}
+	if (!s->outq) {
+		e = brk_send(s->fd, b->sbuf, len, fd);
+		if (e == 0) {
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		if (e != -EAGAIN && e != -ENOBUFS) {
+			if (fd >= 0)
+				close(fd);
+			brk_chan_close(s, "send failed");
+			return;
+		}
+	}
+	if (brk_queue(s, b->sbuf, len, fd) != 0) {
+		if (fd >= 0)
+			close(fd);
+		brk_chan_close(s, "agent does not read its replies");
+	}
+}
+
+void
+brk_chan_writable(evutil_socket_t sock, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+
+	(void)sock;
+	(void)ev;
+	while (s->outq) {
+		struct brk_out *o = s->outq;
+		int e = brk_send(s->fd, o->data, o->len, o->fd);
+
+		if (e == -EAGAIN || e == -ENOBUFS)
+			return;	/* still full: EV_PERSIST keeps us waiting */
+		if (o->fd >= 0)
+			close(o->fd);
+		s->outq = o->next;
+		if (!s->outq)
+			s->outq_tail = NULL;
+		s->noutq--;
+		free(o);
+		if (e != 0) {
+			brk_chan_close(s, "send failed");
+			return;
+		}
+	}
+	event_del(s->ev_write);
+}
+
+void
+brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resource,
+    const uint8_t *tid, const char *detail)
+{
+	struct wire_reply r = { .id = q ? q->id : 0, .err = err };
+	char reason[512];
+
+	/* The sentence for people keeps the reason first: "not covered by
+	 * the token: address 10.0.0.1". */
+	if (detail) {
+		snprintf(reason, sizeof(reason), "%s: %s", cb_strerror(err), detail);
+		r.reason = reason;
+	} else if (q && resource) {
+		snprintf(reason, sizeof(reason), "%s (%s %s)", cb_strerror(err), wire_op_name(q->op),
+		    resource);
+		r.reason = reason;
+	}
+	brk_budget_deny(s, err, q ? wire_op_name(q->op) : "frame", resource, tid, detail);
+	brk_reply(s, &r, -1);
+}
+
+void
+brk_chan_drop_queue(struct brk_sbx *s)
+{
+	while (s->outq) {
+		struct brk_out *o = s->outq;
+
+		s->outq = o->next;
+		if (o->fd >= 0)
+			close(o->fd);
+		free(o);
+	}
+	s->outq_tail = NULL;
+	s->noutq = 0;
+}
+
+static bool
+brk_rate_take(struct brk_sbx *s)
+{
+	uint64_t now = cb_mono_ns();
+
+	s->bucket += (double)(now - s->bucket_ns) * BRK_RATE / 1e9;
+	if (s->bucket > BRK_BURST)
+		s->bucket = BRK_BURST;
+	s->bucket_ns = now;
+	if (s->bucket < 1.0)
+		return false;
+	s->bucket -= 1.0;
+	return true;
+}
+
+void
+brk_chan_rate_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+
+	(void)fd;
+	(void)ev;
+	if (!s->dead)
+		event_add(s->ev_read, NULL);
+}
+
+/* A zero-length read on SOCK_SEQPACKET is either an empty packet or the
+ * peer's close; POLLHUP tells them apart. */
+static bool
+brk_peer_closed(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+}
+
+/* Read one packet from s's channel (sock) into q.  BRK_CHAN_REQ: q holds
+ * a decoded request for the dispatcher.  BRK_CHAN_NEXT: the packet was bad
+ * and has been answered; read on.  BRK_CHAN_STOP: nothing more to read now
+ * (empty, rate or budget stall, or the channel closed). */
+enum brk_chan_got
+brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
+{
+	struct brk *b = s->b;
+	union {
+		char buf[CMSG_SPACE(BRK_RECV_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = b->rbuf, .iov_len = WIRE_REQ_MAX + 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	bool fds = false;
+	ssize_t n;
+	int r;
+	struct timeval wait;
+	char why[256];
+
+	switch (brk_budget_check(s, &wait, why, sizeof(why))) {
+	case BRK_BUDGET_OK:
+		break;
+	case BRK_BUDGET_WAIT:
+		event_del(s->ev_read);
+		evtimer_add(s->ev_rate, &wait);
+		return BRK_CHAN_STOP;
+	case BRK_BUDGET_STOP:
+		brk_chan_close(s, why);
+		return BRK_CHAN_STOP;
+	}
+	if (!brk_rate_take(s)) {
+		struct timeval tv = { 0, 2000 };
+
+		event_del(s->ev_read);
+		evtimer_add(s->ev_rate, &tv);
+		return BRK_CHAN_STOP;
+	}
+	n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			brk_chan_close(s, "receive failed");
+		return BRK_CHAN_STOP;
+	}
+	/* An agent has no business sending descriptors: close them. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t j = 0; j < k; j++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
+				close(fd);
+			}
+			fds = true;
+		}
+	}
+	if (n == 0 && !fds && brk_peer_closed(sock)) {
+		brk_chan_close(s, "agent closed its channel");
+		return BRK_CHAN_STOP;
+	}
+	s->nreq++;
+	if (fds || (m.msg_flags & MSG_CTRUNC)) {
+		s->nbad++;
+		s->bucket -= BRK_BAD_COST - 1;
+		brk_deny(s, NULL, CB_EPROTO, NULL, NULL, "descriptors sent to the broker were closed");
+		return BRK_CHAN_NEXT;
+	}
+	if (m.msg_flags & MSG_TRUNC) {
+		s->nbad++;
+		s->bucket -= BRK_BAD_COST - 1;
+		brk_deny(s, NULL, CB_ETOOBIG, NULL, NULL, "packet larger than the 64 KiB limit");
+		return BRK_CHAN_NEXT;
+	}
+	r = wire_req_decode(b->dec, b->rbuf, (size_t)n, q);
+	if (r != 0) {
+		/* Malformed packets cost more of the sandbox's rate: a
+		 * well-behaved agent never sends one, and each costs the
+		 * broker a denial, an audit record and a reply. */
+		s->nbad++;
+		s->bucket -= BRK_BAD_COST - 1;
+		/* A known id lets the agent match the error to its call. */
+		brk_deny(s, q->id ? q : NULL, r, NULL, NULL, NULL);
+		return BRK_CHAN_NEXT;
+	}
+	return BRK_CHAN_REQ;
+}
+
+void
+brk_chan_batch_end(struct brk_sbx *s)
+{
+	/* An agent that keeps sending garbage has nothing to say. */
+	if (!s->dead && s->nbad > BRK_BAD_MAX)
+		brk_chan_close(s, "too many malformed packets");
+}

@@ -1,0 +1,666 @@
+/*
+ * sbx.c - the sandbox life cycle: create (validate, mint the grants, spawn),
+ * watch (status report, exit), close the channel, kill, free.
+ *
+ * Trust domain: broker.  What is created comes from an administrator
+ * (capctl run, capbroker run) and is checked against the policy: every grant
+ * inside the tier's ceiling or nothing starts; binds are canonicalised once
+ * and opened by the launcher without following symlinks.  After the start
+ * the agent is hostile: a sandbox whose channel closes is killed.
+ */
+#include "broker/broker.h"
+#include "broker/approval.h"
+#include "broker/chan.h"
+#include "broker/dispatch.h"
+#include "broker/sbx.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+void
+brk_sbx_hold(struct brk_sbx *s)
+{
+	s->refs++;
+}
+
+/* A sandbox is done with its policy: free it if a reload has replaced it
+ * and no other sandbox uses it. */
+static void
+brk_pol_release(struct brk *b, struct brk_pol *bp)
+{
+	if (!bp)
+		return;
+	if (bp->refs > 0)
+		bp->refs--;
+	if (bp->refs == 0 && bp != b->cur) {
+		pol_free(bp->pol);
+		free(bp);
+	}
+}
+
+void
+brk_sbx_release(struct brk_sbx *s)
+{
+	if (--s->refs == 0 && s->dead && (!s->spawned || s->exited))
+		brk_sbx_free(s);
+}
+
+struct brk_sbx *
+brk_sbx_find(struct brk *b, const char *id)
+{
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static void
+brk_sbx_unlink(struct brk_sbx *s)
+{
+	struct brk *b = s->b;
+
+	for (struct brk_sbx **p = &b->sbx; *p; p = &(*p)->next) {
+		if (*p == s) {
+			*p = s->next;
+			b->nsbx--;
+			return;
+		}
+	}
+}
+
+void
+brk_sbx_free(struct brk_sbx *s)
+{
+	brk_sbx_unlink(s);
+	brk_pending_drop_sbx(s->b, s);
+	if (s->ev_read)
+		event_free(s->ev_read);
+	if (s->ev_write)
+		event_free(s->ev_write);
+	if (s->ev_rate)
+		event_free(s->ev_rate);
+	if (s->ev_status)
+		event_free(s->ev_status);
+	if (s->ev_exit)
+		event_free(s->ev_exit);
+	brk_chan_drop_queue(s);
+	brk_budget_end(s);
+	if (s->fd >= 0)
+		close(s->fd);
+	brk_held_clear(s);
+	for (size_t i = 0; i < BRK_HANDLES_MAX; i++)
+		if (s->handles[i].used)
+			close(s->handles[i].fd);
+	for (size_t i = 0; i < s->nsession; i++)
+		cap_free(s->session_caps[i]);
+	if (s->spawned)
+		sbx_proc_close(&s->proc);
+	pol_inst_free(s->inst);
+	brk_pol_release(s->b, s->pol);
+	free(s->command);
+	free(s);
+}
+
+static void
+brk_sbx_grace_over(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+
+	(void)fd;
+	(void)ev;
+	if (s->spawned && !s->exited) {
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "kill", NULL, NULL, "broker",
+		    "the sandbox's channel closed");
+		sbx_kill(&s->proc);
+	}
+}
+
+/* Approved elevations belong to this instance: every one the state
+ * recorded against it is revoked (with what was derived from them) when
+ * it ends, however many there are.  Should the state fail to write, they
+ * are revoked in memory all the same, no later sandbox would honour them
+ * (brk_held_add checks the instance), and the next start ends them. */
+static void
+brk_sbx_end_instance(struct brk_sbx *s)
+{
+	uint8_t (*ids)[CAP_ID_LEN] = NULL;
+	size_t n = 0;
+	int e;
+
+	if (!s->instance)
+		return;
+	e = st_instance_end(s->b->st, s->instance, cb_now(), &ids, &n);
+	for (size_t i = 0; i < n; i++)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "revoke", NULL, ids[i], "broker",
+		    "elevation ends with its sandbox");
+	if (e != 0)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, e, s->id, "revoke", NULL, NULL, "broker",
+		    "ending the sandbox's elevations could not be written; ended at the next start");
+	free(ids);
+	s->instance = 0;
+}
+
+/* The channel is gone (agent closed it, or it misbehaved).  A sandbox
+ * whose only channel is gone has nothing left to do: it is killed.  When
+ * the agent simply exited, its end closed a moment before the stub
+ * reports; a short grace lets the real exit status through. */
+void
+brk_sbx_close_channel(struct brk_sbx *s, const char *why)
+{
+	struct timeval grace = { 0, 250000 };
+
+	if (s->dead)
+		return;
+	brk_sbx_hold(s);
+	s->dead = true;
+	brk_pending_drop_sbx(s->b, s);
+	brk_proc_kill_all(s);
+	brk_sbx_end_instance(s);
+	event_del(s->ev_read);
+	event_del(s->ev_write);
+	event_del(s->ev_rate);
+	brk_budget_end(s);
+	if (!s->exited && strcmp(why, "agent closed its channel") != 0)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.channel-closed", NULL, NULL,
+		    "broker", why);
+	if (s->spawned && !s->exited) {
+		/* ev_rate is free now that reading has stopped: reuse it. */
+		event_free(s->ev_rate);
+		s->ev_rate = evtimer_new(s->b->base, brk_sbx_grace_over, s);
+		if (!s->ev_rate || evtimer_add(s->ev_rate, &grace) != 0)
+			sbx_kill(&s->proc);
+	}
+	brk_sbx_release(s);
+}
+
+void
+brk_sbx_kill(struct brk_sbx *s, const char *actor)
+{
+	brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "kill", NULL, NULL, actor, NULL);
+	if (s->spawned && !s->exited)
+		sbx_kill(&s->proc);
+}
+
+static void
+brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+	int ws = 0;
+	char detail[64];
+
+	(void)fd;
+	(void)ev;
+	if (waitpid(s->proc.pid, &ws, WNOHANG) <= 0)
+		return;
+	event_del(s->ev_exit);
+	event_del(s->ev_status);
+	s->exited = true;
+	s->exit_code = sbx_wait_status(ws);
+	snprintf(detail, sizeof(detail), "exit %d", s->exit_code);
+	brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.stop", NULL, NULL, "broker", detail);
+	brk_sbx_hold(s);
+	if (s->on_exit)
+		s->on_exit(s, s->on_exit_arg);
+	brk_sbx_close_channel(s, "sandbox exited");
+	brk_sbx_release(s);
+}
+
+static void
+brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+	char why[512] = "";
+	int r;
+
+	(void)fd;
+	(void)ev;
+	r = sbx_spawn_finish(&s->proc, why, sizeof(why));
+	if (r == CB_EBUSY)
+		return;
+	event_del(s->ev_status);
+	if (r != 0) {
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, r, s->id, "sandbox.failed", NULL, NULL,
+		    "broker", why);
+		if (!s->b->opts.quiet)
+			fprintf(stderr, "capbroker: sandbox %s: %s\n", s->id, why);
+		return;	/* the stub exits 125; brk_sbx_exited reports it */
+	}
+	if (s->proc.report.landlock_abi == 0)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "no-landlock", NULL, NULL, "broker",
+		    "kernel has no Landlock: namespaces and seccomp carry the load");
+	if (!s->proc.report.cgroup)
+		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "no-cgroup", NULL, NULL, "broker",
+		    "no delegated cgroup: rlimits bound memory and processes");
+}
+
+void
+brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out)
+{
+	/* The sandbox reserves its top descriptor slots. */
+	*out = (struct sbx_limits){ l->memory, l->processes,
+		l->open_files < SBX_NOFILE_MAX ? l->open_files : SBX_NOFILE_MAX,
+		l->file_size, l->cpu, wall, l->tmp_size };
+}
+
+static void
+brk_join_argv(char *const *argv, char **out)
+{
+	size_t n = 1;
+	char *s;
+
+	for (size_t i = 0; argv[i]; i++)
+		n += strlen(argv[i]) + 1;
+	if (n > ST_TEXT_MAX)
+		n = ST_TEXT_MAX;
+	if (!(s = calloc(1, n)))
+		return;
+	for (size_t i = 0; argv[i]; i++) {
+		if (i)
+			strncat(s, " ", n - strlen(s) - 1);
+		strncat(s, argv[i], n - strlen(s) - 1);
+	}
+	*out = s;
+}
+
+/* A tier an administrator adds inherits the sandbox rules (fork, exec,
+ * what it sees) of the built-in tier it extends. */
+static enum sbx_tier
+brk_stier(const struct pol_tier *t)
+{
+	enum sbx_tier st;
+
+	return sbx_tier_parse(pol_tier_base(t), &st) == 0 ? st : SBX_TIER_LOW;
+}
+
+/*
+ * A root broker's agent runs as nobody (sandbox-stub drops to it): a writable
+ * bind nobody cannot write would start and then fail at the agent's first
+ * write.  Say so at the start instead, with what to do.  (Running the agent
+ * as the bind's owner would hand an agent that uid's whole host identity
+ * for everything else it can reach: not done.)
+ */
+static int
+brk_rw_bind_check(const struct sbx_bind *bd, char *why, size_t whylen)
+{
+	struct stat st;
+	int fd;
+	bool ok;
+
+	if (!bd->writable || geteuid() != 0)
+		return 0;
+	if ((fd = cb_open_abs(bd->src, O_PATH)) < 0)
+		return 0;	/* the launcher reports it as a bind source */
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	ok = st.st_uid == SBX_ROOT_AGENT_ID ? (st.st_mode & S_IWUSR) != 0 :
+	    st.st_gid == SBX_ROOT_AGENT_ID ? (st.st_mode & S_IWGRP) != 0 : (st.st_mode & S_IWOTH) != 0;
+	if (ok)
+		return 0;
+	snprintf(why, whylen, "writable bind %s: a root broker runs the agent as nobody (uid %d), "
+	    "which cannot write it (owner uid %u, mode %04o); run capbroker as its owner, make it "
+	    "writable for nobody, or bind it read-only", bd->src, SBX_ROOT_AGENT_ID,
+	    (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return CB_EPERM;
+}
+
+/* Split "SRC[:DST]" into a bind.  Both must be absolute. */
+static int
+brk_parse_bind(const char *spec, struct sbx_bind *bd, char **copy)
+{
+	char *c = strdup(spec), *colon;
+
+	if (!c)
+		return CB_ENOMEM;
+	colon = strchr(c, ':');
+	if (colon)
+		*colon = '\0';
+	bd->src = c;
+	bd->dst = colon ? colon + 1 : c;
+	bd->writable = false;
+	*copy = c;
+	if (bd->src[0] != '/' || bd->dst[0] != '/')
+		return CB_EINVAL;
+	return 0;
+}
+
+void
+brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t whylen)
+{
+	const struct cap *c;
+	size_t o;
+
+	o = (size_t)snprintf(why, whylen, "%s exceeds the ceiling of tier '%s' (exceeds policy); "
+	    "the tier allows", what, s->tier_name);
+	if (!pol_inst_ceiling(s->inst, 0) && o < whylen)
+		o += (size_t)snprintf(why + o, whylen - o, " nothing through the broker");
+	for (size_t i = 0; (c = pol_inst_ceiling(s->inst, i)) && o < whylen; i++)
+		o += (size_t)snprintf(why + o, whylen - o, "%s%s", i ? ", " : ": ", c->text);
+	if (o >= whylen && whylen > 4)
+		memcpy(why + whylen - 4, "...", 4);	/* too long: say it was cut */
+}
+
+int
+brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen)
+{
+	struct brk_sbx *s = NULL;
+	const struct pol_tier *tier;
+	const struct pol_limits *lim;
+	const struct pol_bind *pbinds;
+	const char *const *pexec;
+	struct sbx_bind *binds = NULL;
+	char **bindcopies = NULL, **realsrc = NULL;
+	struct sbx_config cfg;
+	size_t npb, npe, nb = 0;
+	int sv[2] = { -1, -1 }, r;
+	uint64_t now = cb_now(), ttl;
+	char cwd[4096];
+
+	*out = NULL;
+	why[0] = '\0';
+	if (spec->ttl > CB_DURATION_MAX || spec->timeout > CB_DURATION_MAX) {
+		snprintf(why, whylen, "ttl and timeout are at most %u seconds (366 days)", CB_DURATION_MAX);
+		return CB_EINVAL;
+	}
+	if (b->nsbx >= BRK_SANDBOXES_MAX) {
+		snprintf(why, whylen, "too many sandboxes");
+		return CB_EBUSY;
+	}
+	/* A nearly full disk refuses new sandboxes while the running ones keep
+	 * the audit reserve: better one clear refusal now than every sandbox
+	 * failing when the disk is full. */
+	{
+		struct statvfs vf;
+		uint64_t avail;
+
+		if (!aud_room(b->aud)) {
+			snprintf(why, whylen, "the audit log %s/audit.jsonl %s: refusing new sandboxes",
+			    b->state_dir, aud_healthy(b->aud) ? "has no room left on its disk" :
+			    "cannot be written");
+			return CB_EAUDIT;
+		}
+		if (statvfs(b->state_dir, &vf) == 0) {
+			avail = (uint64_t)vf.f_bavail * vf.f_frsize;
+			if (avail < BRK_DISK_RESERVE) {
+				snprintf(why, whylen, "the disk of the state %s has %llu KiB left, under the "
+				    "%u KiB kept in reserve: refusing new sandboxes until there is room",
+				    b->state_dir, (unsigned long long)(avail / 1024), BRK_DISK_RESERVE / 1024);
+				return CB_EAUDIT;
+			}
+		}
+	}
+	if (!(s = calloc(1, sizeof(*s))))
+		return CB_ENOMEM;
+	s->b = b;
+	s->fd = -1;
+	s->owner = spec->owner;
+	s->started_at = now;
+	s->bucket = BRK_BURST;
+	s->bucket_ns = cb_mono_ns();
+	s->aud_bucket = (double)pol_audit_budget(b->pol)->burst;
+	s->aud_bucket_ns = s->bucket_ns;
+	s->proc.pid = -1;
+	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
+	s->proc.status_fd = -1;
+	/* It lives under the policy current now, whatever reloads follow. */
+	s->pol = b->cur;
+	s->pol->refs++;
+	if (spec->id) {
+		if (!cap_aud_valid(spec->id, strlen(spec->id)) || strlen(spec->id) > SBX_ID_MAX) {
+			snprintf(why, whylen, "invalid sandbox id '%s' (1-64 of A-Z a-z 0-9 . _ -)", spec->id);
+			r = CB_EINVAL;
+			goto out;
+		}
+		if (brk_sbx_find(b, spec->id)) {
+			snprintf(why, whylen, "a sandbox called '%s' is already running", spec->id);
+			r = CB_EEXIST;
+			goto out;
+		}
+		snprintf(s->id, sizeof(s->id), "%s", spec->id);
+	} else {
+		uint8_t rnd[4];
+		char hex[9];
+
+		do {
+			randombytes_buf(rnd, sizeof(rnd));
+			cap_hex(rnd, sizeof(rnd), hex);
+			snprintf(s->id, sizeof(s->id), "sbx-%s", hex);
+		} while (brk_sbx_find(b, s->id));
+	}
+	/* A durable record of this run: approvals are granted to it, not to
+	 * its id, which a later sandbox may reuse. */
+	if ((r = st_instance_begin(b->st, s->id, now, &s->instance)) != 0) {
+		snprintf(why, whylen, "recording the sandbox in the state: %s", cb_strerror(r));
+		goto out;
+	}
+	snprintf(s->tier_name, sizeof(s->tier_name), "%s",
+	    spec->tier ? spec->tier : pol_default_tier(b->pol));
+	if (!(tier = pol_tier_get(b->pol, s->tier_name))) {
+		snprintf(why, whylen, "unknown tier '%s'", s->tier_name);
+		r = CB_EINVAL;
+		goto out;
+	}
+	s->stier = brk_stier(tier);
+	if (spec->workspace)
+		snprintf(cwd, sizeof(cwd), "%s", spec->workspace);
+	else if (pol_tier_workspace(tier))
+		snprintf(cwd, sizeof(cwd), "%s", pol_tier_workspace(tier));
+	else if (!getcwd(cwd, sizeof(cwd)))
+		cwd[0] = '\0';
+	if (!realpath(cwd, s->workspace)) {
+		snprintf(why, whylen, "workspace '%s': %s", cwd, strerror(errno));
+		r = CB_EINVAL;
+		goto out;
+	}
+	if ((r = pol_tier_instantiate(tier, strcmp(s->workspace, "/") ? s->workspace : NULL,
+		 &s->inst)) != 0) {
+		snprintf(why, whylen, "workspace '%s' cannot be used: %s", s->workspace,
+		    cb_strerror(r));
+		goto out;
+	}
+	brk_join_argv(spec->argv, &s->command);
+
+	/* Grants: every one inside the tier's ceiling, or nothing starts. */
+	ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol);
+	for (size_t i = 0; i < spec->ngrants; i++) {
+		struct cap *c = NULL;
+		char *text = NULL;
+		uint8_t id[CAP_ID_LEN];
+		uint32_t th;
+
+		if ((r = cap_parse(spec->grants[i], &c)) != 0) {
+			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
+			goto out;
+		}
+		if (!pol_inst_within_ceiling(s->inst, c)) {
+			char what[CAP_STR_MAX + 16];
+
+			snprintf(what, sizeof(what), "grant '%s'", c->text);
+			brk_ceiling_refusal(s, what, why, whylen);
+			cap_free(c);
+			r = CB_EPOLICY;
+			goto out;
+		}
+		r = brk_tok_mint(b, s->id, &c, 1, now, now + ttl, false, 0, NULL, false,
+		    spec->actor ? spec->actor : "broker", &text, id);
+		cap_free(c);
+		if (r != 0) {
+			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], brk_decide_why(b, r));
+			goto out;
+		}
+		r = brk_held_add(s, text, strlen(text), true, &th);
+		free(text);
+		if (r != 0) {
+			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
+			goto out;
+		}
+	}
+
+	/* The channel: SOCK_SEQPACKET keeps message boundaries.  Only the
+	 * broker's end is non-blocking (O_NONBLOCK lives on the file
+	 * description, so it is set per end, after creation). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		snprintf(why, whylen, "socketpair: %s", strerror(errno));
+		r = CB_EIO;
+		goto out;
+	}
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
+		r = CB_EIO;
+		goto out;
+	}
+	{
+		int sz = WIRE_REPLY_MAX * 8;
+
+		if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
+			(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
+	s->fd = sv[0];
+
+	/* The sandbox as the tier says, plus the caller's read-only binds. */
+	lim = pol_tier_limits(tier);
+	npb = pol_tier_binds(tier, &pbinds);
+	npe = pol_tier_exec(tier, &pexec);
+	binds = calloc(npb + spec->nro_binds + 1, sizeof(*binds));
+	bindcopies = calloc(spec->nro_binds + 1, sizeof(*bindcopies));
+	realsrc = calloc(npb + spec->nro_binds + 1, sizeof(*realsrc));
+	if (!binds || !bindcopies || !realsrc) {
+		r = CB_ENOMEM;
+		goto out;
+	}
+	/* The policy's binds are opened with the broker's credentials; a
+	 * caller's --ro-bind with the caller's when the caller is not root
+	 * (it may not reach through us what it could not reach itself). */
+	for (size_t i = 0; i < npb; i++)
+		binds[nb++] = (struct sbx_bind){ .src = pbinds[i].src, .dst = pbinds[i].dst,
+		    .writable = pbinds[i].rw };
+	for (size_t i = 0; i < spec->nro_binds; i++) {
+		const char *no;
+
+		if ((r = brk_parse_bind(spec->ro_binds[i], &binds[nb], &bindcopies[i])) != 0) {
+			snprintf(why, whylen, "--ro-bind '%s': SRC and DST must be absolute",
+			    spec->ro_binds[i]);
+			goto out;
+		}
+		if ((no = sbx_bind_dst_refusal(binds[nb].dst)) != NULL) {
+			snprintf(why, whylen, "--ro-bind '%s': destination %s refused: %s",
+			    spec->ro_binds[i], binds[nb].dst, no);
+			r = CB_EINVAL;
+			goto out;
+		}
+		if (spec->owner != 0) {
+			const struct passwd *pw = getpwuid(spec->owner);
+
+			binds[nb].as_caller = true;
+			binds[nb].as_uid = spec->owner;
+			binds[nb].as_gid = pw ? pw->pw_gid : (gid_t)65534;	/* nogroup */
+		}
+		nb++;
+	}
+	/* Binds are chosen by administrators (the policy, --ro-bind): a
+	 * symlink they name is followed here, once, and the launcher then
+	 * opens the canonical path with no symlink followed (common/resolve.c),
+	 * with the broker's credentials, and hands the stub the fd. */
+	for (size_t i = 0; i < nb; i++) {
+		if ((realsrc[i] = realpath(binds[i].src, NULL)) != NULL)
+			binds[i].src = realsrc[i];
+		if ((r = brk_rw_bind_check(&binds[i], why, whylen)) != 0)
+			goto out;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tier = s->stier;
+	cfg.id = s->id;
+	cfg.argv = spec->argv;
+	cfg.binds = binds;
+	cfg.nbinds = nb;
+	cfg.exec_allow = pexec;
+	cfg.nexec_allow = npe;
+	/* --timeout may shorten the tier's wall clock, never lengthen it */
+	brk_sbx_limits(lim, spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
+	    &cfg.limits);
+	cfg.broker_fd = sv[1];
+	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;
+	cfg.pylib_dir = b->pylib_dir[0] ? b->pylib_dir : NULL;
+	cfg.want_pty = spec->want_pty;
+	cfg.chdir = spec->chdir;
+	cfg.setenv = spec->setenv;
+	cfg.nsetenv = spec->nsetenv;
+	cfg.unsetenv = spec->unsetenv;
+	cfg.nunsetenv = spec->nunsetenv;
+	s->wall = cfg.limits.wall_secs;
+	if ((r = sbx_spawn_start(&cfg, &s->proc)) != 0) {
+		sbx_start_refusal(r, why, whylen);
+		goto out;
+	}
+	s->spawned = true;
+	close(sv[1]);
+	sv[1] = -1;
+
+	s->ev_read = event_new(b->base, s->fd, EV_READ | EV_PERSIST, brk_dispatch_readable, s);
+	s->ev_write = event_new(b->base, s->fd, EV_WRITE | EV_PERSIST, brk_chan_writable, s);
+	s->ev_rate = evtimer_new(b->base, brk_chan_rate_resume, s);
+	s->ev_status = event_new(b->base, s->proc.status_fd, EV_READ | EV_PERSIST, brk_sbx_status, s);
+	s->ev_exit = event_new(b->base, s->proc.pidfd, EV_READ | EV_PERSIST, brk_sbx_exited, s);
+	if (!s->ev_read || !s->ev_write || !s->ev_rate || !s->ev_status || !s->ev_exit) {
+		sbx_kill(&s->proc);
+		r = CB_ENOMEM;
+		goto out;
+	}
+	event_add(s->ev_read, NULL);
+	event_add(s->ev_status, NULL);
+	event_add(s->ev_exit, NULL);
+	s->next = b->sbx;
+	b->sbx = s;
+	b->nsbx++;
+	{
+		char detail[4200 + 128];
+
+		snprintf(detail, sizeof(detail), "tier %s, workspace %s, %zu grant(s)", s->tier_name,
+		    s->workspace, s->nheld);
+		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.start", s->command, NULL,
+		    spec->actor ? spec->actor : "broker", detail);
+	}
+	*out = s;
+	s = NULL;
+	r = 0;
+out:
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (s) {
+		if (s->spawned) {
+			int ws;
+
+			sbx_kill(&s->proc);
+			waitpid(s->proc.pid, &ws, 0);
+			s->exited = true;
+		}
+		if (s->fd < 0 && sv[0] >= 0)
+			close(sv[0]);
+		s->dead = true;
+		brk_sbx_end_instance(s);
+		brk_sbx_free(s);
+	}
+	if (bindcopies)
+		for (size_t i = 0; i < spec->nro_binds; i++)
+			free(bindcopies[i]);
+	free(bindcopies);
+	if (realsrc)
+		for (size_t i = 0; i < nb; i++)
+			free(realsrc[i]);
+	free(realsrc);
+	free(binds);
+	return r;
+}

@@ -1,0 +1,16 @@
+/*
+ * sbx.h - the sandbox life cycle (sbx.c), private to broker/.  What the
+ * rest of the program may do with a sandbox is in broker.h.
+ */
+#ifndef CB_BROKER_SBX_H
+#define CB_BROKER_SBX_H
+
+#include "broker/broker.h"
+
+/* The channel is gone (the agent closed it, or it misbehaved): the
+ * sandbox is ended.  Set as brk.chan_closed. */
+void brk_sbx_close_channel(struct brk_sbx *s, const char *why);
+/* Free s at once (the broker is going away: nothing holds it any more). */
+void brk_sbx_free(struct brk_sbx *s);
+
+#endif

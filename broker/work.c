@@ -1,0 +1,104 @@
+/*
+ * work.c - worker threads: a blocking call (DNS) runs off the loop, its
+ * completion on the loop, signalled through the wake pipe.
+ *
+ * Trust domain: broker.  A worker touches only the job it was given; it
+ * never reads or writes files (ops_fs.c switches the loop thread's fs
+ * identity and relies on that), and it blocks every signal.
+ */
+#include "broker/broker.h"
+#include "broker/work.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct brk_job {
+	void (*fn)(void *);
+	void (*done)(void *);
+	void *arg;
+	int wfd;
+};
+
+static void *
+brk_job_main(void *p)
+{
+	struct brk_job *j = p;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	j->fn(j->arg);
+	/* A pointer-sized write to a pipe is atomic; the loop frees j.  It
+	 * fails only when the broker is shutting down (the pipe is closed):
+	 * then the completion has no one to go to. */
+	if (write(j->wfd, &j, sizeof(j)) != sizeof(j))
+		return NULL;
+	return NULL;
+}
+
+int
+brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg)
+{
+	struct brk_job *j = malloc(sizeof(*j));
+	pthread_attr_t at;
+	pthread_t t;
+	int r;
+
+	if (!j)
+		return CB_ENOMEM;
+	*j = (struct brk_job){ .fn = fn, .done = done, .arg = arg, .wfd = b->wake_pipe[1] };
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	r = pthread_create(&t, &at, brk_job_main, j);
+	pthread_attr_destroy(&at);
+	if (r != 0) {
+		free(j);
+		return CB_EBUSY;
+	}
+	return 0;
+}
+
+static void
+brk_wake(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_job *j;
+
+	(void)ev;
+	(void)arg;
+	while (read(fd, &j, sizeof(j)) == sizeof(j)) {
+		j->done(j->arg);
+		free(j);
+	}
+}
+
+int
+brk_work_open(struct brk *b)
+{
+	if (pipe2(b->wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		return CB_EIO;
+	/* Workers must not lose a completion: their end blocks. */
+	fcntl(b->wake_pipe[1], F_SETFL, 0);
+	b->ev_wake = event_new(b->base, b->wake_pipe[0], EV_READ | EV_PERSIST, brk_wake, b);
+	if (!b->ev_wake)
+		return CB_ENOMEM;
+	event_add(b->ev_wake, NULL);
+	return 0;
+}
+
+void
+brk_work_close(struct brk *b)
+{
+	if (b->ev_wake)
+		event_free(b->ev_wake);
+	b->ev_wake = NULL;
+	if (b->wake_pipe[0] >= 0)
+		close(b->wake_pipe[0]);
+	if (b->wake_pipe[1] >= 0)
+		close(b->wake_pipe[1]);
+	b->wake_pipe[0] = b->wake_pipe[1] = -1;
+}

@@ -1,0 +1,15 @@
+/*
+ * work.h - worker threads (work.c), private to broker/.
+ */
+#ifndef CB_BROKER_WORK_H
+#define CB_BROKER_WORK_H
+
+#include "broker/broker.h"
+
+/* Open the wake pipe and its event on b->base: CB_EIO, CB_ENOMEM. */
+int brk_work_open(struct brk *b) CB_WARN_UNUSED;
+/* Close them (a worker still running then finds the pipe closed and its
+ * completion is dropped: the broker is going away). */
+void brk_work_close(struct brk *b);
+
+#endif
