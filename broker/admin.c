@@ -851,8 +851,8 @@ brk_admin_backoff(struct brk *b, int err)
 		char detail[128];
 
 		snprintf(detail, sizeof(detail), "accept: %s; pausing the admin socket", strerror(err));
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "admin.accept-failed", NULL, NULL, "broker",
-		    detail);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "admin.accept-failed",
+		    .actor = "broker", .detail = detail });
 	}
 	b->admin_backoff_ms = b->admin_backoff_ms ? b->admin_backoff_ms * 2 : 10;
 	if (b->admin_backoff_ms > BRK_ACCEPT_BACKOFF_MAX_MS)
@@ -911,8 +911,9 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	}
 	snprintf(who, sizeof(who), "uid:%u", (unsigned)cr.uid);
 	if (cr.uid != geteuid() && !pol_admin_uid(b->pol, cr.uid) && !pol_admin_gid(b->pol, cr.gid)) {
-		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EPERM, NULL, "admin.refused", NULL, NULL, who,
-		    "peer is not an administrator");
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .decision = AUD_DENY,
+		    .reason = CB_EPERM, .op = "admin.refused", .actor = who,
+		    .detail = "peer is not an administrator" });
 		close(fd);
 		return;
 	}

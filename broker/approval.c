@@ -189,7 +189,9 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 
 		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
 		    (unsigned long long)p->rid, (unsigned long long)ttl, p->reason);
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, s->id, "request", p->cap->text, NULL, "agent", detail);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "request", .resource = p->cap->text, .actor = "agent",
+		    .detail = detail });
 	}
 	brk_admin_notify(b, "request", p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
@@ -266,8 +268,9 @@ brk_pending_tick(struct brk *b)
 			struct wire_reply rp = { .id = p->qid, .err = CB_EEXPIREDREQ,
 				.reason = "no one decided in time; expiry means deny" };
 
-			brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EEXPIREDREQ, p->s->id, "expire",
-			    p->cap->text, NULL, "broker", NULL);
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .decision = AUD_DENY,
+			    .reason = CB_EEXPIREDREQ, .sandbox = p->s->id, .op = "expire",
+			    .resource = p->cap->text, .actor = "broker" });
 			brk_reply(p->s, &rp, -1);
 		}
 		if (b->tty_current == p && b->tty_fd >= 0) {

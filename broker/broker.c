@@ -47,8 +47,8 @@ brk_clock_check(struct brk *b)
 			snprintf(detail, sizeof(detail), "the wall clock jumped %+lld s%s",
 			    (long long)(drift / 1000000000), drift < 0 ?
 			    "; expiry is still judged at the latest time seen" : "");
-			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.jump", NULL, NULL, "broker",
-			    detail);
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "clock.jump",
+			    .actor = "broker", .detail = detail });
 			if (drift > 0)
 				cb_ignore(st_time_persist(b->st, cb_now()));
 		}
@@ -221,8 +221,8 @@ brk_reload(struct brk *b, const char *actor, char *why, size_t whylen)
 	why[0] = '\0';
 	if (!b->opts.policy_path) {
 		snprintf(why, whylen, "no --policy file: the built-in policy stays in force");
-		brk_audit(b, AUD_ADMIN, AUD_DENY, CB_EINVAL, NULL, "policy.reload", NULL, NULL,
-		    actor, why);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .decision = AUD_DENY,
+		    .reason = CB_EINVAL, .op = "policy.reload", .actor = actor, .detail = why });
 		return CB_EINVAL;
 	}
 	/* The loader's messages (file:line: what) become the reason. */
@@ -238,8 +238,9 @@ brk_reload(struct brk *b, const char *actor, char *why, size_t whylen)
 			errs[strlen(errs) - 1] = '\0';
 		snprintf(why, whylen, "policy %s is not valid; keeping the policy in force: %s",
 		    b->opts.policy_path, errs && errs[0] ? errs : cb_strerror(r));
-		brk_audit(b, AUD_ADMIN, AUD_DENY, r, NULL, "policy.reload", b->opts.policy_path,
-		    NULL, actor, why);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .decision = AUD_DENY,
+		    .reason = r, .op = "policy.reload", .resource = b->opts.policy_path,
+		    .actor = actor, .detail = why });
 		goto out;
 	}
 	if (!(nb = calloc(1, sizeof(*nb)))) {
@@ -255,8 +256,8 @@ brk_reload(struct brk *b, const char *actor, char *why, size_t whylen)
 	snprintf(detail, sizeof(detail), "policy generation %llu for new sandboxes; %u running "
 	    "sandbox(es) keep generation %llu", (unsigned long long)nb->gen, old->refs,
 	    (unsigned long long)old->gen);
-	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "policy.reload", b->opts.policy_path, NULL,
-	    actor, detail);
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "policy.reload",
+	    .resource = b->opts.policy_path, .actor = actor, .detail = detail });
 	snprintf(why, whylen, "reloaded %s: %s", b->opts.policy_path, detail);
 	if (old->refs == 0) {
 		pol_free(old->pol);
@@ -385,8 +386,9 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		goto out;
 	}
 	if (o->new_audit_log)
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "audit.new-log", path, NULL, "broker",
-		    "started with --new-audit-log");
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "audit.new-log",
+		    .resource = path, .actor = "broker",
+		    .detail = "started with --new-audit-log" });
 	if (o->new_state && st_is_new(b->st)) {
 		/* deliberately a new state beside an old log: it starts where the
 		 * log is, and the log says so */
@@ -394,8 +396,9 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 			snprintf(why, whylen, "state %s: %s", b->state_dir, cb_strerror(r));
 			goto out;
 		}
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "state.new", b->state_dir, NULL, "broker",
-		    "started with --new-state: a new state database beside the existing log");
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "state.new",
+		    .resource = b->state_dir, .actor = "broker",
+		    .detail = "started with --new-state: a new state database beside the existing log" });
 	}
 	if ((r = brk_reconcile(b, why, whylen)) != 0)
 		goto out;
@@ -405,8 +408,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		snprintf(detail, sizeof(detail), "the wall clock is %llu s behind the latest time this "
 		    "state saw; expiry is judged at that time",
 		    (unsigned long long)(st_time_hwm(b->st) - cb_now()));
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "clock.backwards", NULL, NULL, "broker",
-		    detail);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "clock.backwards",
+		    .actor = "broker", .detail = detail });
 	}
 	cb_ignore(st_time_persist(b->st, cb_now()));
 	{
@@ -416,8 +419,9 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		/* Instances a crash left open end now, and their elevations. */
 		r = st_instance_end_all(b->st, cb_now(), &ids, &n);
 		for (size_t i = 0; i < n; i++)
-			brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "revoke", NULL, ids[i], "broker",
-			    "elevation of a sandbox that no longer runs (broker restart)");
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",
+			    .token_id = ids[i], .actor = "broker",
+			    .detail = "elevation of a sandbox that no longer runs (broker restart)" });
 		free(ids);
 		if (r != 0) {
 			snprintf(why, whylen, "ending the sandboxes of a previous run: %s", cb_strerror(r));
@@ -457,8 +461,9 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		r = brk_admin_listen(b, path, why, whylen);
 	if (r != 0)
 		goto out;
-	brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "broker.start", b->state_dir, NULL, "broker",
-	    o->policy_path ? o->policy_path : "built-in policy");
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.start",
+	    .resource = b->state_dir, .actor = "broker",
+	    .detail = o->policy_path ? o->policy_path : "built-in policy" });
 	*out = b;
 	b = NULL;
 	r = 0;
@@ -530,7 +535,8 @@ brk_free(struct brk *b)
 	if (b->tty_fd >= 0)
 		close(b->tty_fd);
 	if (b->aud) {
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, NULL, "broker.stop", NULL, NULL, "broker", NULL);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.stop",
+		    .actor = "broker" });
 		(void)aud_close(b->aud);
 	}
 	st_close(b->st);

@@ -407,9 +407,10 @@ int brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox,
 int brk_reconcile(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
 
 /* ---- audit helper (chan.c) ---- */
-void brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,
-    const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
-    const char *actor, const char *detail);
+/* Append r to the audit log (if open).  A failure is not reported here:
+ * whoever is about to act checks the log's room first (brk_tok_commit,
+ * brk_decide). */
+void brk_audit(struct brk *b, const struct aud_rec *r);
 
 /* Is path the broker's state directory or inside it (or, with
  * `or_ancestor`, a directory that contains it)?  Such paths are never

@@ -118,7 +118,9 @@ brk_budget_deny(struct brk_sbx *s, int reason, const char *op, const char *resou
 		s->aud_bucket -= 1.0 / BRK_COAL_COST;
 		return;
 	}
-	brk_audit(s->b, AUD_OP, AUD_DENY, reason, s->id, op, resource, tid, "agent", detail);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_DENY, .reason = reason,
+	    .sandbox = s->id, .op = op, .resource = resource, .token_id = tid, .actor = "agent",
+	    .detail = detail });
 	s->aud_bucket -= 1.0;
 	if (victim->used) {
 		if (victim->count)
@@ -199,8 +201,8 @@ brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why, size_t whyl
 		    "burst %llu): its requests wait; stopped if this lasts %llu s",
 		    (unsigned long long)s->ndenied, (unsigned long long)pb->rate,
 		    (unsigned long long)pb->burst, (unsigned long long)pb->throttle_max);
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.throttled", NULL, NULL,
-		    "broker", detail);
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "sandbox.throttled", .actor = "broker", .detail = detail });
 	} else if ((double)(now - s->throttled_since) >= (double)pb->throttle_max * 1e9) {
 		snprintf(why, whylen, "audit budget spent: throttled for %llu s (%llu denials; %llu a "
 		    "second, burst %llu); stopped", (unsigned long long)pb->throttle_max,

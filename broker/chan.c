@@ -37,18 +37,10 @@ struct brk_out {
 };
 
 void
-brk_audit(struct brk *b, enum aud_kind kind, enum aud_decision d, int reason,
-    const char *sandbox, const char *op, const char *resource, const uint8_t *tid,
-    const char *actor, const char *detail)
+brk_audit(struct brk *b, const struct aud_rec *r)
 {
-	struct aud_rec r = {
-		.kind = kind, .decision = d, .reason = reason, .sandbox = sandbox,
-		.op = op, .resource = resource, .token_id = tid, .actor = actor,
-		.detail = detail,
-	};
-
 	if (b->aud)
-		cb_ignore(aud_append(b->aud, &r));	/* health is checked before acting */
+		cb_ignore(aud_append(b->aud, r));	/* health is checked before acting */
 }
 
 static void

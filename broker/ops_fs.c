@@ -319,8 +319,9 @@ brk_commit(struct brk_sbx *s, struct brk_held *h)
 static void
 brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const struct brk_held *h)
 {
-	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, wire_op_name(q->op), res,
-	    h ? h->tok->c.id : NULL, "agent", NULL);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	    .op = wire_op_name(q->op), .resource = res, .token_id = h ? h->tok->c.id : NULL,
+	    .actor = "agent" });
 }
 
 static void
@@ -759,6 +760,7 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q)
 		rp.has_n = true;
 		rp.n = (uint64_t)n;
 	}
-	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, wire_op_name(q->op), NULL, hd->tid, "agent", NULL);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	    .op = wire_op_name(q->op), .token_id = hd->tid, .actor = "agent" });
 	brk_reply(s, &rp, -1);
 }

@@ -252,8 +252,9 @@ brk_net_resolved(void *arg)
 		cap_addr_format(&n->chosen, at, sizeof(at));
 		snprintf(detail, sizeof(detail), "connecting to %s", at);
 	}
-	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, "net.connect", n->res, n->h->tok->c.id,
-	    "agent", detail);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	    .op = "net.connect", .resource = n->res, .token_id = n->h->tok->c.id, .actor = "agent",
+	    .detail = detail });
 	n->fd = socket(n->chosen.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (n->fd < 0) {
 		brk_net_fail(n, CB_EIO, strerror(errno));

@@ -211,8 +211,9 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(x->ev_status);
 	if (r != 0)
-		brk_audit(x->s->b, AUD_ADMIN, AUD_NONE, r, x->s->id, "proc.exec.failed", x->res,
-		    x->tid, "broker", why);
+		brk_audit(x->s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
+		    .sandbox = x->s->id, .op = "proc.exec.failed", .resource = x->res,
+		    .token_id = x->tid, .actor = "broker", .detail = why });
 }
 
 /* Add a read-only bind of a directory or file outside what every sandbox
@@ -454,7 +455,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	event_add(x->ev_err, NULL);
 	/* Without data the program reads EOF at once. */
 	brk_proc_in(x->p.stdin_fd, EV_WRITE, x);
-	brk_audit(s->b, AUD_OP, AUD_ALLOW, 0, s->id, "proc.exec", q->argv[0], x->tid, "agent", NULL);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" });
 	return;
 fail:
 	brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);

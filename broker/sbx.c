@@ -120,8 +120,8 @@ brk_sbx_grace_over(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	if (s->spawned && !s->exited) {
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "kill", NULL, NULL, "broker",
-		    "the sandbox's channel closed");
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "kill", .actor = "broker", .detail = "the sandbox's channel closed" });
 		sbx_kill(&s->proc);
 	}
 }
@@ -142,11 +142,13 @@ brk_sbx_end_instance(struct brk_sbx *s)
 		return;
 	e = st_instance_end(s->b->st, s->instance, cb_now(), &ids, &n);
 	for (size_t i = 0; i < n; i++)
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "revoke", NULL, ids[i], "broker",
-		    "elevation ends with its sandbox");
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "revoke", .token_id = ids[i], .actor = "broker",
+		    .detail = "elevation ends with its sandbox" });
 	if (e != 0)
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, e, s->id, "revoke", NULL, NULL, "broker",
-		    "ending the sandbox's elevations could not be written; ended at the next start");
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = e, .sandbox = s->id,
+		    .op = "revoke", .actor = "broker",
+		    .detail = "ending the sandbox's elevations could not be written; ended at the next start" });
 	free(ids);
 	s->instance = 0;
 }
@@ -172,8 +174,8 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	event_del(s->ev_rate);
 	brk_budget_end(s);
 	if (!s->exited && strcmp(why, "agent closed its channel") != 0)
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.channel-closed", NULL, NULL,
-		    "broker", why);
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why });
 	if (s->spawned && !s->exited) {
 		/* ev_rate is free now that reading has stopped: reuse it. */
 		event_free(s->ev_rate);
@@ -187,7 +189,8 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 void
 brk_sbx_kill(struct brk_sbx *s, const char *actor)
 {
-	brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "kill", NULL, NULL, actor, NULL);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id, .op = "kill",
+	    .actor = actor });
 	if (s->spawned && !s->exited)
 		sbx_kill(&s->proc);
 }
@@ -208,7 +211,8 @@ brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
 	s->exited = true;
 	s->exit_code = sbx_wait_status(ws);
 	snprintf(detail, sizeof(detail), "exit %d", s->exit_code);
-	brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.stop", NULL, NULL, "broker", detail);
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+	    .op = "sandbox.stop", .actor = "broker", .detail = detail });
 	brk_sbx_hold(s);
 	if (s->on_exit)
 		s->on_exit(s, s->on_exit_arg);
@@ -230,18 +234,20 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(s->ev_status);
 	if (r != 0) {
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, r, s->id, "sandbox.failed", NULL, NULL,
-		    "broker", why);
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r, .sandbox = s->id,
+		    .op = "sandbox.failed", .actor = "broker", .detail = why });
 		if (!s->b->opts.quiet)
 			fprintf(stderr, "capbroker: sandbox %s: %s\n", s->id, why);
 		return;	/* the stub exits 125; brk_sbx_exited reports it */
 	}
 	if (s->proc.report.landlock_abi == 0)
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "no-landlock", NULL, NULL, "broker",
-		    "kernel has no Landlock: namespaces and seccomp carry the load");
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "no-landlock", .actor = "broker",
+		    .detail = "kernel has no Landlock: namespaces and seccomp carry the load" });
 	if (!s->proc.report.cgroup)
-		brk_audit(s->b, AUD_ADMIN, AUD_NONE, 0, s->id, "no-cgroup", NULL, NULL, "broker",
-		    "no delegated cgroup: rlimits bound memory and processes");
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "no-cgroup", .actor = "broker",
+		    .detail = "no delegated cgroup: rlimits bound memory and processes" });
 }
 
 void
@@ -630,8 +636,9 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 
 		snprintf(detail, sizeof(detail), "tier %s, workspace %s, %zu grant(s)", s->tier_name,
 		    s->workspace, s->nheld);
-		brk_audit(b, AUD_ADMIN, AUD_NONE, 0, s->id, "sandbox.start", s->command, NULL,
-		    spec->actor ? spec->actor : "broker", detail);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		    .op = "sandbox.start", .resource = s->command,
+		    .actor = spec->actor ? spec->actor : "broker", .detail = detail });
 	}
 	*out = s;
 	s = NULL;
