@@ -218,8 +218,9 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 	}
 	if (!ttl)
 		ttl = pol_default_ttl(b->pol);
-	if ((r = brk_tok_mint(b, s->id, caps, ncaps, now, now + ttl, has_uses, (uint32_t)uses, NULL,
-		 false, a->actor, &text, id)) != 0) {
+	if ((r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = ncaps,
+		.nbf = now, .exp = now + ttl, .has_uses = has_uses, .uses = (uint32_t)uses,
+		.by = a->actor }, &text, id)) != 0) {
 		brk_admin_err(a, r, brk_decide_why(b, r));
 		goto out;
 	}

@@ -104,8 +104,8 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 		return CB_EBUSY;
 	if ((e = brk_mint_charge(s)) != 0)
 		return e;
-	if ((e = brk_tok_sign(b, s->id, &cap, 1, now, now + ttl, false, 0, NULL, true, by, &text,
-		 &rec)) != 0)
+	if ((e = brk_tok_sign(b, &(struct brk_mint){ .aud = s->id, .caps = &cap, .ncaps = 1,
+		.nbf = now, .exp = now + ttl, .elevated = true, .by = by }, &text, &rec)) != 0)
 		return e;
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
 	    session ? "session" : "once");

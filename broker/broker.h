@@ -350,20 +350,31 @@ int brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap
 /* Spend a use if the token is limited (durable). */
 int brk_tok_spend(struct brk_sbx *s, struct brk_held *h) CB_WARN_UNUSED;
 
+/* What a new token says (brk_tok_sign, brk_tok_mint). */
+struct brk_mint {
+	const char *aud;		/* the sandbox it is for */
+	struct cap *const *caps;	/* 1..CAP_MAX_CAPS, copied */
+	size_t ncaps;
+	uint64_t nbf, exp;
+	bool has_uses;
+	uint32_t uses;
+	const uint8_t *parent;		/* CAP_ID_LEN bytes; NULL: none */
+	bool elevated;
+	const char *by;			/* who issued it (audit actor); NULL: "broker" */
+};
+
 /* Sign a token and fill its state record (rec->caps malloc'd) without
  * recording it. */
-int brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
-    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
-    const char *by, char **text, struct st_token *rec) CB_WARN_UNUSED;
+int brk_tok_sign(struct brk *b, const struct brk_mint *m, char **text, struct st_token *rec)
+    CB_WARN_UNUSED;
 
 /* brk_dec.apply for a token record (arg: struct st_token). */
 int brk_tok_apply_add(struct brk *b, void *arg) CB_WARN_UNUSED;
 
-/* Mint and record a token for sandbox aud (through brk_decide: durable in
- * the state and the log when it returns); text malloc'd. */
-int brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
-    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
-    const char *by, char **text, uint8_t id[CAP_ID_LEN]) CB_WARN_UNUSED;
+/* Mint and record a token (through brk_decide: durable in the state and
+ * the log when it returns); text malloc'd, id its id. */
+int brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CAP_ID_LEN])
+    CB_WARN_UNUSED;
 
 /* ---- the host's own addresses (hostaddr.c) ---- */
 struct brk_hostaddr;

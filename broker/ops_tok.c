@@ -175,8 +175,10 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 		goto out;
 	}
 	if (e == 0)
-		e = brk_tok_mint(s->b, aud, caps, ncaps, child.nbf, child.exp, child.has_uses,
-		    child.uses, p->tok->c.id, child.elevated, s->id, &text, id);
+		e = brk_tok_mint(s->b, &(struct brk_mint){ .aud = aud, .caps = caps,
+			.ncaps = ncaps, .nbf = child.nbf, .exp = child.exp,
+			.has_uses = child.has_uses, .uses = child.uses, .parent = p->tok->c.id,
+			.elevated = child.elevated, .by = s->id }, &text, id);
 	if (e != 0) {
 		brk_deny(s, q, e, "derive", p->tok->c.id, NULL);
 		goto out;

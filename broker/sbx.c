@@ -501,8 +501,9 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			r = CB_EPOLICY;
 			goto out;
 		}
-		r = brk_tok_mint(b, s->id, &c, 1, now, now + ttl, false, 0, NULL, false,
-		    spec->actor ? spec->actor : "broker", &text, id);
+		r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = &c, .ncaps = 1,
+			.nbf = now, .exp = now + ttl, .by = spec->actor ? spec->actor : "broker" },
+		    &text, id);
 		cap_free(c);
 		if (r != 0) {
 			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], brk_decide_why(b, r));

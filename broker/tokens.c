@@ -237,9 +237,7 @@ brk_mint_charge(struct brk_sbx *s)
 }
 
 int
-brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
-    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
-    const char *by, char **text, struct st_token *rec)
+brk_tok_sign(struct brk *b, const struct brk_mint *m, char **text, struct st_token *rec)
 {
 	struct cap_claims c;
 	char *joined = NULL;
@@ -249,53 +247,53 @@ brk_tok_sign(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, ui
 	*text = NULL;
 	memset(&c, 0, sizeof(c));
 	memset(rec, 0, sizeof(*rec));
-	if (ncaps == 0 || ncaps > CAP_MAX_CAPS || strlen(aud) > CAP_AUD_MAX)
+	if (m->ncaps == 0 || m->ncaps > CAP_MAX_CAPS || strlen(m->aud) > CAP_AUD_MAX)
 		return CB_EINVAL;
-	snprintf(c.aud, sizeof(c.aud), "%s", aud);
-	c.nbf = nbf;
-	c.exp = exp;
-	c.has_uses = has_uses;
-	c.uses = uses;
-	c.elevated = elevated;
-	if (parent) {
+	snprintf(c.aud, sizeof(c.aud), "%s", m->aud);
+	c.nbf = m->nbf;
+	c.exp = m->exp;
+	c.has_uses = m->has_uses;
+	c.uses = m->uses;
+	c.elevated = m->elevated;
+	if (m->parent) {
 		c.has_parent = true;
-		memcpy(c.parent, parent, CAP_ID_LEN);
+		memcpy(c.parent, m->parent, CAP_ID_LEN);
 	}
-	for (size_t i = 0; i < ncaps; i++) {
-		if ((r = cap_dup(caps[i], &c.caps[c.ncaps])) != 0)
+	for (size_t i = 0; i < m->ncaps; i++) {
+		if ((r = cap_dup(m->caps[i], &c.caps[c.ncaps])) != 0)
 			goto out;
 		c.ncaps++;
-		jcap += strlen(caps[i]->text) + 1;
+		jcap += strlen(m->caps[i]->text) + 1;
 	}
 	if (!(joined = calloc(1, jcap))) {
 		r = CB_ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < ncaps; i++)
-		jl += (size_t)sprintf(joined + jl, "%s%s", i ? "\n" : "", caps[i]->text);
+	for (size_t i = 0; i < m->ncaps; i++)
+		jl += (size_t)sprintf(joined + jl, "%s%s", i ? "\n" : "", m->caps[i]->text);
 	if ((r = cap_token_issue(st_keyring(b->st), &c, text)) != 0)
 		goto out;
 	memcpy(rec->id, c.id, CAP_ID_LEN);
 	rec->has_parent = c.has_parent;
 	memcpy(rec->parent, c.parent, CAP_ID_LEN);
-	snprintf(rec->sandbox, sizeof(rec->sandbox), "%s", aud);
+	snprintf(rec->sandbox, sizeof(rec->sandbox), "%s", m->aud);
 	rec->caps = joined;
 	joined = NULL;
-	rec->nbf = nbf;
-	rec->exp = exp;
-	rec->uses_left = has_uses ? uses : ST_UNLIMITED;
-	rec->elevated = elevated;
-	if (elevated) {
+	rec->nbf = m->nbf;
+	rec->exp = m->exp;
+	rec->uses_left = m->has_uses ? m->uses : ST_UNLIMITED;
+	rec->elevated = m->elevated;
+	if (m->elevated) {
 		/* Elevated tokens are only ever minted for the sandbox that
 		 * asked (derive refuses another audience): they belong to its
 		 * running instance.  None running: instance 0, honoured by no
 		 * sandbox. */
-		struct brk_sbx *o = brk_sbx_find(b, aud);
+		struct brk_sbx *o = brk_sbx_find(b, m->aud);
 
 		rec->instance = o ? o->instance : 0;
 	}
 	rec->issued_at = cb_now();
-	snprintf(rec->issued_by, sizeof(rec->issued_by), "%s", by ? by : "broker");
+	snprintf(rec->issued_by, sizeof(rec->issued_by), "%s", m->by ? m->by : "broker");
 out:
 	free(joined);
 	cap_claims_clear(&c);
@@ -309,23 +307,20 @@ brk_tok_apply_add(struct brk *b, void *arg)
 }
 
 int
-brk_tok_mint(struct brk *b, const char *aud, struct cap **caps, size_t ncaps, uint64_t nbf,
-    uint64_t exp, bool has_uses, uint32_t uses, const uint8_t *parent, bool elevated,
-    const char *by, char **text, uint8_t id[CAP_ID_LEN])
+brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CAP_ID_LEN])
 {
 	struct st_token rec;
 	char *t = NULL;
 	int r;
 
 	*text = NULL;
-	if ((r = brk_tok_sign(b, aud, caps, ncaps, nbf, exp, has_uses, uses, parent, elevated, by,
-		 &t, &rec)) != 0)
+	if ((r = brk_tok_sign(b, m, &t, &rec)) != 0)
 		return r;
 	/* On disk and in the log before anyone holds it: a token the state
 	 * does not know is refused at use (unknown-token). */
 	{
-		struct brk_dec d = { .op = "issue", .sandbox = aud, .resource = rec.caps,
-			.tid = rec.id, .actor = by, .detail = elevated ? "elevated" : NULL,
+		struct brk_dec d = { .op = "issue", .sandbox = m->aud, .resource = rec.caps,
+			.tid = rec.id, .actor = m->by, .detail = m->elevated ? "elevated" : NULL,
 			.apply = brk_tok_apply_add, .arg = &rec };
 
 		if ((r = brk_decide(b, &d)) != 0) {
