@@ -347,8 +347,11 @@ int brk_held_present(struct brk_sbx *s, const char *text, const struct cap_req *
 int brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req *r,
     struct brk_held **out, size_t *capi) CB_WARN_UNUSED;
 
-/* Spend a use if the token is limited (durable). */
-int brk_tok_spend(struct brk_sbx *s, struct brk_held *h) CB_WARN_UNUSED;
+/* The commit gate of an operation done for an agent, passed last before
+ * acting: the audit log has room for the record (CB_EAUDIT), then a use of
+ * h is spent if it is limited (durable; CB_ESPENT and the state's errors).
+ * h NULL: only the log. */
+int brk_tok_commit(struct brk_sbx *s, struct brk_held *h) CB_WARN_UNUSED;
 
 /* What a new token says (brk_tok_sign, brk_tok_mint). */
 struct brk_mint {
@@ -428,15 +431,7 @@ void brk_audit(struct brk *b, const struct aud_rec *r);
  * served, whatever a token says: the state holds the signing keys. */
 bool brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor);
 
-/* ---- operations: each int fn(s, q) replies itself ---- */
-void brk_op_fs(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_io(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_net(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_proc(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_tokens(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_token_add(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_derive(struct brk_sbx *s, const struct wire_req *q);
-void brk_op_request(struct brk_sbx *s, const struct wire_req *q);
+/* ---- operations (ops_*.c; the handlers are in ops.h) ---- */
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
 

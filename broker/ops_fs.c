@@ -24,6 +24,7 @@
  *  - Created files get mode & 0777 (no set-id bits).
  */
 #include "broker/broker.h"
+#include "broker/ops.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -210,34 +211,21 @@ brk_fsctx_done(struct brk_fsctx *c)
 	c->rootfd = -1;
 }
 
-/* Check the path, pick the token for (op, path), find its root. */
+/* Open the root of token h's capability capi, which the dispatcher chose
+ * for path (and checked that path is not the broker's state). */
 static int
-brk_fs_prepare(struct brk_sbx *s, const struct wire_req *q, enum cap_op op, const char *path,
-    struct brk_fsctx *c)
+brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c)
 {
-	struct cap_req r = { .op = op, .path = path };
 	char root[CAP_STR_MAX + 1];
 	struct stat st;
 	int e;
 
 	memset(c, 0, sizeof(*c));
 	c->rootfd = -1;
-	if (!path)
-		return CB_EINVAL;
-	if ((e = cap_path_check(path)) != 0)
+	c->h = h;
+	c->capi = capi;
+	if ((e = cap_path_root(h->tok->c.caps[capi]->res, root, sizeof(root))) != 0)
 		return e;
-	if ((e = brk_tok_select(s, q, &r, &c->h, &c->capi)) != 0)
-		return e;
-	if ((e = cap_path_root(c->h->tok->c.caps[c->capi]->res, root, sizeof(root))) != 0)
-		return e;
-	/* Whatever a token says: the broker's state (its signing keys) is
-	 * never served, nor may a change move or remove a directory that
-	 * holds it.  The path is checked as a string, which is sound because
-	 * it is then resolved with no symlink followed.  /proc, /sys and the
-	 * other kernel file systems are refused by the resolver itself, by
-	 * the file system of each fd it opens, wherever they are mounted. */
-	if (brk_path_is_state(s->b, path, op != CAP_FS_READ && op != CAP_FS_LIST))
-		return CB_EPERM;
 	/* A request for the root itself (the directory a trailing ** covers) resolves from
 	 * the root's parent and touches only that one entry: mkdir of the
 	 * root, or delete of it, then work like any other name. */
@@ -306,16 +294,6 @@ brk_as_owner(const struct brk_fsctx *c)
 	return 0;
 }
 
-/* The last checks before acting: the audit log can record it and a use
- * can be spent. */
-static int
-brk_commit(struct brk_sbx *s, struct brk_held *h)
-{
-	if (!aud_room(s->b->aud))
-		return CB_EAUDIT;
-	return brk_tok_spend(s, h);
-}
-
 static void
 brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const struct brk_held *h)
 {
@@ -380,7 +358,7 @@ brk_handle_new(struct brk_sbx *s, int fd, bool write, uint32_t th, const uint8_t
 }
 
 static void
-brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
+brk_fs_open(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u, bool wr)
 {
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
@@ -388,7 +366,7 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 	struct stat st;
 	int e, fd = -1;
 
-	if ((e = brk_fs_prepare(s, q, wr ? CAP_FS_WRITE : CAP_FS_READ, q->path, &c)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0)
 		goto deny;
 	if (wr) {
 		flags |= (q->flags & WIRE_F_CREATE ? O_CREAT : 0) |
@@ -399,7 +377,7 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, bool wr)
 		e = CB_EINVAL;
 		goto deny;
 	}
-	if ((e = brk_commit(s, c.h)) != 0 || (wr && (e = brk_as_owner(&c)) != 0))
+	if ((e = brk_tok_commit(s, c.h)) != 0 || (wr && (e = brk_as_owner(&c)) != 0))
 		goto deny;
 	fd = brk_open_regular(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777, c.owner);
 	if (fd < 0) {
@@ -475,8 +453,20 @@ brk_dtype(int dirfd, const struct dirent *d)
 	}
 }
 
-static void
-brk_fs_list(struct brk_sbx *s, const struct wire_req *q)
+void
+brk_fs_read(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
+{
+	brk_fs_open(s, q, u, false);
+}
+
+void
+brk_fs_write(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
+{
+	brk_fs_open(s, q, u, true);
+}
+
+void
+brk_fs_list(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
@@ -487,8 +477,8 @@ brk_fs_list(struct brk_sbx *s, const struct wire_req *q)
 	DIR *dir = NULL;
 	int e, fd;
 
-	if ((e = brk_fs_prepare(s, q, CAP_FS_LIST, q->path, &c)) != 0 ||
-	    (e = brk_commit(s, c.h)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0 ||
+	    (e = brk_tok_commit(s, c.h)) != 0)
 		goto deny;
 	fd = brk_openat2(c.rootfd, c.rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
 	if (fd < 0) {
@@ -536,22 +526,17 @@ done:
 	free(names);
 }
 
-/* stat is covered by fs.read, fs.list or fs.write on the path. */
-static void
-brk_fs_stat(struct brk_sbx *s, const struct wire_req *q)
+/* stat is covered by fs.read, fs.list or fs.write on the path (the
+ * dispatch table's need). */
+void
+brk_fs_stat(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
-	static const enum cap_op ops[] = { CAP_FS_READ, CAP_FS_LIST, CAP_FS_WRITE };
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
 	struct stat st;
-	int e = CB_ENOTCOVERED, fd;
+	int e, fd;
 
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		e = brk_fs_prepare(s, q, ops[i], q->path, &c);
-		if (e != CB_ENOTCOVERED && e != CB_ENOTOKEN)
-			break;
-	}
-	if (e != 0 || (e = brk_commit(s, c.h)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0 || (e = brk_tok_commit(s, c.h)) != 0)
 		goto deny;
 	fd = brk_openat2(c.rootfd, c.rel, O_PATH, 0);
 	if (fd < 0) {
@@ -575,16 +560,16 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
-static void
-brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q)
+void
+brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
 	const char *base;
 	int e, pfd = -1;
 
-	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0 ||
-	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_commit(s, c.h)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0 ||
+	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_tok_commit(s, c.h)) != 0)
 		goto deny;
 	if ((e = brk_as_owner(&c)) != 0)
 		goto deny;
@@ -605,8 +590,8 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
-static void
-brk_fs_delete(struct brk_sbx *s, const struct wire_req *q)
+void
+brk_fs_delete(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
@@ -614,8 +599,8 @@ brk_fs_delete(struct brk_sbx *s, const struct wire_req *q)
 	struct stat st;
 	int e, pfd = -1;
 
-	if ((e = brk_fs_prepare(s, q, CAP_FS_DELETE, q->path, &c)) != 0 ||
-	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_commit(s, c.h)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0 ||
+	    (e = brk_parent_fd(&c, &base, &pfd)) != 0 || (e = brk_tok_commit(s, c.h)) != 0)
 		goto deny;
 	/* unlinkat never follows a final symlink: deleting a link removes the
 	 * link, not what it points to. */
@@ -639,9 +624,9 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
-/* rename needs fs.write on both names. */
-static void
-brk_fs_rename(struct brk_sbx *s, const struct wire_req *q)
+/* rename needs fs.write on both names (the dispatch table's need). */
+void
+brk_fs_rename(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_fsctx a, c;
 	struct wire_reply rp = { .id = q->id };
@@ -650,16 +635,16 @@ brk_fs_rename(struct brk_sbx *s, const struct wire_req *q)
 
 	memset(&a, 0, sizeof(a));
 	a.rootfd = -1;
-	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path, &c)) != 0)
+	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0)
 		goto deny;
-	if ((e = brk_fs_prepare(s, q, CAP_FS_WRITE, q->path2, &a)) != 0) {
+	if ((e = brk_fs_at(u->h2, u->capi2, q->path2, &a)) != 0) {
 		brk_fsctx_done(&c);
 		c = a;
 		a.rootfd = -1;
 		goto deny;
 	}
 	if ((e = brk_parent_fd(&c, &base1, &p1)) != 0 || (e = brk_parent_fd(&a, &base2, &p2)) != 0 ||
-	    (e = brk_commit(s, c.h)) != 0 || (a.h != c.h && (e = brk_commit(s, a.h)) != 0))
+	    (e = brk_tok_commit(s, c.h)) != 0 || (a.h != c.h && (e = brk_tok_commit(s, a.h)) != 0))
 		goto deny;
 	/* As the owner of the source's root: the kernel checks that user's
 	 * permissions on both directories. */
@@ -687,21 +672,6 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
-void
-brk_op_fs(struct brk_sbx *s, const struct wire_req *q)
-{
-	switch (q->op) {
-	case WIRE_OP_FS_READ: brk_fs_open(s, q, false); break;
-	case WIRE_OP_FS_WRITE: brk_fs_open(s, q, true); break;
-	case WIRE_OP_FS_LIST: brk_fs_list(s, q); break;
-	case WIRE_OP_FS_STAT: brk_fs_stat(s, q); break;
-	case WIRE_OP_FS_MKDIR: brk_fs_mkdir(s, q); break;
-	case WIRE_OP_FS_DELETE: brk_fs_delete(s, q); break;
-	case WIRE_OP_FS_RENAME: brk_fs_rename(s, q); break;
-	default: brk_deny(s, q, CB_EUNKNOWNOP, NULL, NULL, NULL); break;
-	}
-}
-
 /*
  * io.read / io.write / io.close on a handle the broker kept (MEDIATED).
  * Safe because the fd was opened by brk_fs_open under all its checks, and
@@ -709,13 +679,14 @@ brk_op_fs(struct brk_sbx *s, const struct wire_req *q)
  * call: a revoked grant stops the stream at once and the handle is closed.
  */
 void
-brk_op_io(struct brk_sbx *s, const struct wire_req *q)
+brk_op_io(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct wire_reply rp = { .id = q->id };
 	struct brk_handle *hd;
 	uint8_t buf[WIRE_DATA_MAX];
 	int e = 0;
 
+	(void)u;	/* no entry need: the handle's own token is re-checked */
 	if (q->h >= BRK_HANDLES_MAX || !s->handles[q->h].used) {
 		brk_deny(s, q, CB_EINVAL, NULL, NULL, "no such handle");
 		return;
@@ -731,7 +702,7 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q)
 	 * since is the clock, revocation and the key. */
 	if (hd->th < s->nheld && (e = brk_tok_check(s, &s->held[hd->th], NULL, NULL)) == CB_ESPENT)
 		e = 0;
-	if (hd->th >= s->nheld || e != 0 || (e = aud_room(s->b->aud) ? 0 : CB_EAUDIT) != 0) {
+	if (hd->th >= s->nheld || e != 0 || (e = brk_tok_commit(s, NULL)) != 0) {
 		if (e == 0)
 			e = CB_EREVOKED;
 		close(hd->fd);

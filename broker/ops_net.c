@@ -19,6 +19,7 @@
  *    the connected socket and nothing else.
  */
 #include "broker/broker.h"
+#include "broker/ops.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -226,11 +227,7 @@ brk_net_resolved(void *arg)
 		brk_net_fail(n, e, detail);
 		return;
 	}
-	if (!aud_room(s->b->aud)) {
-		brk_net_fail(n, CB_EAUDIT, NULL);
-		return;
-	}
-	if ((e = brk_tok_spend(s, n->h)) != 0) {
+	if ((e = brk_tok_commit(s, n->h)) != 0) {
 		brk_net_fail(n, e, NULL);
 		return;
 	}
@@ -307,8 +304,10 @@ brk_net_could_cover(struct brk_sbx *s, struct brk_held *h, const char *host, int
 	return CB_ENOTCOVERED;
 }
 
+/* The dispatcher checked the host's length and the port, and that a slot
+ * is free; the token is chosen per resolved address (brk_net_judge). */
 void
-brk_op_net(struct brk_sbx *s, const struct wire_req *q)
+brk_op_net(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_net *n;
 	struct cap_addr lit;
@@ -316,15 +315,8 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q)
 	char res[300];
 	int e;
 
-	snprintf(res, sizeof(res), "%s:%u", q->host ? q->host : "", q->port);
-	if (!q->host || !q->host[0] || strlen(q->host) > 253 || q->port < 1 || q->port > 65535) {
-		brk_deny(s, q, CB_EINVAL, res, NULL, "need host and a port 1-65535");
-		return;
-	}
-	if (s->inflight >= BRK_INFLIGHT_MAX) {
-		brk_deny(s, q, CB_EBUSY, res, NULL, NULL);
-		return;
-	}
+	(void)u;
+	snprintf(res, sizeof(res), "%s:%u", q->host, q->port);
 	/* A presented token must at least be valid before anything is looked
 	 * up; coverage is judged per address once they are known. */
 	if (q->tok || q->has_th) {

@@ -19,6 +19,7 @@
  *    events: the loop never blocks on the child.
  */
 #include "broker/broker.h"
+#include "broker/ops.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -303,11 +304,12 @@ brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
 	return 0;
 }
 
+/* The dispatcher checked the program's path, that a slot is free, and
+ * chose the token that grants proc.exec of it. */
 void
-brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
+brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
-	struct cap_req r = { .op = CAP_PROC_EXEC };
-	struct brk_held *h = NULL;
+	struct brk_held *h = u->h;
 	struct brk_proc *x = NULL;
 	struct sbx_config cfg;
 	struct sbx_bind binds[BRK_PROC_BINDS];
@@ -317,27 +319,10 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 	const struct pol_tier *low;
 	const struct pol_limits *lim;
 	static unsigned seq;
-	size_t capi, nb = 0;
+	size_t nb = 0;
 	uint64_t timeout;
 	int e;
 
-	if (q->argc == 0) {
-		brk_deny(s, q, CB_EINVAL, NULL, NULL, "argv is empty");
-		return;
-	}
-	r.path = q->argv[0];
-	if ((e = cap_path_check(q->argv[0])) != 0) {
-		brk_deny(s, q, e, q->argv[0], NULL, "the program must be an absolute path");
-		return;
-	}
-	if (s->inflight >= BRK_INFLIGHT_MAX) {
-		brk_deny(s, q, CB_EBUSY, q->argv[0], NULL, NULL);
-		return;
-	}
-	if ((e = brk_tok_select(s, q, &r, &h, &capi)) != 0) {
-		brk_deny(s, q, e, q->argv[0], h ? h->tok->c.id : NULL, NULL);
-		return;
-	}
 	low = pol_tier_get(s->pol->pol, POL_TIER_LOW);
 	lim = pol_tier_limits(low);
 	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
@@ -349,11 +334,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q)
 		    "its running proc.exec children use the sandbox's budget");
 		return;
 	}
-	if (!aud_room(s->b->aud))
-		e = CB_EAUDIT;
-	else
-		e = brk_tok_spend(s, h);
-	if (e != 0) {
+	if ((e = brk_tok_commit(s, h)) != 0) {
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		return;
 	}

@@ -16,6 +16,7 @@
  */
 #include "broker/broker.h"
 #include "broker/approval.h"
+#include "broker/ops.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -50,13 +51,14 @@ brk_tokinfo(struct brk_sbx *s, size_t i, struct wire_tokinfo *ti, char *idhex, c
 
 /* Safe: lists only the sandbox's own table. */
 void
-brk_op_tokens(struct brk_sbx *s, const struct wire_req *q)
+brk_op_tokens(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	static struct wire_tokinfo ti[BRK_HELD_MAX];
 	static char ids[BRK_HELD_MAX][2 * CAP_ID_LEN + 1];
 	static char caps[BRK_HELD_MAX][2048];
 	struct wire_reply rp = { .id = q->id, .tokens = ti };
 
+	(void)u;
 	for (size_t i = 0; i < s->nheld; i++)
 		brk_tokinfo(s, i, &ti[i], ids[i], caps[i], sizeof(caps[i]));
 	rp.ntokens = s->nheld;
@@ -64,12 +66,13 @@ brk_op_tokens(struct brk_sbx *s, const struct wire_req *q)
 }
 
 void
-brk_op_token_add(struct brk_sbx *s, const struct wire_req *q)
+brk_op_token_add(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct wire_reply rp = { .id = q->id };
 	struct brk_held *h;
 	int e;
 
+	(void)u;
 	if (!q->tok) {
 		brk_deny(s, q, CB_EINVAL, NULL, NULL, "no token given");
 		return;
@@ -84,7 +87,7 @@ brk_op_token_add(struct brk_sbx *s, const struct wire_req *q)
 }
 
 void
-brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
+brk_op_derive(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct wire_reply rp = { .id = q->id };
 	struct brk_held *p = NULL;
@@ -97,6 +100,7 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	const char *aud = q->aud ? q->aud : s->id;
 	int e;
 
+	(void)u;	/* the parent is chosen below */
 	memset(&child, 0, sizeof(child));
 	if (q->ttl > CB_DURATION_MAX) {
 		brk_deny(s, q, CB_EINVAL, "derive", NULL, "ttl is at most 31622400 seconds (366 days)");
@@ -169,7 +173,7 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q)
 	e = cap_derive_check(&p->tok->c, &child);
 	child.ncaps = 0;	/* caps[] still owns them */
 	if (e == 0)
-		e = aud_room(s->b->aud) ? 0 : CB_EAUDIT;
+		e = brk_tok_commit(s, NULL);	/* the parent's uses are not spent */
 	if (e == 0 && (e = brk_mint_charge(s)) != 0) {
 		brk_deny(s, q, e, "derive", p->tok->c.id, "this sandbox has minted too many tokens");
 		goto out;
@@ -196,7 +200,7 @@ out:
 }
 
 void
-brk_op_request(struct brk_sbx *s, const struct wire_req *q)
+brk_op_request(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk *b = s->b;
 	struct cap *cap = NULL;
@@ -204,6 +208,7 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q)
 	uint64_t max_ttl, ttl;
 	int e;
 
+	(void)u;
 	if (!q->cap) {
 		brk_deny(s, q, CB_EINVAL, NULL, NULL, "request needs a capability");
 		return;

@@ -218,9 +218,11 @@ brk_tok_select(struct brk_sbx *s, const struct wire_req *q, const struct cap_req
 }
 
 int
-brk_tok_spend(struct brk_sbx *s, struct brk_held *h)
+brk_tok_commit(struct brk_sbx *s, struct brk_held *h)
 {
-	if (!h->tok->c.has_uses)
+	if (!aud_room(s->b->aud))
+		return CB_EAUDIT;
+	if (!h || !h->tok->c.has_uses)
 		return 0;
 	return st_use(s->b->st, h->tok->c.id, NULL);
 }

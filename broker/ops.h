@@ -1,0 +1,36 @@
+/*
+ * ops.h - the request handlers (ops_*.c), private to broker/.
+ *
+ * Only the dispatcher (dispatch.c) calls them, after the checks their
+ * table entry names: the resource is well formed, and a token that grants
+ * the needed operation on it was chosen and passed the check pipeline
+ * (time, audience, revocation and uses, coverage, ceiling, signature).
+ * What a handler still checks is its own (the root it resolves beneath,
+ * its flags).  Before it acts it passes the commit gate, brk_tok_commit.
+ * Each replies or denies itself, through chan.c.
+ */
+#ifndef CB_BROKER_OPS_H
+#define CB_BROKER_OPS_H
+
+#include "broker/broker.h"
+
+/* The token(s) the dispatcher chose for a request. */
+struct brk_use {
+	enum cap_op op;		/* the operation it was chosen for */
+	struct brk_held *h;	/* NULL when the entry needs no token */
+	size_t capi;		/* h's capability that covers the request */
+	struct brk_held *h2;	/* a second name (rename's q->path2): its token */
+	size_t capi2;
+};
+
+typedef void brk_handler(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u);
+
+/* ops_fs.c */
+brk_handler brk_fs_read, brk_fs_write, brk_fs_list, brk_fs_stat, brk_fs_mkdir, brk_fs_delete,
+    brk_fs_rename, brk_op_io;
+/* ops_net.c, ops_proc.c */
+brk_handler brk_op_net, brk_op_proc;
+/* ops_tok.c */
+brk_handler brk_op_tokens, brk_op_token_add, brk_op_derive, brk_op_request;
+
+#endif
