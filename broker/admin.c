@@ -600,7 +600,7 @@ adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
 	struct aud_head head, *hp = NULL;
 	struct aud_report rep;
 	struct wire_enc e;
-	char path[4200];
+	char path[BRK_STATE_FILE_MAX];
 	int r;
 
 	(void)m;
@@ -652,7 +652,7 @@ static void
 adm_run(struct brk_admin *a, const struct wire_msg *m)
 {
 	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor };
-	const char *argv[WIRE_ARGV_MAX + 1], *grants[CAP_MAX_CAPS], *binds[32];
+	const char *argv[WIRE_ARGV_MAX + 1], *grants[CAP_MAX_CAPS], *binds[BRK_RO_BINDS_MAX];
 	const char *setenv[2 * SBX_ENV_MAX], *unsetenv[SBX_ENV_MAX];
 	size_t argc = 0, nset = 0;
 	char why[1024];

@@ -85,7 +85,7 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 static void
 brk_find_helpers(struct brk *b)
 {
-	char exe[4000], path[4096];
+	char exe[BRK_PATH_MAX - 96], path[BRK_PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	struct stat st;
 	char *slash;
@@ -169,7 +169,7 @@ brk_revoke_stale_elevations(struct brk *b)
 static int
 brk_lock_state(struct brk *b, char *why, size_t whylen)
 {
-	char path[4200], pid[32];
+	char path[BRK_STATE_FILE_MAX], pid[32];
 	ssize_t n;
 	int fd;
 
@@ -268,12 +268,206 @@ out:
 	return r;
 }
 
+/* The policy: the file's, or the built-in one; generation 1. */
+static int
+brk_load_policy(struct brk *b, const char *policy_path, char *why, size_t whylen)
+{
+	int r;
+
+	if (policy_path) {
+		if ((r = pol_load(policy_path, &b->pol, stderr)) != 0) {
+			snprintf(why, whylen, "policy %s is not valid (errors above); refusing to start",
+			    policy_path);
+			return r;
+		}
+	} else if ((r = pol_default(&b->pol)) != 0) {
+		snprintf(why, whylen, "built-in policy: %s", cb_strerror(r));
+		return r;
+	}
+	if (!(b->cur = calloc(1, sizeof(*b->cur))))
+		return CB_ENOMEM;
+	b->cur->pol = b->pol;
+	b->cur->gen = 1;
+	return 0;
+}
+
+/* A state directory others may write to is not ours to trust: they could
+ * swap the database, keys or log under us. */
+static int
+brk_state_private(const struct brk *b, char *why, size_t whylen)
+{
+	struct stat sd;
+
+	if (stat(b->state_dir, &sd) == 0 && (sd.st_mode & 0022)) {
+		snprintf(why, whylen, "state directory %s is writable by group or others "
+		    "(mode %04o); make it 0700", b->state_dir, (unsigned)(sd.st_mode & 07777));
+		return CB_EPERM;
+	}
+	return 0;
+}
+
+/* Open the state database.  A log without its database means the database
+ * was deleted or emptied: starting afresh would mean a new signing key and
+ * no revocations beside a log that records them, so only when asked
+ * (--new-state). */
+static int
+brk_open_state(struct brk *b, bool new_state, char *why, size_t whylen)
+{
+	struct stat sl, sd;
+	char logp[BRK_STATE_FILE_MAX], dbp[BRK_STATE_FILE_MAX], swhy[1024];
+	int r;
+
+	snprintf(logp, sizeof(logp), "%s/audit.jsonl", b->state_dir);
+	snprintf(dbp, sizeof(dbp), "%s/state.db", b->state_dir);
+	if (!new_state && stat(logp, &sl) == 0 && sl.st_size > 0 &&
+	    (stat(dbp, &sd) != 0 || sd.st_size == 0)) {
+		snprintf(why, whylen, "state database %s is missing or empty but the audit log %s "
+		    "holds this state's history; refusing to start a new state (a new key, no "
+		    "revocations) beside it. Restore the database, rebuild it with `capbroker state "
+		    "rebuild --state %s`, or start a new state deliberately with --new-state",
+		    dbp, logp, b->state_dir);
+		return CB_ENOENT;
+	}
+	if ((r = (new_state ? st_open_new : st_open_why)(b->state_dir, &b->st, swhy,
+	    sizeof(swhy))) != 0) {
+		snprintf(why, whylen, "state %s: %s: %s", b->state_dir, cb_strerror(r),
+		    swhy[0] ? swhy : strerror(errno));
+		return r;
+	}
+	if (!realpath(b->state_dir, b->state_real))
+		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
+	return 0;
+}
+
+/* Open the audit log.  The state remembers the log's id and last
+ * checkpoint: a log that was deleted, replaced or cut back stops the
+ * broker instead of being quietly started over the evidence.
+ * --new-audit-log is the deliberate way past that, and says so in the new
+ * log; --new-state beside an old log starts where the log is, and the log
+ * says so too. */
+static int
+brk_open_log(struct brk *b, const struct brk_opts *o, char *why, size_t whylen)
+{
+	struct aud_opts ao;
+	struct aud_head head;
+	char path[BRK_STATE_FILE_MAX];
+	int r;
+
+	aud_opts_default(&ao);
+	switch (pol_audit_fsync(b->pol)) {
+	case POL_FSYNC_ALWAYS: ao.fsync = AUD_FSYNC_ALWAYS; break;
+	case POL_FSYNC_NEVER: ao.fsync = AUD_FSYNC_NEVER; break;
+	default: ao.fsync = AUD_FSYNC_BATCH; break;
+	}
+	ao.sign = st_sign_audit;
+	ao.sign_arg = b->st;
+	ao.on_checkpoint = st_audit_checkpoint_cb;
+	ao.on_checkpoint_arg = b->st;
+	ao.dseq_base = st_dseq(b->st);
+	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+	if (!o->new_audit_log && st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
+		ao.expect = &head;
+	if ((r = aud_open(path, st_keyring(b->st), &ao, &b->aud)) != 0) {
+		if (ao.expect && r == CB_EAUDIT)
+			snprintf(why, whylen, "audit log %s is missing, replaced or cut short (the state "
+			    "remembers another); refusing to start. Check it with `capctl audit verify`; "
+			    "to start a new log deliberately, move it aside and use --new-audit-log", path);
+		else
+			snprintf(why, whylen, "audit log %s: %s (%s)", path, cb_strerror(r), strerror(errno));
+		return r;
+	}
+	if (o->new_audit_log)
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "audit.new-log",
+		    .resource = path, .actor = "broker",
+		    .detail = "started with --new-audit-log" });
+	if (o->new_state && st_is_new(b->st)) {
+		if ((r = st_set_dseq(b->st, aud_open_dseq(b->aud))) != 0) {
+			snprintf(why, whylen, "state %s: %s", b->state_dir, cb_strerror(r));
+			return r;
+		}
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "state.new",
+		    .resource = b->state_dir, .actor = "broker",
+		    .detail = "started with --new-state: a new state database beside the existing log" });
+	}
+	return 0;
+}
+
+/* What a previous run left: a clock set back since (audited), sandbox
+ * instances a crash left open and their elevations (ended, revoked). */
+static int
+brk_end_previous_run(struct brk *b, char *why, size_t whylen)
+{
+	uint8_t (*ids)[CAP_ID_LEN] = NULL;
+	size_t n = 0;
+	int r;
+
+	if (cb_now() + BRK_CLOCK_JUMP_S < st_time_hwm(b->st)) {
+		char detail[BRK_DETAIL_MAX + 32];
+
+		snprintf(detail, sizeof(detail), "the wall clock is %llu s behind the latest time this "
+		    "state saw; expiry is judged at that time",
+		    (unsigned long long)(st_time_hwm(b->st) - cb_now()));
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "clock.backwards",
+		    .actor = "broker", .detail = detail });
+	}
+	cb_ignore(st_time_persist(b->st, cb_now()));
+	r = st_instance_end_all(b->st, cb_now(), &ids, &n);
+	for (size_t i = 0; i < n; i++)
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",
+		    .token_id = ids[i], .actor = "broker",
+		    .detail = "elevation of a sandbox that no longer runs (broker restart)" });
+	free(ids);
+	if (r != 0) {
+		snprintf(why, whylen, "ending the sandboxes of a previous run: %s", cb_strerror(r));
+		return r;
+	}
+	if ((r = brk_revoke_stale_elevations(b)) != 0) {
+		snprintf(why, whylen, "revoking stale elevations: %s", cb_strerror(r));
+		return r;
+	}
+	return 0;
+}
+
+/* The loop and what runs on it: the buffers every channel shares, the
+ * worker threads' wake pipe, the tick, the host's addresses. */
+static int
+brk_start_loop(struct brk *b)
+{
+	struct timeval tv = { 1, 0 };
+	int r;
+
+	if (!(b->base = event_base_new()) || wire_dec_new(WIRE_REQ_MAX, &b->dec) != 0 ||
+	    !(b->rbuf = malloc(WIRE_REQ_MAX + 1)) || !(b->sbuf = malloc(WIRE_REPLY_MAX)))
+		return CB_ENOMEM;
+	if ((r = brk_work_open(b)) != 0)
+		return r;
+	if (!(b->ev_tick = event_new(b->base, -1, EV_PERSIST, brk_tick, b)))
+		return CB_ENOMEM;
+	if ((r = brk_hostaddr_open(b)) != 0)
+		return r;
+	event_add(b->ev_tick, &tv);
+	return 0;
+}
+
+/* The admin socket: an inherited one (socket activation), or our own. */
+static int
+brk_open_admin(struct brk *b, const struct brk_opts *o, char *why, size_t whylen)
+{
+	char path[BRK_STATE_FILE_MAX];
+
+	if (o->has_admin_fd)
+		return brk_admin_adopt(b, o->admin_fd, why, whylen);
+	if (o->admin_path)
+		snprintf(path, sizeof(path), "%s", o->admin_path);
+	else
+		snprintf(path, sizeof(path), "%s/admin.sock", b->state_dir);
+	return brk_admin_listen(b, path, why, whylen);
+}
+
 int
 brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 {
 	struct brk *b = NULL;
-	struct aud_opts ao;
-	char path[4200];
 	int r;
 
 	*out = NULL;
@@ -289,184 +483,24 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);
-	if (o->policy_path) {
-		if ((r = pol_load(o->policy_path, &b->pol, stderr)) != 0) {
-			snprintf(why, whylen, "policy %s is not valid (errors above); refusing to start",
-			    o->policy_path);
-			goto out;
-		}
-	} else if ((r = pol_default(&b->pol)) != 0) {
-		snprintf(why, whylen, "built-in policy: %s", cb_strerror(r));
-		goto out;
-	}
-	if (!(b->cur = calloc(1, sizeof(*b->cur)))) {
-		r = CB_ENOMEM;
-		goto out;
-	}
-	b->cur->pol = b->pol;
-	b->cur->gen = 1;
 	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
-	{
-		struct stat sd;
-
-		/* A state directory others may write to is not ours to trust:
-		 * they could swap the database, keys or log under us. */
-		if (stat(b->state_dir, &sd) == 0 && (sd.st_mode & 0022)) {
-			snprintf(why, whylen, "state directory %s is writable by group or others "
-			    "(mode %04o); make it 0700", b->state_dir, (unsigned)(sd.st_mode & 07777));
-			r = CB_EPERM;
-			goto out;
-		}
-	}
-	if ((r = brk_lock_state(b, why, whylen)) != 0)
+	if ((r = brk_load_policy(b, o->policy_path, why, whylen)) != 0 ||
+	    (r = brk_state_private(b, why, whylen)) != 0 ||
+	    (r = brk_lock_state(b, why, whylen)) != 0 ||
+	    (r = brk_open_state(b, o->new_state, why, whylen)) != 0 ||
+	    (r = brk_open_log(b, o, why, whylen)) != 0 ||
+	    (r = brk_reconcile(b, why, whylen)) != 0 ||
+	    (r = brk_end_previous_run(b, why, whylen)) != 0 ||
+	    (r = brk_start_loop(b)) != 0)
 		goto out;
-	{
-		/* A log without its database: the database was deleted or emptied.
-		 * Starting afresh would mean a new signing key and no revocations
-		 * beside a log that records them: only when asked (--new-state). */
-		struct stat sl, sd;
-		char dbp[4200];
-
-		snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
-		snprintf(dbp, sizeof(dbp), "%s/state.db", b->state_dir);
-		if (!o->new_state && stat(path, &sl) == 0 && sl.st_size > 0 &&
-		    (stat(dbp, &sd) != 0 || sd.st_size == 0)) {
-			snprintf(why, whylen, "state database %s is missing or empty but the audit log %s "
-			    "holds this state's history; refusing to start a new state (a new key, no "
-			    "revocations) beside it. Restore the database, rebuild it with `capbroker state "
-			    "rebuild --state %s`, or start a new state deliberately with --new-state",
-			    dbp, path, b->state_dir);
-			r = CB_ENOENT;
-			goto out;
-		}
-	}
-	{
-		char swhy[1024];
-
-		if ((r = (o->new_state ? st_open_new : st_open_why)(b->state_dir, &b->st, swhy,
-		    sizeof(swhy))) != 0) {
-			snprintf(why, whylen, "state %s: %s: %s", b->state_dir, cb_strerror(r),
-			    swhy[0] ? swhy : strerror(errno));
-			goto out;
-		}
-	}
-	if (!realpath(b->state_dir, b->state_real))
-		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
-	aud_opts_default(&ao);
-	switch (pol_audit_fsync(b->pol)) {
-	case POL_FSYNC_ALWAYS: ao.fsync = AUD_FSYNC_ALWAYS; break;
-	case POL_FSYNC_NEVER: ao.fsync = AUD_FSYNC_NEVER; break;
-	default: ao.fsync = AUD_FSYNC_BATCH; break;
-	}
-	ao.sign = st_sign_audit;
-	ao.sign_arg = b->st;
-	ao.on_checkpoint = st_audit_checkpoint_cb;
-	ao.on_checkpoint_arg = b->st;
-	ao.dseq_base = st_dseq(b->st);
-	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
-	/* The state remembers the log's id and last checkpoint: a log that was
-	 * deleted, replaced or cut back stops the broker instead of being
-	 * quietly started over the evidence.  --new-audit-log is the
-	 * deliberate way past that, and says so in the new log. */
-	{
-		struct aud_head head;
-
-		if (!o->new_audit_log &&
-		    st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
-			ao.expect = &head;
-		r = aud_open(path, st_keyring(b->st), &ao, &b->aud);
-	}
-	if (r != 0) {
-		if (ao.expect && r == CB_EAUDIT)
-			snprintf(why, whylen, "audit log %s is missing, replaced or cut short (the state "
-			    "remembers another); refusing to start. Check it with `capctl audit verify`; "
-			    "to start a new log deliberately, move it aside and use --new-audit-log", path);
-		else
-			snprintf(why, whylen, "audit log %s: %s (%s)", path, cb_strerror(r), strerror(errno));
-		goto out;
-	}
-	if (o->new_audit_log)
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "audit.new-log",
-		    .resource = path, .actor = "broker",
-		    .detail = "started with --new-audit-log" });
-	if (o->new_state && st_is_new(b->st)) {
-		/* deliberately a new state beside an old log: it starts where the
-		 * log is, and the log says so */
-		if ((r = st_set_dseq(b->st, aud_open_dseq(b->aud))) != 0) {
-			snprintf(why, whylen, "state %s: %s", b->state_dir, cb_strerror(r));
-			goto out;
-		}
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "state.new",
-		    .resource = b->state_dir, .actor = "broker",
-		    .detail = "started with --new-state: a new state database beside the existing log" });
-	}
-	if ((r = brk_reconcile(b, why, whylen)) != 0)
-		goto out;
-	if (cb_now() + BRK_CLOCK_JUMP_S < st_time_hwm(b->st)) {
-		char detail[160];
-
-		snprintf(detail, sizeof(detail), "the wall clock is %llu s behind the latest time this "
-		    "state saw; expiry is judged at that time",
-		    (unsigned long long)(st_time_hwm(b->st) - cb_now()));
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "clock.backwards",
-		    .actor = "broker", .detail = detail });
-	}
-	cb_ignore(st_time_persist(b->st, cb_now()));
-	{
-		uint8_t (*ids)[CAP_ID_LEN] = NULL;
-		size_t n = 0;
-
-		/* Instances a crash left open end now, and their elevations. */
-		r = st_instance_end_all(b->st, cb_now(), &ids, &n);
-		for (size_t i = 0; i < n; i++)
-			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",
-			    .token_id = ids[i], .actor = "broker",
-			    .detail = "elevation of a sandbox that no longer runs (broker restart)" });
-		free(ids);
-		if (r != 0) {
-			snprintf(why, whylen, "ending the sandboxes of a previous run: %s", cb_strerror(r));
-			goto out;
-		}
-	}
-	if ((r = brk_revoke_stale_elevations(b)) != 0) {
-		snprintf(why, whylen, "revoking stale elevations: %s", cb_strerror(r));
-		goto out;
-	}
-	if (!(b->base = event_base_new()) || wire_dec_new(WIRE_REQ_MAX, &b->dec) != 0 ||
-	    !(b->rbuf = malloc(WIRE_REQ_MAX + 1)) || !(b->sbuf = malloc(WIRE_REPLY_MAX))) {
-		r = CB_ENOMEM;
-		goto out;
-	}
-	if ((r = brk_work_open(b)) != 0)
-		goto out;
-	if (!(b->ev_tick = event_new(b->base, -1, EV_PERSIST, brk_tick, b))) {
-		r = CB_ENOMEM;
-		goto out;
-	}
-	if ((r = brk_hostaddr_open(b)) != 0)
-		goto out;
-	{
-		struct timeval tv = { 1, 0 };
-
-		event_add(b->ev_tick, &tv);
-	}
 	brk_find_helpers(b);
-	if (o->admin_path)
-		snprintf(path, sizeof(path), "%s", o->admin_path);
-	else
-		snprintf(path, sizeof(path), "%s/admin.sock", b->state_dir);
-	if (o->has_admin_fd)
-		r = brk_admin_adopt(b, o->admin_fd, why, whylen);
-	else
-		r = brk_admin_listen(b, path, why, whylen);
-	if (r != 0)
+	if ((r = brk_open_admin(b, o, why, whylen)) != 0)
 		goto out;
 	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.start",
 	    .resource = b->state_dir, .actor = "broker",
 	    .detail = o->policy_path ? o->policy_path : "built-in policy" });
 	*out = b;
 	b = NULL;
-	r = 0;
 out:
 	if (r != 0 && !why[0])
 		snprintf(why, whylen, "%s", cb_strerror(r));

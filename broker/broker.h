@@ -58,6 +58,12 @@
 #define BRK_ADMIN_MAX	256	/* admin connections in total */
 #define BRK_ADMIN_PER_UID 32	/* ... and per peer uid */
 #define BRK_ACCEPT_BACKOFF_MAX_MS 1000	/* longest pause of the listener after a failed accept */
+#define BRK_PATH_MAX	4096	/* a path the broker keeps (the kernel's PATH_MAX) */
+#define BRK_STATE_FILE_MAX (BRK_PATH_MAX + 104)	/* STATE/name: a file in the state directory */
+#define BRK_TIER_NAME_MAX 64	/* a tier's name as a sandbox keeps it */
+#define BRK_RO_BINDS_MAX 32	/* --ro-bind options of one run */
+#define BRK_SNDBUF_REPLIES 8	/* largest replies a channel's send buffer holds */
+#define BRK_DETAIL_MAX	128	/* an audit detail's words around the names it quotes */
 
 struct event_base;
 struct event;
@@ -121,11 +127,11 @@ struct brk_sbx {
 	struct brk_sbx *next;
 	char id[CAP_AUD_MAX + 1];
 	char *command;			/* argv joined, for people */
-	char tier_name[64];
+	char tier_name[BRK_TIER_NAME_MAX];
 	enum sbx_tier stier;
 	struct pol_inst *inst;		/* its tier, from pol */
 	struct brk_pol *pol;		/* the policy it started under */
-	char workspace[4096];
+	char workspace[BRK_PATH_MAX];
 	uint64_t started_at;
 	uint64_t wall;			/* its wall-clock limit, seconds */
 	uid_t owner;			/* who started it (admin peer or us) */
@@ -195,13 +201,13 @@ struct brk {
 	struct brk_sbx *sbx;		/* live sandboxes */
 	size_t nsbx;
 	struct brk_opts opts;
-	char state_dir[4096];
-	char state_real[4096];		/* its canonical path: never served */
-	char capcall_path[4096];
-	char pylib_dir[4096];
+	char state_dir[BRK_PATH_MAX];
+	char state_real[BRK_PATH_MAX];		/* its canonical path: never served */
+	char capcall_path[BRK_PATH_MAX];
+	char pylib_dir[BRK_PATH_MAX];
 	int admin_fd;
 	struct event *ev_admin;
-	char admin_path[4096];		/* the admin socket's path */
+	char admin_path[BRK_PATH_MAX];		/* the admin socket's path */
 	bool admin_bound;		/* we bound it (not inherited): we remove it */
 	dev_t admin_dev;		/* ... if it is still ours at exit */
 	ino_t admin_ino;
@@ -229,7 +235,7 @@ struct brk {
 	void *prompt_arg;
 	bool stopping;
 	int exit_code;
-	char dec_why[4608];		/* why the last brk_decide failed */
+	char dec_why[BRK_PATH_MAX + 512];		/* why the last brk_decide failed */
 	uint64_t clock_wall, clock_mono;	/* the clocks at the last tick */
 };
 

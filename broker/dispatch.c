@@ -32,7 +32,6 @@ enum brk_dflag {
 };
 
 #define BRK_NEED(op)	(1u << (op))
-#define BRK_HOSTRES_MAX	300	/* "host:port" as audited: a 253-byte name and a port */
 
 /* ping needs no token, but one presented with it is judged like any
  * other (BRK_D_JUDGE): an agent testing a token learns at once that it is
@@ -110,7 +109,7 @@ brk_resource(const struct wire_req *q, unsigned flags, const char **res, const c
 	if (flags & BRK_D_HOST) {
 		snprintf(hostres, hostlen, "%s:%u", q->host ? q->host : "", q->port);
 		*res = hostres;
-		if (!q->host || !q->host[0] || strlen(q->host) > 253 || q->port < 1 ||
+		if (!q->host || !q->host[0] || strlen(q->host) > BRK_HOST_LEN || q->port < 1 ||
 		    q->port > 65535) {
 			*detail = "need host and a port 1-65535";
 			return CB_EINVAL;

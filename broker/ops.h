@@ -14,6 +14,9 @@
 
 #include "broker/broker.h"
 
+#define BRK_HOST_LEN	253	/* the longest host name asked for (DNS's limit) */
+#define BRK_HOSTRES_MAX	(BRK_HOST_LEN + 47)	/* "host:port" as audited */
+
 /* The token(s) the dispatcher chose for a request. */
 struct brk_use {
 	enum cap_op op;		/* the operation it was chosen for */

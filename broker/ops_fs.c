@@ -39,6 +39,7 @@
 
 #define BRK_LIST_MAX 4096		/* entries in one fs.list reply */
 #define BRK_LIST_BYTES (150 * 1024)	/* name bytes in one fs.list reply */
+#define BRK_GROUPS_MAX	64	/* the broker's supplementary groups, saved to restore */
 
 /* Every path below is opened through the one resolver (common/resolve.c). */
 static int
@@ -258,7 +259,7 @@ brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c
  * (brk_as_broker), and the worker threads never touch files.
  * Returns 0 or CB_EPERM (then nothing was changed).
  */
-static gid_t brk_groups[64];
+static gid_t brk_groups[BRK_GROUPS_MAX];
 static int brk_ngroups = -1;
 static bool brk_switched;
 
@@ -279,7 +280,7 @@ brk_as_owner(const struct brk_fsctx *c)
 {
 	if (geteuid() != 0 || c->owner == 0)
 		return 0;	/* acting as ourselves already */
-	if (brk_ngroups < 0 && (brk_ngroups = getgroups(64, brk_groups)) < 0)
+	if (brk_ngroups < 0 && (brk_ngroups = getgroups(BRK_GROUPS_MAX, brk_groups)) < 0)
 		return CB_EPERM;
 	if (syscall(SYS_setgroups, (size_t)0, NULL) != 0)
 		return CB_EPERM;

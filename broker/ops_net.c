@@ -39,8 +39,8 @@
 struct brk_net {
 	struct brk_sbx *s;
 	struct wire_req q;		/* scalars only; strings copied below */
-	char host[256];
-	char res[300];
+	char host[BRK_HOST_LEN + 1];
+	char res[BRK_HOSTRES_MAX];
 	int port;
 	bool presented;
 	uint32_t th;
@@ -312,7 +312,7 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 	struct brk_net *n;
 	struct cap_addr lit;
 	struct brk_held *h = NULL;
-	char res[300];
+	char res[BRK_HOSTRES_MAX];
 	int e;
 
 	(void)u;
@@ -342,7 +342,7 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 	 * accepts (LDH labels, no all-digit last label): nothing else reaches
 	 * the resolver. */
 	if (cap_addr_parse(q->host, &lit) != 0) {
-		char buf[300];
+		char buf[BRK_HOSTRES_MAX];
 		struct cap *c = NULL;
 		bool name;
 

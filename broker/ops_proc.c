@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define BRK_PROC_CHUNK	16384	/* bytes read from a child's output at a time */
 #define BRK_PROC_TIMEOUT_S 60
 #define BRK_PROC_BINDS 8
 #define BRK_PROC_MAX	4		/* proc.exec children one sandbox runs at once */
@@ -102,7 +103,7 @@ brk_proc_maybe_done(struct brk_proc *x)
 static void
 brk_proc_read(struct brk_proc *x, int fd, uint8_t *buf, size_t *n, bool *eof, struct event *ev)
 {
-	uint8_t tmp[16384];
+	uint8_t tmp[BRK_PROC_CHUNK];
 	ssize_t r;
 
 	for (;;) {
@@ -304,32 +305,126 @@ brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
 	return 0;
 }
 
+/* What the child sees: the program's directory, and what the sandbox may
+ * read through the broker anyway: for each valid held fs.read capability
+ * inside the ceiling, the exact path when it has no wildcard, or R when it
+ * is exactly R/ followed by a ** component.  A narrower glob such as *.txt
+ * files under /data is never bound, since binding /data would show the
+ * program files the agent may not read.  Returns the number of binds. */
+static size_t
+brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
+    char (*store)[CAP_STR_MAX + 1])
+{
+	char dir[CAP_STR_MAX + 1], *slash;
+	size_t nb = 0;
+
+	snprintf(dir, sizeof(dir), "%s", prog);
+	if ((slash = strrchr(dir, '/')) && slash != dir) {
+		*slash = '\0';
+		brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
+	}
+	for (size_t k = 0; k < s->nheld; k++) {
+		struct brk_held *hk = &s->held[k];
+
+		if (brk_tok_check(s, hk, NULL, NULL) != 0)
+			continue;
+		for (size_t i = 0; i < hk->tok->c.ncaps; i++) {
+			const struct cap *c = hk->tok->c.caps[i];
+			size_t l = strlen(c->res);
+
+			if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
+				continue;
+			if (!strchr(c->res, '*'))
+				brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), c->res);
+			else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
+			    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
+				memcpy(dir, c->res, l - 3);
+				dir[l - 3] = '\0';
+				brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
+			}
+		}
+	}
+	return nb;
+}
+
+/* A new child record for request q (its stdin copied: the request's
+ * buffer is gone when the handler returns).  NULL: out of memory. */
+static struct brk_proc *
+brk_proc_new(struct brk_sbx *s, const struct wire_req *q, const struct brk_held *h,
+    const struct sbx_limits *lim)
+{
+	struct brk_proc *x = calloc(1, sizeof(*x));
+
+	if (!x || !(x->out = malloc(WIRE_OUT_MAX)) || !(x->err = malloc(WIRE_OUT_MAX)) ||
+	    (q->has_data && q->data_len && !(x->in = malloc(q->data_len)))) {
+		if (x) {
+			free(x->out);
+			free(x->err);
+			free(x);
+		}
+		return NULL;
+	}
+	x->s = s;
+	x->id = q->id;
+	x->lim = *lim;
+	snprintf(x->res, sizeof(x->res), "%s", q->argv[0]);
+	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
+	x->p.pid = -1;
+	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = -1;
+	if (x->in) {
+		memcpy(x->in, q->data, q->data_len);
+		x->nin = q->data_len;
+	}
+	return x;
+}
+
+/* Watch the started child: status, exit, output, and its stdin while
+ * there is some to write.  CB_ENOMEM: nothing is watched. */
+static int
+brk_proc_watch(struct brk_proc *x)
+{
+	struct event_base *base = x->s->b->base;
+
+	x->ev_status = event_new(base, x->p.status_fd, EV_READ | EV_PERSIST, brk_proc_status, x);
+	x->ev_exit = event_new(base, x->p.pidfd, EV_READ | EV_PERSIST, brk_proc_exit, x);
+	x->ev_out = event_new(base, x->p.stdout_fd, EV_READ | EV_PERSIST, brk_proc_out, x);
+	x->ev_err = event_new(base, x->p.stderr_fd, EV_READ | EV_PERSIST, brk_proc_err, x);
+	if (x->nin)
+		x->ev_in = event_new(base, x->p.stdin_fd, EV_WRITE, brk_proc_in, x);
+	if (!x->ev_status || !x->ev_exit || !x->ev_out || !x->ev_err || (x->nin && !x->ev_in))
+		return CB_ENOMEM;
+	event_add(x->ev_status, NULL);
+	event_add(x->ev_exit, NULL);
+	event_add(x->ev_out, NULL);
+	event_add(x->ev_err, NULL);
+	return 0;
+}
+
 /* The dispatcher checked the program's path, that a slot is free, and
- * chose the token that grants proc.exec of it. */
+ * chose the token that grants proc.exec of it.  The child runs in a
+ * sandbox of the low tier, within what is left of this sandbox's budget. */
 void
 brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
 	struct brk_held *h = u->h;
 	struct brk_proc *x = NULL;
 	struct sbx_config cfg;
+	struct sbx_limits budget;
 	struct sbx_bind binds[BRK_PROC_BINDS];
 	char store[BRK_PROC_BINDS][CAP_STR_MAX + 1];
 	char *argv[WIRE_ARGV_MAX + 1];
 	char id[CAP_AUD_MAX + 1];
-	const struct pol_tier *low;
 	const struct pol_limits *lim;
 	static unsigned seq;
-	size_t nb = 0;
 	uint64_t timeout;
 	int e;
 
-	low = pol_tier_get(s->pol->pol, POL_TIER_LOW);
-	lim = pol_tier_limits(low);
+	lim = pol_tier_limits(pol_tier_get(s->pol->pol, POL_TIER_LOW));
 	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
 	if (timeout > lim->wall)
 		timeout = lim->wall;
 	/* Before a use is spent: a refusal for want of budget costs none. */
-	if ((e = brk_proc_budget(s, lim, timeout, &cfg.limits)) != 0) {
+	if ((e = brk_proc_budget(s, lim, timeout, &budget)) != 0) {
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id,
 		    "its running proc.exec children use the sandbox's budget");
 		return;
@@ -338,89 +433,30 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		return;
 	}
-	/* Visible: the program's directory, and what the sandbox may read
-	 * through the broker anyway: for each valid held fs.read capability
-	 * inside the ceiling, the exact path when it has no wildcard, or R when
-	 * it is exactly R/ followed by a ** component.  A narrower glob such as
-	 * *.txt files under /data is never bound, since binding /data would show
-	 * the program files the agent may not read. */
-	{
-		char dir[CAP_STR_MAX + 1], *slash;
-
-		snprintf(dir, sizeof(dir), "%s", q->argv[0]);
-		if ((slash = strrchr(dir, '/')) && slash != dir) {
-			*slash = '\0';
-			brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
-		}
-		for (size_t k = 0; k < s->nheld; k++) {
-			struct brk_held *hk = &s->held[k];
-
-			if (brk_tok_check(s, hk, NULL, NULL) != 0)
-				continue;
-			for (size_t i = 0; i < hk->tok->c.ncaps; i++) {
-				const struct cap *c = hk->tok->c.caps[i];
-				size_t l = strlen(c->res);
-
-				if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
-					continue;
-				if (!strchr(c->res, '*'))
-					brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), c->res);
-				else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
-				    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
-					memcpy(dir, c->res, l - 3);
-					dir[l - 3] = '\0';
-					brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
-				}
-			}
-		}
-	}
 	for (size_t i = 0; i < q->argc; i++)
 		argv[i] = (char *)q->argv[i];
 	argv[q->argc] = NULL;
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
-	{
-		struct sbx_limits budget = cfg.limits;
-
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.limits = budget;
+	cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = id, .argv = argv, .binds = binds,
+		.nbinds = brk_proc_visible(s, q->argv[0], binds, store), .broker_fd = -1,
+		.limits = budget };
+	if (!(x = brk_proc_new(s, q, h, &cfg.limits))) {
+		brk_deny(s, q, CB_ENOMEM, q->argv[0], h->tok->c.id, NULL);
+		return;
 	}
-	cfg.tier = SBX_TIER_LOW;
-	cfg.id = id;
-	cfg.argv = argv;
-	cfg.binds = binds;
-	cfg.nbinds = nb;
-	cfg.broker_fd = -1;
-	if (!(x = calloc(1, sizeof(*x))) || !(x->out = malloc(WIRE_OUT_MAX)) ||
-	    !(x->err = malloc(WIRE_OUT_MAX)) ||
-	    (q->has_data && q->data_len && !(x->in = malloc(q->data_len)))) {
-		e = CB_ENOMEM;
-		goto fail;
+	if ((e = sbx_spawn_start(&cfg, &x->p)) != 0) {
+		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
+		free(x->in);
+		free(x->out);
+		free(x->err);
+		free(x);
+		return;
 	}
-	x->s = s;
-	x->id = q->id;
-	x->lim = cfg.limits;
-	snprintf(x->res, sizeof(x->res), "%s", q->argv[0]);
-	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
-	x->p.pid = -1;
-	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = -1;
-	if (x->in) {
-		/* the request's buffer is gone when this handler returns */
-		memcpy(x->in, q->data, q->data_len);
-		x->nin = q->data_len;
-	}
-	if ((e = sbx_spawn_start(&cfg, &x->p)) != 0)
-		goto fail;
 	brk_sbx_hold(s);
 	s->inflight++;
 	x->next = s->procs;
 	s->procs = x;
-	x->ev_status = event_new(s->b->base, x->p.status_fd, EV_READ | EV_PERSIST, brk_proc_status, x);
-	x->ev_exit = event_new(s->b->base, x->p.pidfd, EV_READ | EV_PERSIST, brk_proc_exit, x);
-	x->ev_out = event_new(s->b->base, x->p.stdout_fd, EV_READ | EV_PERSIST, brk_proc_out, x);
-	x->ev_err = event_new(s->b->base, x->p.stderr_fd, EV_READ | EV_PERSIST, brk_proc_err, x);
-	if (x->nin)
-		x->ev_in = event_new(s->b->base, x->p.stdin_fd, EV_WRITE, brk_proc_in, x);
-	if (!x->ev_status || !x->ev_exit || !x->ev_out || !x->ev_err || (x->nin && !x->ev_in)) {
+	if (brk_proc_watch(x) != 0) {
 		/* cannot watch it: kill it and reap synchronously (rare) */
 		int ws;
 
@@ -430,23 +466,10 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		brk_proc_free(x);
 		return;
 	}
-	event_add(x->ev_status, NULL);
-	event_add(x->ev_exit, NULL);
-	event_add(x->ev_out, NULL);
-	event_add(x->ev_err, NULL);
 	/* Without data the program reads EOF at once. */
 	brk_proc_in(x->p.stdin_fd, EV_WRITE, x);
 	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
 	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" });
-	return;
-fail:
-	brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
-	if (x) {
-		free(x->in);
-		free(x->out);
-		free(x->err);
-		free(x);
-	}
 }
 
 /* The sandbox's channel closed: its children die with it (they are reaped

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 
+#define BRK_TOKINFO_CAPS_MAX 2048	/* a held token's capabilities, listed for tokens */
+
 static void
 brk_tokinfo(struct brk_sbx *s, size_t i, struct wire_tokinfo *ti, char *idhex, char *caps,
     size_t capslen)
@@ -55,7 +57,7 @@ brk_op_tokens(struct brk_sbx *s, const struct wire_req *q, const struct brk_use 
 {
 	static struct wire_tokinfo ti[BRK_HELD_MAX];
 	static char ids[BRK_HELD_MAX][2 * CAP_ID_LEN + 1];
-	static char caps[BRK_HELD_MAX][2048];
+	static char caps[BRK_HELD_MAX][BRK_TOKINFO_CAPS_MAX];
 	struct wire_reply rp = { .id = q->id, .tokens = ti };
 
 	(void)u;
@@ -84,6 +86,28 @@ brk_op_token_add(struct brk_sbx *s, const struct wire_req *q, const struct brk_u
 	rp.has_th = true;
 	rp.th = (uint32_t)(h - s->held);
 	brk_reply(s, &rp, -1);
+}
+
+/* No parent named: the first valid held token that contains every
+ * capability asked for, or NULL. */
+static struct brk_held *
+brk_derive_parent(struct brk_sbx *s, struct cap *const *caps, size_t ncaps)
+{
+	for (size_t k = 0; k < s->nheld; k++) {
+		struct brk_held *h = &s->held[k];
+		bool all = brk_tok_check(s, h, NULL, NULL) == 0;
+
+		for (size_t i = 0; i < ncaps && all; i++) {
+			bool in = false;
+
+			for (size_t j = 0; j < h->tok->c.ncaps && !in; j++)
+				in = cap_contains(h->tok->c.caps[j], caps[i]);
+			all = in;
+		}
+		if (all)
+			return h;
+	}
+	return NULL;
 }
 
 void
@@ -122,28 +146,10 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q, const struct brk_use 
 			brk_deny(s, q, e, "derive", p ? p->tok->c.id : NULL, NULL);
 			goto out;
 		}
-	} else {
-		/* No parent named: the first valid held token that contains
-		 * every capability asked for. */
-		for (size_t k = 0; k < s->nheld && !p; k++) {
-			struct brk_held *h = &s->held[k];
-			bool all = brk_tok_check(s, h, NULL, NULL) == 0;
-
-			for (size_t i = 0; i < ncaps && all; i++) {
-				bool in = false;
-
-				for (size_t j = 0; j < h->tok->c.ncaps && !in; j++)
-					in = cap_contains(h->tok->c.caps[j], caps[i]);
-				all = in;
-			}
-			if (all)
-				p = h;
-		}
-		if (!p) {
-			brk_deny(s, q, CB_ENOTCOVERED, "derive", NULL,
-			    "no token held contains the capabilities asked for");
-			goto out;
-		}
+	} else if (!(p = brk_derive_parent(s, caps, ncaps))) {
+		brk_deny(s, q, CB_ENOTCOVERED, "derive", NULL,
+		    "no token held contains the capabilities asked for");
+		goto out;
 	}
 	/* A human approved an elevation for this sandbox, having seen its
 	 * command: it is not this sandbox's to hand on. */

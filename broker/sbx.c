@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -359,25 +360,16 @@ brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t
 		memcpy(why + whylen - 4, "...", 4);	/* too long: say it was cut */
 }
 
-int
-brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
-    char *why, size_t whylen)
+/* May a new sandbox start at all?  Its durations, the number running, and
+ * room for its records: a nearly full disk refuses new sandboxes while the
+ * running ones keep the audit reserve, better one clear refusal now than
+ * every sandbox failing when the disk is full. */
+static int
+brk_sbx_admit(struct brk *b, const struct brk_sbx_spec *spec, char *why, size_t whylen)
 {
-	struct brk_sbx *s = NULL;
-	const struct pol_tier *tier;
-	const struct pol_limits *lim;
-	const struct pol_bind *pbinds;
-	const char *const *pexec;
-	struct sbx_bind *binds = NULL;
-	char **bindcopies = NULL, **realsrc = NULL;
-	struct sbx_config cfg;
-	size_t npb, npe, nb = 0;
-	int sv[2] = { -1, -1 }, r;
-	uint64_t now = cb_now(), ttl;
-	char cwd[4096];
+	struct statvfs vf;
+	uint64_t avail;
 
-	*out = NULL;
-	why[0] = '\0';
 	if (spec->ttl > CB_DURATION_MAX || spec->timeout > CB_DURATION_MAX) {
 		snprintf(why, whylen, "ttl and timeout are at most %u seconds (366 days)", CB_DURATION_MAX);
 		return CB_EINVAL;
@@ -386,34 +378,36 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		snprintf(why, whylen, "too many sandboxes");
 		return CB_EBUSY;
 	}
-	/* A nearly full disk refuses new sandboxes while the running ones keep
-	 * the audit reserve: better one clear refusal now than every sandbox
-	 * failing when the disk is full. */
-	{
-		struct statvfs vf;
-		uint64_t avail;
-
-		if (!aud_room(b->aud)) {
-			snprintf(why, whylen, "the audit log %s/audit.jsonl %s: refusing new sandboxes",
-			    b->state_dir, aud_healthy(b->aud) ? "has no room left on its disk" :
-			    "cannot be written");
+	if (!aud_room(b->aud)) {
+		snprintf(why, whylen, "the audit log %s/audit.jsonl %s: refusing new sandboxes",
+		    b->state_dir, aud_healthy(b->aud) ? "has no room left on its disk" :
+		    "cannot be written");
+		return CB_EAUDIT;
+	}
+	if (statvfs(b->state_dir, &vf) == 0) {
+		avail = (uint64_t)vf.f_bavail * vf.f_frsize;
+		if (avail < BRK_DISK_RESERVE) {
+			snprintf(why, whylen, "the disk of the state %s has %llu KiB left, under the "
+			    "%u KiB kept in reserve: refusing new sandboxes until there is room",
+			    b->state_dir, (unsigned long long)(avail / 1024), BRK_DISK_RESERVE / 1024);
 			return CB_EAUDIT;
 		}
-		if (statvfs(b->state_dir, &vf) == 0) {
-			avail = (uint64_t)vf.f_bavail * vf.f_frsize;
-			if (avail < BRK_DISK_RESERVE) {
-				snprintf(why, whylen, "the disk of the state %s has %llu KiB left, under the "
-				    "%u KiB kept in reserve: refusing new sandboxes until there is room",
-				    b->state_dir, (unsigned long long)(avail / 1024), BRK_DISK_RESERVE / 1024);
-				return CB_EAUDIT;
-			}
-		}
 	}
-	if (!(s = calloc(1, sizeof(*s))))
-		return CB_ENOMEM;
+	return 0;
+}
+
+/* A new sandbox with nothing open, under the policy current now (whatever
+ * reloads follow).  NULL: out of memory. */
+static struct brk_sbx *
+brk_sbx_alloc(struct brk *b, uid_t owner, uint64_t now)
+{
+	struct brk_sbx *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
 	s->b = b;
 	s->fd = -1;
-	s->owner = spec->owner;
+	s->owner = owner;
 	s->started_at = now;
 	s->bucket = BRK_BURST;
 	s->bucket_ns = cb_mono_ns();
@@ -422,66 +416,85 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	s->proc.pid = -1;
 	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 	s->proc.status_fd = -1;
-	/* It lives under the policy current now, whatever reloads follow. */
 	s->pol = b->cur;
 	s->pol->refs++;
-	if (spec->id) {
-		if (!cap_aud_valid(spec->id, strlen(spec->id)) || strlen(spec->id) > SBX_ID_MAX) {
-			snprintf(why, whylen, "invalid sandbox id '%s' (1-64 of A-Z a-z 0-9 . _ -)", spec->id);
-			r = CB_EINVAL;
-			goto out;
-		}
-		if (brk_sbx_find(b, spec->id)) {
-			snprintf(why, whylen, "a sandbox called '%s' is already running", spec->id);
-			r = CB_EEXIST;
-			goto out;
-		}
-		snprintf(s->id, sizeof(s->id), "%s", spec->id);
-	} else {
-		uint8_t rnd[4];
-		char hex[9];
+	return s;
+}
 
-		do {
-			randombytes_buf(rnd, sizeof(rnd));
-			cap_hex(rnd, sizeof(rnd), hex);
-			snprintf(s->id, sizeof(s->id), "sbx-%s", hex);
-		} while (brk_sbx_find(b, s->id));
+/* The sandbox's id: the one asked for (valid and not running), or a fresh
+ * random one. */
+static int
+brk_sbx_name(struct brk_sbx *s, const char *id, char *why, size_t whylen)
+{
+	uint8_t rnd[4];
+	char hex[2 * sizeof(rnd) + 1];
+
+	if (id) {
+		if (!cap_aud_valid(id, strlen(id)) || strlen(id) > SBX_ID_MAX) {
+			snprintf(why, whylen, "invalid sandbox id '%s' (1-64 of A-Z a-z 0-9 . _ -)", id);
+			return CB_EINVAL;
+		}
+		if (brk_sbx_find(s->b, id)) {
+			snprintf(why, whylen, "a sandbox called '%s' is already running", id);
+			return CB_EEXIST;
+		}
+		snprintf(s->id, sizeof(s->id), "%s", id);
+		return 0;
 	}
-	/* A durable record of this run: approvals are granted to it, not to
-	 * its id, which a later sandbox may reuse. */
-	if ((r = st_instance_begin(b->st, s->id, now, &s->instance)) != 0) {
-		snprintf(why, whylen, "recording the sandbox in the state: %s", cb_strerror(r));
-		goto out;
-	}
+	do {
+		randombytes_buf(rnd, sizeof(rnd));
+		cap_hex(rnd, sizeof(rnd), hex);
+		snprintf(s->id, sizeof(s->id), "sbx-%s", hex);
+	} while (brk_sbx_find(s->b, s->id));
+	return 0;
+}
+
+/* Its tier (*tier) and workspace, and the tier's rules instantiated on
+ * that workspace. */
+static int
+brk_sbx_place(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct pol_tier **tier,
+    char *why, size_t whylen)
+{
+	struct brk *b = s->b;
+	char cwd[PATH_MAX];
+	int r;
+
 	snprintf(s->tier_name, sizeof(s->tier_name), "%s",
 	    spec->tier ? spec->tier : pol_default_tier(b->pol));
-	if (!(tier = pol_tier_get(b->pol, s->tier_name))) {
+	if (!(*tier = pol_tier_get(b->pol, s->tier_name))) {
 		snprintf(why, whylen, "unknown tier '%s'", s->tier_name);
-		r = CB_EINVAL;
-		goto out;
+		return CB_EINVAL;
 	}
-	s->stier = brk_stier(tier);
+	s->stier = brk_stier(*tier);
 	if (spec->workspace)
 		snprintf(cwd, sizeof(cwd), "%s", spec->workspace);
-	else if (pol_tier_workspace(tier))
-		snprintf(cwd, sizeof(cwd), "%s", pol_tier_workspace(tier));
+	else if (pol_tier_workspace(*tier))
+		snprintf(cwd, sizeof(cwd), "%s", pol_tier_workspace(*tier));
 	else if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
 	if (!realpath(cwd, s->workspace)) {
 		snprintf(why, whylen, "workspace '%s': %s", cwd, strerror(errno));
-		r = CB_EINVAL;
-		goto out;
+		return CB_EINVAL;
 	}
-	if ((r = pol_tier_instantiate(tier, strcmp(s->workspace, "/") ? s->workspace : NULL,
+	if ((r = pol_tier_instantiate(*tier, strcmp(s->workspace, "/") ? s->workspace : NULL,
 		 &s->inst)) != 0) {
 		snprintf(why, whylen, "workspace '%s' cannot be used: %s", s->workspace,
 		    cb_strerror(r));
-		goto out;
+		return r;
 	}
-	brk_join_argv(spec->argv, &s->command);
+	return 0;
+}
 
-	/* Grants: every one inside the tier's ceiling, or nothing starts. */
-	ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol);
+/* Grants: every one inside the tier's ceiling, or nothing starts.  Each is
+ * minted (durable) and put in the sandbox's table. */
+static int
+brk_sbx_grants(struct brk_sbx *s, const struct brk_sbx_spec *spec, uint64_t now, char *why,
+    size_t whylen)
+{
+	struct brk *b = s->b;
+	uint64_t ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol);
+	int r;
+
 	for (size_t i = 0; i < spec->ngrants; i++) {
 		struct cap *c = NULL;
 		char *text = NULL;
@@ -490,7 +503,7 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 
 		if ((r = cap_parse(spec->grants[i], &c)) != 0) {
 			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
-			goto out;
+			return r;
 		}
 		if (!pol_inst_within_ceiling(s->inst, c)) {
 			char what[CAP_STR_MAX + 16];
@@ -498,8 +511,7 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 			snprintf(what, sizeof(what), "grant '%s'", c->text);
 			brk_ceiling_refusal(s, what, why, whylen);
 			cap_free(c);
-			r = CB_EPOLICY;
-			goto out;
+			return CB_EPOLICY;
 		}
 		r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = &c, .ncaps = 1,
 			.nbf = now, .exp = now + ttl, .by = spec->actor ? spec->actor : "broker" },
@@ -507,133 +519,232 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		cap_free(c);
 		if (r != 0) {
 			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], brk_decide_why(b, r));
-			goto out;
+			return r;
 		}
 		r = brk_held_add(s, text, strlen(text), true, &th);
 		free(text);
 		if (r != 0) {
 			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
-			goto out;
+			return r;
 		}
 	}
+	return 0;
+}
 
-	/* The channel: SOCK_SEQPACKET keeps message boundaries.  Only the
-	 * broker's end is non-blocking (O_NONBLOCK lives on the file
-	 * description, so it is set per end, after creation). */
+/* The channel: SOCK_SEQPACKET keeps message boundaries.  Only the broker's
+ * end (s->fd) is non-blocking (O_NONBLOCK lives on the file description,
+ * so it is set per end, after creation); *agent_fd is the sandbox's end. */
+static int
+brk_sbx_channel(struct brk_sbx *s, int *agent_fd, char *why, size_t whylen)
+{
+	int sv[2], sz = WIRE_REPLY_MAX * BRK_SNDBUF_REPLIES;
+
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		snprintf(why, whylen, "socketpair: %s", strerror(errno));
-		r = CB_EIO;
-		goto out;
-	}
-	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0) {
-		r = CB_EIO;
-		goto out;
-	}
-	{
-		int sz = WIRE_REPLY_MAX * 8;
-
-		if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
-			(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		return CB_EIO;
 	}
 	s->fd = sv[0];
+	*agent_fd = sv[1];
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0)
+		return CB_EIO;
+	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
+		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	return 0;
+}
 
-	/* The sandbox as the tier says, plus the caller's read-only binds. */
-	lim = pol_tier_limits(tier);
-	npb = pol_tier_binds(tier, &pbinds);
-	npe = pol_tier_exec(tier, &pexec);
-	binds = calloc(npb + spec->nro_binds + 1, sizeof(*binds));
-	bindcopies = calloc(spec->nro_binds + 1, sizeof(*bindcopies));
-	realsrc = calloc(npb + spec->nro_binds + 1, sizeof(*realsrc));
-	if (!binds || !bindcopies || !realsrc) {
-		r = CB_ENOMEM;
-		goto out;
+/* The binds of a new sandbox, and the strings they point into. */
+struct brk_binds {
+	struct sbx_bind *v;
+	size_t n;
+	char **copies;		/* one per --ro-bind: its "SRC[:DST]" split */
+	size_t ncopies;
+	char **realsrc;		/* one per bind: its canonical source */
+};
+
+static void
+brk_binds_free(struct brk_binds *bb)
+{
+	for (size_t i = 0; bb->copies && i < bb->ncopies; i++)
+		free(bb->copies[i]);
+	for (size_t i = 0; bb->realsrc && i < bb->n; i++)
+		free(bb->realsrc[i]);
+	free(bb->copies);
+	free(bb->realsrc);
+	free(bb->v);
+}
+
+/* One --ro-bind of the caller's.  Opened with the caller's credentials
+ * when the caller is not root: it may not reach through us what it could
+ * not reach itself. */
+static int
+brk_ro_bind(const struct brk_sbx_spec *spec, const char *ro, struct sbx_bind *bd, char **copy,
+    char *why, size_t whylen)
+{
+	const char *no;
+	int r;
+
+	if ((r = brk_parse_bind(ro, bd, copy)) != 0) {
+		snprintf(why, whylen, "--ro-bind '%s': SRC and DST must be absolute", ro);
+		return r;
 	}
-	/* The policy's binds are opened with the broker's credentials; a
-	 * caller's --ro-bind with the caller's when the caller is not root
-	 * (it may not reach through us what it could not reach itself). */
+	if ((no = sbx_bind_dst_refusal(bd->dst)) != NULL) {
+		snprintf(why, whylen, "--ro-bind '%s': destination %s refused: %s", ro, bd->dst, no);
+		return CB_EINVAL;
+	}
+	if (spec->owner != 0) {
+		const struct passwd *pw = getpwuid(spec->owner);
+
+		bd->as_caller = true;
+		bd->as_uid = spec->owner;
+		bd->as_gid = pw ? pw->pw_gid : (gid_t)65534;	/* nogroup */
+	}
+	return 0;
+}
+
+/* The sandbox's binds: the tier's (opened with the broker's credentials),
+ * then the caller's read-only ones. */
+static int
+brk_sbx_binds(const struct brk_sbx_spec *spec, const struct pol_tier *tier, struct brk_binds *bb,
+    char *why, size_t whylen)
+{
+	const struct pol_bind *pbinds;
+	size_t npb = pol_tier_binds(tier, &pbinds);
+	int r;
+
+	bb->v = calloc(npb + spec->nro_binds + 1, sizeof(*bb->v));
+	bb->copies = calloc(spec->nro_binds + 1, sizeof(*bb->copies));
+	bb->realsrc = calloc(npb + spec->nro_binds + 1, sizeof(*bb->realsrc));
+	if (!bb->v || !bb->copies || !bb->realsrc)
+		return CB_ENOMEM;
 	for (size_t i = 0; i < npb; i++)
-		binds[nb++] = (struct sbx_bind){ .src = pbinds[i].src, .dst = pbinds[i].dst,
+		bb->v[bb->n++] = (struct sbx_bind){ .src = pbinds[i].src, .dst = pbinds[i].dst,
 		    .writable = pbinds[i].rw };
 	for (size_t i = 0; i < spec->nro_binds; i++) {
-		const char *no;
-
-		if ((r = brk_parse_bind(spec->ro_binds[i], &binds[nb], &bindcopies[i])) != 0) {
-			snprintf(why, whylen, "--ro-bind '%s': SRC and DST must be absolute",
-			    spec->ro_binds[i]);
-			goto out;
-		}
-		if ((no = sbx_bind_dst_refusal(binds[nb].dst)) != NULL) {
-			snprintf(why, whylen, "--ro-bind '%s': destination %s refused: %s",
-			    spec->ro_binds[i], binds[nb].dst, no);
-			r = CB_EINVAL;
-			goto out;
-		}
-		if (spec->owner != 0) {
-			const struct passwd *pw = getpwuid(spec->owner);
-
-			binds[nb].as_caller = true;
-			binds[nb].as_uid = spec->owner;
-			binds[nb].as_gid = pw ? pw->pw_gid : (gid_t)65534;	/* nogroup */
-		}
-		nb++;
+		bb->ncopies++;
+		if ((r = brk_ro_bind(spec, spec->ro_binds[i], &bb->v[bb->n], &bb->copies[i], why,
+			 whylen)) != 0)
+			return r;
+		bb->n++;
 	}
 	/* Binds are chosen by administrators (the policy, --ro-bind): a
 	 * symlink they name is followed here, once, and the launcher then
 	 * opens the canonical path with no symlink followed (common/resolve.c),
 	 * with the broker's credentials, and hands the stub the fd. */
-	for (size_t i = 0; i < nb; i++) {
-		if ((realsrc[i] = realpath(binds[i].src, NULL)) != NULL)
-			binds[i].src = realsrc[i];
-		if ((r = brk_rw_bind_check(&binds[i], why, whylen)) != 0)
-			goto out;
+	for (size_t i = 0; i < bb->n; i++) {
+		if ((bb->realsrc[i] = realpath(bb->v[i].src, NULL)) != NULL)
+			bb->v[i].src = bb->realsrc[i];
+		if ((r = brk_rw_bind_check(&bb->v[i], why, whylen)) != 0)
+			return r;
 	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tier = s->stier;
-	cfg.id = s->id;
-	cfg.argv = spec->argv;
-	cfg.binds = binds;
-	cfg.nbinds = nb;
-	cfg.exec_allow = pexec;
-	cfg.nexec_allow = npe;
-	/* --timeout may shorten the tier's wall clock, never lengthen it */
+	return 0;
+}
+
+/* Start the agent in its sandbox: the tier's rules and limits (--timeout
+ * may shorten the tier's wall clock, never lengthen it), the binds, the
+ * agent's end of the channel. */
+static int
+brk_sbx_spawn(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct pol_tier *tier,
+    const struct brk_binds *bb, int agent_fd, char *why, size_t whylen)
+{
+	const struct pol_limits *lim = pol_tier_limits(tier);
+	struct sbx_config cfg = {
+		.tier = s->stier, .id = s->id, .argv = spec->argv, .binds = bb->v,
+		.nbinds = bb->n, .broker_fd = agent_fd,
+		.capcall_path = s->b->capcall_path[0] ? s->b->capcall_path : NULL,
+		.pylib_dir = s->b->pylib_dir[0] ? s->b->pylib_dir : NULL,
+		.want_pty = spec->want_pty, .chdir = spec->chdir,
+		.setenv = spec->setenv, .nsetenv = spec->nsetenv,
+		.unsetenv = spec->unsetenv, .nunsetenv = spec->nunsetenv,
+	};
+	int r;
+
+	cfg.nexec_allow = pol_tier_exec(tier, &cfg.exec_allow);
 	brk_sbx_limits(lim, spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
 	    &cfg.limits);
-	cfg.broker_fd = sv[1];
-	cfg.capcall_path = b->capcall_path[0] ? b->capcall_path : NULL;
-	cfg.pylib_dir = b->pylib_dir[0] ? b->pylib_dir : NULL;
-	cfg.want_pty = spec->want_pty;
-	cfg.chdir = spec->chdir;
-	cfg.setenv = spec->setenv;
-	cfg.nsetenv = spec->nsetenv;
-	cfg.unsetenv = spec->unsetenv;
-	cfg.nunsetenv = spec->nunsetenv;
 	s->wall = cfg.limits.wall_secs;
 	if ((r = sbx_spawn_start(&cfg, &s->proc)) != 0) {
 		sbx_start_refusal(r, why, whylen);
-		goto out;
+		return r;
 	}
 	s->spawned = true;
-	close(sv[1]);
-	sv[1] = -1;
+	return 0;
+}
+
+/* Watch the running sandbox (its channel, status report and exit) and
+ * list it. */
+static int
+brk_sbx_watch(struct brk_sbx *s)
+{
+	struct brk *b = s->b;
 
 	s->ev_read = event_new(b->base, s->fd, EV_READ | EV_PERSIST, brk_dispatch_readable, s);
 	s->ev_write = event_new(b->base, s->fd, EV_WRITE | EV_PERSIST, brk_chan_writable, s);
 	s->ev_rate = evtimer_new(b->base, brk_chan_rate_resume, s);
 	s->ev_status = event_new(b->base, s->proc.status_fd, EV_READ | EV_PERSIST, brk_sbx_status, s);
 	s->ev_exit = event_new(b->base, s->proc.pidfd, EV_READ | EV_PERSIST, brk_sbx_exited, s);
-	if (!s->ev_read || !s->ev_write || !s->ev_rate || !s->ev_status || !s->ev_exit) {
-		sbx_kill(&s->proc);
-		r = CB_ENOMEM;
-		goto out;
-	}
+	if (!s->ev_read || !s->ev_write || !s->ev_rate || !s->ev_status || !s->ev_exit)
+		return CB_ENOMEM;
 	event_add(s->ev_read, NULL);
 	event_add(s->ev_status, NULL);
 	event_add(s->ev_exit, NULL);
 	s->next = b->sbx;
 	b->sbx = s;
 	b->nsbx++;
+	return 0;
+}
+
+/* A sandbox that did not start: its agent (if any) killed and reaped, its
+ * instance ended, everything freed. */
+static void
+brk_sbx_abandon(struct brk_sbx *s)
+{
+	if (s->spawned) {
+		int ws;
+
+		sbx_kill(&s->proc);
+		waitpid(s->proc.pid, &ws, 0);
+		s->exited = true;
+	}
+	s->dead = true;
+	brk_sbx_end_instance(s);
+	brk_sbx_free(s);
+}
+
+int
+brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen)
+{
+	struct brk_sbx *s = NULL;
+	const struct pol_tier *tier;
+	struct brk_binds bb = { .v = NULL };
+	int agent_fd = -1, r;
+	uint64_t now = cb_now();
+
+	*out = NULL;
+	why[0] = '\0';
+	if ((r = brk_sbx_admit(b, spec, why, whylen)) != 0)
+		return r;
+	if (!(s = brk_sbx_alloc(b, spec->owner, now)))
+		return CB_ENOMEM;
+	if ((r = brk_sbx_name(s, spec->id, why, whylen)) != 0)
+		goto out;
+	/* A durable record of this run: approvals are granted to it, not to
+	 * its id, which a later sandbox may reuse. */
+	if ((r = st_instance_begin(b->st, s->id, now, &s->instance)) != 0) {
+		snprintf(why, whylen, "recording the sandbox in the state: %s", cb_strerror(r));
+		goto out;
+	}
+	if ((r = brk_sbx_place(s, spec, &tier, why, whylen)) != 0)
+		goto out;
+	brk_join_argv(spec->argv, &s->command);
+	if ((r = brk_sbx_grants(s, spec, now, why, whylen)) != 0 ||
+	    (r = brk_sbx_channel(s, &agent_fd, why, whylen)) != 0 ||
+	    (r = brk_sbx_binds(spec, tier, &bb, why, whylen)) != 0 ||
+	    (r = brk_sbx_spawn(s, spec, tier, &bb, agent_fd, why, whylen)) != 0 ||
+	    (r = brk_sbx_watch(s)) != 0)
+		goto out;
 	{
-		char detail[4200 + 128];
+		char detail[sizeof(s->workspace) + BRK_DETAIL_MAX];
 
 		snprintf(detail, sizeof(detail), "tier %s, workspace %s, %zu grant(s)", s->tier_name,
 		    s->workspace, s->nheld);
@@ -643,32 +754,11 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 	}
 	*out = s;
 	s = NULL;
-	r = 0;
 out:
-	if (sv[1] >= 0)
-		close(sv[1]);
-	if (s) {
-		if (s->spawned) {
-			int ws;
-
-			sbx_kill(&s->proc);
-			waitpid(s->proc.pid, &ws, 0);
-			s->exited = true;
-		}
-		if (s->fd < 0 && sv[0] >= 0)
-			close(sv[0]);
-		s->dead = true;
-		brk_sbx_end_instance(s);
-		brk_sbx_free(s);
-	}
-	if (bindcopies)
-		for (size_t i = 0; i < spec->nro_binds; i++)
-			free(bindcopies[i]);
-	free(bindcopies);
-	if (realsrc)
-		for (size_t i = 0; i < nb; i++)
-			free(realsrc[i]);
-	free(realsrc);
-	free(binds);
+	if (agent_fd >= 0)
+		close(agent_fd);
+	if (s)
+		brk_sbx_abandon(s);
+	brk_binds_free(&bb);
 	return r;
 }
