@@ -86,8 +86,8 @@ rig_sign(struct rig *g)
 	char *text = NULL;
 	uint64_t now = cb_now();
 
-	check(brk_tok_sign(&g->b, g->s->id, &g->cap, 1, now, now + 3600, false, 0, NULL, false,
-	    "bench", &text, &rec), "brk_tok_sign");
+	check(brk_tok_sign(&g->b, &(struct brk_mint){ .aud = g->s->id, .caps = &g->cap, .ncaps = 1,
+	    .nbf = now, .exp = now + 3600, .by = "bench" }, &text, &rec), "brk_tok_sign");
 	free(rec.caps);
 	return text;
 }
@@ -164,8 +164,9 @@ cmd_tokens(const char *dir, int reps)
 		char *t = NULL;
 		uint8_t id[CAP_ID_LEN];
 		uint64_t now = cb_now();
-		check(brk_tok_mint(&g.b, g.s->id, &g.cap, 1, now, now + 3600, false, 0, NULL,
-		    false, "bench", &t, id), "brk_tok_mint");
+		check(brk_tok_mint(&g.b, &(struct brk_mint){ .aud = g.s->id, .caps = &g.cap,
+		    .ncaps = 1, .nbf = now, .exp = now + 3600, .by = "bench" }, &t, id),
+		    "brk_tok_mint");
 		free(t);
 	});
 	/* The tokens must be known to the state for the check to pass. */
@@ -175,8 +176,8 @@ cmd_tokens(const char *dir, int reps)
 		uint64_t now = cb_now();
 
 		free(texts[i]);
-		check(brk_tok_sign(&g.b, g.s->id, &g.cap, 1, now, now + 3600, false, 0, NULL, false,
-		    "bench", &t, &rec), "sign");
+		check(brk_tok_sign(&g.b, &(struct brk_mint){ .aud = g.s->id, .caps = &g.cap,
+		    .ncaps = 1, .nbf = now, .exp = now + 3600, .by = "bench" }, &t, &rec), "sign");
 		check(st_token_add(g.b.st, &rec), "st_token_add");
 		free(rec.caps);
 		texts[i] = t;
