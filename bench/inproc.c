@@ -25,7 +25,8 @@
 #include <sodium.h>
 
 #include "bench/bench.h"
-#include "broker/broker.h"
+#include "broker/core.h"
+#include "broker/tokens.h"
 
 #define WS "/bench/ws"
 

@@ -11,7 +11,14 @@
  * ask.  An acknowledgement that changes state (revoke, approve, deny,
  * rotate) is sent only after the change is on disk.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/admin.h"
+#include "broker/approval.h"
+#include "broker/chan.h"
+#include "broker/commit.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <errno.h>
 #include <event2/event.h>

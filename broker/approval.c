@@ -9,8 +9,14 @@
  * through the one escaper.  An undecided request expires, and expiry
  * means deny.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/admin.h"
 #include "broker/approval.h"
+#include "broker/chan.h"
+#include "broker/commit.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <errno.h>
 #include <event2/event.h>

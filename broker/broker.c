@@ -7,7 +7,14 @@
  * on disk is the state directory, which must be the broker's own (0700,
  * flock'd) and is never served to an agent (brk_path_is_state).
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/admin.h"
+#include "broker/approval.h"
+#include "broker/budget.h"
+#include "broker/chan.h"
+#include "broker/commit.h"
+#include "broker/hostaddr.h"
 #include "broker/sbx.h"
 #include "broker/work.h"
 
@@ -521,6 +528,44 @@ brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor)
 	/* an ancestor: "/" or a proper prefix ending at a component */
 	return or_ancestor && pl < sl && strncmp(b->state_real, path, pl) == 0 &&
 	    (b->state_real[pl] == '/' || pl == 1);
+}
+
+struct event_base *
+brk_base(struct brk *b)
+{
+	return b->base;
+}
+
+const char *
+brk_admin_sock(const struct brk *b)
+{
+	return b->admin_path;
+}
+
+bool
+brk_admin_was_stale(const struct brk *b)
+{
+	return b->admin_stale;
+}
+
+int
+brk_exit_code(const struct brk *b)
+{
+	return b->exit_code;
+}
+
+void
+brk_set_prompt_hook(struct brk *b, void (*fn)(void *arg, bool open), void *arg)
+{
+	b->prompt_hook = fn;
+	b->prompt_arg = arg;
+}
+
+void
+brk_kill_all(struct brk *b, const char *actor)
+{
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		brk_sbx_kill(s, actor);
 }
 
 void

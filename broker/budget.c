@@ -26,7 +26,10 @@
  * Allowed operations are not budgeted: each needs a grant, and the request
  * rate (BRK_RATE) bounds them.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/budget.h"
+#include "broker/chan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,9 @@
  *  - a malformed packet gets an error reply and an audit line; the loop
  *    carries on with the next one.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/chan.h"
 
 #include <errno.h>

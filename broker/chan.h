@@ -9,9 +9,20 @@
 
 #include <event2/util.h>
 
-#include "broker/broker.h"
+#include "broker/core.h"
 
 #define BRK_RECV_FDS	16	/* descriptors one receive can see (to close them) */
+
+/* Send a reply (with an optional fd, which is consumed). */
+void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
+/* Reply with an error and audit the denial. */
+void brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resource,
+    const uint8_t *tid, const char *detail);
+
+/* Append r to the audit log (if open).  A failure is not reported here:
+ * whoever is about to act checks the log's room first (brk_tok_commit,
+ * brk_decide). */
+void brk_audit(struct brk *b, const struct aud_rec *r);
 
 enum brk_chan_got {
 	BRK_CHAN_REQ,	/* a decoded request, for the dispatcher */

@@ -16,7 +16,9 @@
  * get ahead of the state, so a state found behind the log was damaged or
  * rolled back, and the broker refuses it (docs/state.md).
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/commit.h"
 
 #include <stdio.h>
 #include <string.h>

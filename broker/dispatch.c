@@ -9,10 +9,13 @@
  * Here the agent's request meets its tokens: each entry says what it
  * needs, and no handler runs before that was checked, once, here.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/dispatch.h"
 #include "broker/ops.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <event2/event.h>
 #include <stdio.h>

@@ -18,7 +18,9 @@
  * the socket (it cannot be opened) the list is re-read for every judgment:
  * slower, never stale.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/hostaddr.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -10,9 +10,14 @@
  * interrupted; 125 when the sandbox or broker could not be set up (one line
  * on stderr); 64 (EX_USAGE) for a usage error.
  */
+#include "audit/audit.h"
 #include "broker/broker.h"
 #include "broker/service.h"
 #include "client/admin.h"
+#include "policy/policy.h"
+#include "sandbox-stub/sandbox.h"
+#include "state/state.h"
+#include "wire/wire.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -434,17 +439,14 @@ run_exited(struct brk_sbx *s, void *arg)
 	struct relay *r = arg;
 
 	r->exited = true;
-	r->code = s->exit_code;
-	/* The stub exits 124 when the wall clock ran out; an agent that exits
-	 * 124 itself, sooner, is not "stopped". */
-	if (s->exit_code == SBX_EXIT_TIMEOUT && !run_signal && s->wall &&
-	    cb_now() + 1 >= s->started_at + s->wall) {
+	r->code = brk_sbx_exit_code(s);
+	if (!run_signal && brk_sbx_ran_out(s)) {
 		bool was_raw = r->raw;
 
 		relay_tty_raw(r, false);
 		fprintf(stderr, "%scapbroker: the agent was stopped: it ran for its time limit of %llu s "
 		    "(--timeout or the tier's wall clock)\n", was_raw ? "\n" : "",
-		    (unsigned long long)s->wall);
+		    (unsigned long long)brk_sbx_wall(s));
 	}
 	relay_maybe_done(r);
 }
@@ -457,8 +459,7 @@ on_signal(evutil_socket_t sig, short ev, void *arg)
 	(void)ev;
 	run_signal = (int)sig;
 	/* Kill the sandboxes; we exit 128 + sig once they are gone. */
-	for (struct brk_sbx *s = b->sbx; s; s = s->next)
-		brk_sbx_kill(s, sig == SIGINT ? "signal:INT" : "signal:TERM");
+	brk_kill_all(b, sig == SIGINT ? "signal:INT" : "signal:TERM");
 }
 
 static void
@@ -488,6 +489,7 @@ run_local(struct run_opts *o)
 	struct brk *b = NULL;
 	struct brk_sbx *s;
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
+	int stdio[3];
 	struct event *sigint = NULL, *sigterm = NULL, *sigwinch = NULL;
 	char tmp[64], why[1024], actor[32];
 	int code = EXIT_SETUP, e;
@@ -563,27 +565,25 @@ run_local(struct run_opts *o)
 		goto out;
 	}
 	r.b = b;
-	s->on_exit = run_exited;
-	s->on_exit_arg = &r;
-	b->prompt_hook = run_prompt;
-	b->prompt_arg = &r;
+	brk_sbx_on_exit(s, run_exited, &r);
+	brk_set_prompt_hook(b, run_prompt, &r);
+	/* The relay owns the agent's stdio from here: the sandbox's record
+	 * may be freed before the relay reads EOF. */
+	brk_sbx_take_stdio(s, stdio);
 	/* The terminal is the agent's input and, while a prompt is open, the
 	 * prompt's (run_prompt pauses the relay then): never both at once. */
 	if (pty) {
-		relay_winsize(s->proc.stdout_fd);
+		relay_winsize(stdio[1]);
 		relay_tty_raw(&r, true);
 	}
-	if (relay_start(&r, b->base, s->proc.stdin_fd, s->proc.stdout_fd, s->proc.stderr_fd) != 0) {
+	if (relay_start(&r, brk_base(b), stdio[0], stdio[1], stdio[2]) != 0) {
 		fprintf(stderr, "capbroker: cannot relay the agent's stdio\n");
-		goto out;
+		goto out;	/* relay_free closes them */
 	}
-	/* The relay owns the agent's stdio now: the sandbox's record may be
-	 * freed (closing what it still holds) before the relay reads EOF. */
-	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
-	sigint = evsignal_new(b->base, SIGINT, on_signal, b);
-	sigterm = evsignal_new(b->base, SIGTERM, on_signal, b);
+	sigint = evsignal_new(brk_base(b), SIGINT, on_signal, b);
+	sigterm = evsignal_new(brk_base(b), SIGTERM, on_signal, b);
 	if (pty)
-		sigwinch = evsignal_new(b->base, SIGWINCH, on_winch, &r);
+		sigwinch = evsignal_new(brk_base(b), SIGWINCH, on_winch, &r);
 	if (sigint)
 		event_add(sigint, NULL);
 	if (sigterm)
@@ -595,7 +595,7 @@ run_local(struct run_opts *o)
 		goto out;
 	}
 	/* Interrupted: 130 for SIGINT (128 + the signal, as shells say). */
-	code = run_signal ? 128 + run_signal : b->exit_code;
+	code = run_signal ? 128 + run_signal : brk_exit_code(b);
 out:
 	relay_tty_raw(&r, false);
 	if (sigint)
@@ -924,25 +924,25 @@ cmd_serve(int argc, char **argv)
 		brk_svc_log(LOG_ERR, "%s", why);
 		return EXIT_SETUP;
 	}
-	e1 = evsignal_new(b->base, SIGTERM, on_stop, b);
-	e2 = evsignal_new(b->base, SIGINT, on_stop, b);
-	e3 = evsignal_new(b->base, SIGHUP, on_hup, b);
+	e1 = evsignal_new(brk_base(b), SIGTERM, on_stop, b);
+	e2 = evsignal_new(brk_base(b), SIGINT, on_stop, b);
+	e3 = evsignal_new(brk_base(b), SIGHUP, on_hup, b);
 	if (e1)
 		event_add(e1, NULL);
 	if (e2)
 		event_add(e2, NULL);
 	if (e3)
 		event_add(e3, NULL);
-	if (b->admin_stale)
+	if (brk_admin_was_stale(b))
 		brk_svc_log(LOG_NOTICE, "removed a stale admin socket %s (no broker was listening "
-		    "on it)", b->admin_path);
-	snprintf(status, sizeof(status), "serving; admin socket %s%s", b->admin_path,
+		    "on it)", brk_admin_sock(b));
+	snprintf(status, sizeof(status), "serving; admin socket %s%s", brk_admin_sock(b),
 	    bo.has_admin_fd ? " (from systemd)" : "");
 	brk_svc_log(LOG_INFO, "%s", status);
 	brk_svc_ready(status);
-	c = brk_loop(b) == 0 ? b->exit_code : 1;
+	c = brk_loop(b) == 0 ? brk_exit_code(b) : 1;
 	brk_svc_stopping();
-	brk_svc_log(LOG_INFO, "stopping; admin socket %s", b->admin_path);
+	brk_svc_log(LOG_INFO, "stopping; admin socket %s", brk_admin_sock(b));
 	if (e1)
 		event_free(e1);
 	if (e2)

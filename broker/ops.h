@@ -12,7 +12,7 @@
 #ifndef CB_BROKER_OPS_H
 #define CB_BROKER_OPS_H
 
-#include "broker/broker.h"
+#include "broker/core.h"
 
 #define BRK_HOST_LEN	253	/* the longest host name asked for (DNS's limit) */
 #define BRK_HOSTRES_MAX	(BRK_HOST_LEN + 47)	/* "host:port" as audited */
@@ -35,5 +35,9 @@ brk_handler brk_fs_read, brk_fs_write, brk_fs_list, brk_fs_stat, brk_fs_mkdir, b
 brk_handler brk_op_net, brk_op_proc;
 /* ops_tok.c */
 brk_handler brk_op_tokens, brk_op_token_add, brk_op_derive, brk_op_request;
+
+/* Kill the sandbox's running proc.exec children (its channel closed). */
+void brk_proc_kill_all(struct brk_sbx *s);
+
 
 #endif

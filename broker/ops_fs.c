@@ -23,8 +23,11 @@
  *    (openat(dirfd, "..") would escape).
  *  - Created files get mode & 0777 (no set-id bits).
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/chan.h"
 #include "broker/ops.h"
+#include "broker/tokens.h"
 
 #include <dirent.h>
 #include <errno.h>

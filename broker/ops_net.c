@@ -18,8 +18,14 @@
  *  - TCP only; the connect is non-blocking with a timeout; the agent gets
  *    the connected socket and nothing else.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/chan.h"
+#include "broker/hostaddr.h"
 #include "broker/ops.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
+#include "broker/work.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -18,8 +18,12 @@
  *    flagged), and a wall-clock timeout kills it.  All waiting happens in
  *    events: the loop never blocks on the child.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/chan.h"
 #include "broker/ops.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <errno.h>
 #include <event2/event.h>

@@ -14,9 +14,12 @@
  *    ceiling mints without a person; the elevation clock starts at
  *    approval; an undecided request expires and expiry means deny.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
 #include "broker/approval.h"
+#include "broker/chan.h"
 #include "broker/ops.h"
+#include "broker/tokens.h"
 
 #include <errno.h>
 #include <stdio.h>

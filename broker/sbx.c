@@ -8,11 +8,16 @@
  * and opened by the launcher without following symlinks.  After the start
  * the agent is hostile: a sandbox whose channel closes is killed.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
 #include "broker/approval.h"
+#include "broker/budget.h"
 #include "broker/chan.h"
+#include "broker/commit.h"
 #include "broker/dispatch.h"
+#include "broker/ops.h"
 #include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -185,6 +190,41 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 			sbx_kill(&s->proc);
 	}
 	brk_sbx_release(s);
+}
+
+void
+brk_sbx_on_exit(struct brk_sbx *s, void (*fn)(struct brk_sbx *, void *), void *arg)
+{
+	s->on_exit = fn;
+	s->on_exit_arg = arg;
+}
+
+void
+brk_sbx_take_stdio(struct brk_sbx *s, int fds[3])
+{
+	fds[0] = s->proc.stdin_fd;
+	fds[1] = s->proc.stdout_fd;
+	fds[2] = s->proc.stderr_fd;
+	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
+}
+
+int
+brk_sbx_exit_code(const struct brk_sbx *s)
+{
+	return s->exit_code;
+}
+
+uint64_t
+brk_sbx_wall(const struct brk_sbx *s)
+{
+	return s->wall;
+}
+
+bool
+brk_sbx_ran_out(const struct brk_sbx *s)
+{
+	return s->exited && s->exit_code == SBX_EXIT_TIMEOUT && s->wall &&
+	    cb_now() + 1 >= s->started_at + s->wall;
 }
 
 void

@@ -5,7 +5,20 @@
 #ifndef CB_BROKER_SBX_H
 #define CB_BROKER_SBX_H
 
-#include "broker/broker.h"
+#include "broker/core.h"
+
+/* A tier's limits as the sandbox takes them: wall is the wall clock to use
+ * (already at most the tier's); open files are clamped to what the sandbox
+ * allows (stricter, never weaker). */
+void brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out);
+
+struct brk_sbx *brk_sbx_find(struct brk *b, const char *id);
+/* The sentence for "WHAT exceeds the ceiling of tier T", listing what the
+ * tier's ceiling does allow (cut with "..." when it does not fit). */
+void brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t whylen);
+void brk_sbx_hold(struct brk_sbx *s);
+void brk_sbx_release(struct brk_sbx *s);
+
 
 /* The channel is gone (the agent closed it, or it misbehaved): the
  * sandbox is ended.  Set as brk.chan_closed. */

@@ -10,7 +10,11 @@
  * so a revocation bites on the very next operation) and use counts.  Key
  * retirement bumps st_epoch(), which invalidates every cached signature.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
+#include "broker/commit.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,8 @@
  * never reads or writes files (ops_fs.c switches the loop thread's fs
  * identity and relies on that), and it blocks every signal.
  */
-#include "broker/broker.h"
+
+#include "broker/core.h"
 #include "broker/work.h"
 
 #include <event2/event.h>

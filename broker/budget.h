@@ -1,0 +1,27 @@
+/*
+ * budget.h - what one sandbox's denials may write to the audit log
+ * (budget.c); private to broker/.
+ */
+#ifndef CB_BROKER_BUDGET_H
+#define CB_BROKER_BUDGET_H
+
+#include "broker/core.h"
+
+enum brk_budget {
+	BRK_BUDGET_OK,		/* read on */
+	BRK_BUDGET_WAIT,	/* throttled: read again after *wait */
+	BRK_BUDGET_STOP,	/* throttled too long: close the channel, saying why */
+};
+/* Audit a denial for s: written, or counted when it repeats a recent one;
+ * either way charged to the sandbox's audit budget. */
+void brk_budget_deny(struct brk_sbx *s, int reason, const char *op, const char *resource,
+    const uint8_t *tid, const char *detail);
+/* Before reading a request: may s be served now? */
+enum brk_budget brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *why,
+    size_t whylen);
+/* Once a second: write the counts that waited a second or more. */
+void brk_budget_tick(struct brk_sbx *s);
+/* The sandbox ends: write every count, forget every denial. */
+void brk_budget_end(struct brk_sbx *s);
+
+#endif
