@@ -12,10 +12,10 @@
  * rotate) is sent only after the change is on disk.
  */
 
+
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
-#include "broker/chan.h"
 #include "broker/commit.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"

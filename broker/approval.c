@@ -10,6 +10,7 @@
  * means deny.
  */
 
+
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
@@ -111,7 +112,7 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 	if ((e = brk_mint_charge(s)) != 0)
 		return e;
 	if ((e = brk_tok_sign(b, &(struct brk_mint){ .aud = s->id, .caps = &cap, .ncaps = 1,
-		.nbf = now, .exp = now + ttl, .elevated = true, .by = by }, &text, &rec)) != 0)
+		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by }, &text, &rec)) != 0)
 		return e;
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
 	    session ? "session" : "once");

@@ -8,11 +8,11 @@
  * flock'd) and is never served to an agent (brk_path_is_state).
  */
 
+
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/budget.h"
-#include "broker/chan.h"
 #include "broker/commit.h"
 #include "broker/hostaddr.h"
 #include "broker/sbx.h"
@@ -513,21 +513,6 @@ out:
 		snprintf(why, whylen, "%s", cb_strerror(r));
 	brk_free(b);
 	return r;
-}
-
-bool
-brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor)
-{
-	size_t sl = strlen(b->state_real), pl = strlen(path);
-
-	if (!sl)
-		return false;
-	/* inside (or equal) */
-	if (pl >= sl && strncmp(path, b->state_real, sl) == 0 && (path[sl] == '/' || path[sl] == '\0'))
-		return true;
-	/* an ancestor: "/" or a proper prefix ending at a component */
-	return or_ancestor && pl < sl && strncmp(b->state_real, path, pl) == 0 &&
-	    (b->state_real[pl] == '/' || pl == 1);
 }
 
 struct event_base *

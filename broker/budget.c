@@ -27,9 +27,9 @@
  * rate (BRK_RATE) bounds them.
  */
 
+
 #include "broker/core.h"
 #include "broker/budget.h"
-#include "broker/chan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,6 +18,7 @@
  *    carries on with the next one.
  */
 
+
 #include "broker/core.h"
 #include "broker/budget.h"
 #include "broker/chan.h"
@@ -37,13 +38,6 @@ struct brk_out {
 	int fd;
 	uint8_t data[];
 };
-
-void
-brk_audit(struct brk *b, const struct aud_rec *r)
-{
-	if (b->aud)
-		cb_ignore(aud_append(b->aud, r));	/* health is checked before acting */
-}
 
 static void
 brk_chan_close(struct brk_sbx *s, const char *why)

@@ -19,11 +19,6 @@ void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
 void brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resource,
     const uint8_t *tid, const char *detail);
 
-/* Append r to the audit log (if open).  A failure is not reported here:
- * whoever is about to act checks the log's room first (brk_tok_commit,
- * brk_decide). */
-void brk_audit(struct brk *b, const struct aud_rec *r);
-
 enum brk_chan_got {
 	BRK_CHAN_REQ,	/* a decoded request, for the dispatcher */
 	BRK_CHAN_NEXT,	/* a bad packet, already answered: read on */

@@ -17,6 +17,7 @@
  * rolled back, and the broker refuses it (docs/state.md).
  */
 
+
 #include "broker/core.h"
 #include "broker/commit.h"
 

@@ -202,9 +202,14 @@ struct brk {
 	uint64_t clock_wall, clock_mono;	/* the clocks at the last tick */
 };
 
-/* Is path the broker's state directory or inside it (or, with
- * `or_ancestor`, a directory that contains it)?  Such paths are never
- * served, whatever a token says: the state holds the signing keys. */
-bool brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor);
+/* Append r to the audit log (if open).  A failure is not reported here:
+ * whoever is about to act checked the log's room first (brk_tok_commit,
+ * brk_decide). */
+static inline void
+brk_audit(struct brk *b, const struct aud_rec *r)
+{
+	if (b->aud)
+		cb_ignore(aud_append(b->aud, r));
+}
 
 #endif

@@ -10,6 +10,7 @@
  * needs, and no handler runs before that was checked, once, here.
  */
 
+
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/dispatch.h"

@@ -19,6 +19,7 @@
  * slower, never stale.
  */
 
+
 #include "broker/core.h"
 #include "broker/hostaddr.h"
 

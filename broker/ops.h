@@ -40,4 +40,9 @@ brk_handler brk_op_tokens, brk_op_token_add, brk_op_derive, brk_op_request;
 void brk_proc_kill_all(struct brk_sbx *s);
 
 
+/* (ops_proc.c) A tier's limits as the sandbox takes them: wall is the wall clock to use
+ * (already at most the tier's); open files are clamped to what the sandbox
+ * allows (stricter, never weaker). */
+void brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out);
+
 #endif

@@ -24,6 +24,7 @@
  *  - Created files get mode & 0777 (no set-id bits).
  */
 
+
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/ops.h"

@@ -19,6 +19,7 @@
  *    the connected socket and nothing else.
  */
 
+
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/hostaddr.h"

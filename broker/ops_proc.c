@@ -19,6 +19,7 @@
  *    events: the loop never blocks on the child.
  */
 
+
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/ops.h"
@@ -402,6 +403,15 @@ brk_proc_watch(struct brk_proc *x)
 	event_add(x->ev_out, NULL);
 	event_add(x->ev_err, NULL);
 	return 0;
+}
+
+void
+brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out)
+{
+	/* The sandbox reserves its top descriptor slots. */
+	*out = (struct sbx_limits){ l->memory, l->processes,
+		l->open_files < SBX_NOFILE_MAX ? l->open_files : SBX_NOFILE_MAX,
+		l->file_size, l->cpu, wall, l->tmp_size };
 }
 
 /* The dispatcher checked the program's path, that a slot is free, and

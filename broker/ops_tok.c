@@ -15,6 +15,7 @@
  *    approval; an undecided request expires and expiry means deny.
  */
 
+
 #include "broker/core.h"
 #include "broker/approval.h"
 #include "broker/chan.h"
@@ -191,7 +192,8 @@ brk_op_derive(struct brk_sbx *s, const struct wire_req *q, const struct brk_use 
 		e = brk_tok_mint(s->b, &(struct brk_mint){ .aud = aud, .caps = caps,
 			.ncaps = ncaps, .nbf = child.nbf, .exp = child.exp,
 			.has_uses = child.has_uses, .uses = child.uses, .parent = p->tok->c.id,
-			.elevated = child.elevated, .by = s->id }, &text, id);
+			.elevated = child.elevated, .instance = s->instance, .by = s->id },
+		    &text, id);
 	if (e != 0) {
 		brk_deny(s, q, e, "derive", p->tok->c.id, NULL);
 		goto out;

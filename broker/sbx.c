@@ -9,6 +9,7 @@
  * the agent is hostile: a sandbox whose channel closes is killed.
  */
 
+
 #include "broker/core.h"
 #include "broker/approval.h"
 #include "broker/budget.h"
@@ -289,15 +290,6 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
 		    .op = "no-cgroup", .actor = "broker",
 		    .detail = "no delegated cgroup: rlimits bound memory and processes" });
-}
-
-void
-brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out)
-{
-	/* The sandbox reserves its top descriptor slots. */
-	*out = (struct sbx_limits){ l->memory, l->processes,
-		l->open_files < SBX_NOFILE_MAX ? l->open_files : SBX_NOFILE_MAX,
-		l->file_size, l->cpu, wall, l->tmp_size };
 }
 
 static void

@@ -7,11 +7,6 @@
 
 #include "broker/core.h"
 
-/* A tier's limits as the sandbox takes them: wall is the wall clock to use
- * (already at most the tier's); open files are clamped to what the sandbox
- * allows (stricter, never weaker). */
-void brk_sbx_limits(const struct pol_limits *l, uint64_t wall, struct sbx_limits *out);
-
 struct brk_sbx *brk_sbx_find(struct brk *b, const char *id);
 /* The sentence for "WHAT exceeds the ceiling of tier T", listing what the
  * tier's ceiling does allow (cut with "..." when it does not fit). */

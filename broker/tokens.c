@@ -11,9 +11,9 @@
  * retirement bumps st_epoch(), which invalidates every cached signature.
  */
 
+
 #include "broker/core.h"
 #include "broker/commit.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 
 #include <stdlib.h>
@@ -289,15 +289,11 @@ brk_tok_sign(struct brk *b, const struct brk_mint *m, char **text, struct st_tok
 	rec->exp = m->exp;
 	rec->uses_left = m->has_uses ? m->uses : ST_UNLIMITED;
 	rec->elevated = m->elevated;
-	if (m->elevated) {
-		/* Elevated tokens are only ever minted for the sandbox that
-		 * asked (derive refuses another audience): they belong to its
-		 * running instance.  None running: instance 0, honoured by no
-		 * sandbox. */
-		struct brk_sbx *o = brk_sbx_find(b, m->aud);
-
-		rec->instance = o ? o->instance : 0;
-	}
+	/* Elevated tokens are only ever minted for the sandbox that asked
+	 * (derive refuses another audience): they belong to its running
+	 * instance, which the caller names. */
+	if (m->elevated)
+		rec->instance = m->instance;
 	rec->issued_at = cb_now();
 	snprintf(rec->issued_by, sizeof(rec->issued_by), "%s", m->by ? m->by : "broker");
 out:
@@ -339,4 +335,19 @@ brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CA
 	free(rec.caps);
 	*text = t;
 	return 0;
+}
+
+bool
+brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor)
+{
+	size_t sl = strlen(b->state_real), pl = strlen(path);
+
+	if (!sl)
+		return false;
+	/* inside (or equal) */
+	if (pl >= sl && strncmp(path, b->state_real, sl) == 0 && (path[sl] == '/' || path[sl] == '\0'))
+		return true;
+	/* an ancestor: "/" or a proper prefix ending at a component */
+	return or_ancestor && pl < sl && strncmp(b->state_real, path, pl) == 0 &&
+	    (b->state_real[pl] == '/' || pl == 1);
 }

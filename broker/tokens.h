@@ -54,6 +54,7 @@ struct brk_mint {
 	uint32_t uses;
 	const uint8_t *parent;		/* CAP_ID_LEN bytes; NULL: none */
 	bool elevated;
+	uint64_t instance;		/* elevated: the sandbox instance it belongs to */
 	const char *by;			/* who issued it (audit actor); NULL: "broker" */
 };
 
@@ -69,5 +70,11 @@ int brk_tok_apply_add(struct brk *b, void *arg) CB_WARN_UNUSED;
  * the log when it returns); text malloc'd, id its id. */
 int brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CAP_ID_LEN])
     CB_WARN_UNUSED;
+
+/* Is path the broker's state directory or inside it (or, with
+ * `or_ancestor`, a directory that contains it)?  Such paths are never
+ * served, whatever a token says: the state holds the signing keys. */
+/* (tokens.c) */
+bool brk_path_is_state(const struct brk *b, const char *path, bool or_ancestor);
 
 #endif

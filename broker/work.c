@@ -7,6 +7,7 @@
  * identity and relies on that), and it blocks every signal.
  */
 
+
 #include "broker/core.h"
 #include "broker/work.h"
 
