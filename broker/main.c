@@ -480,12 +480,60 @@ run_create_exit(int e)
 	return e == CB_EINVAL || (e <= CB_ECAP_OP && e >= CB_ECAP_TOOLONG) ? EX_USAGE : EXIT_SETUP;
 }
 
+/* A throw-away state (removed at exit) need not pay for disk syncs: keep
+ * it on tmpfs when there is one (about 7 ms per run).  It is private all
+ * the same (mkdtemp, 0700). */
+static int
+run_temp_state(char *tmp, size_t len)
+{
+	struct stat st;
+
+	snprintf(tmp, len, "%s/capbroker-XXXXXX",
+	    stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0 ?
+	    "/dev/shm" : "/tmp");
+	if (!mkdtemp(tmp)) {
+		fprintf(stderr, "capbroker: cannot create a state directory: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* --approve: tty when run at a terminal, else admin. */
+static enum brk_approve
+run_approve_mode(const char *approve)
+{
+	if (!approve)
+		return isatty(STDIN_FILENO) ? BRK_APPROVE_TTY : BRK_APPROVE_ADMIN;
+	if (strcmp(approve, "tty") == 0)
+		return BRK_APPROVE_TTY;
+	if (strcmp(approve, "admin") == 0)
+		return BRK_APPROVE_ADMIN;
+	return BRK_APPROVE_DENY;
+}
+
+/* Asked for a terminal prompt: there must be a terminal to ask at, or
+ * every request would wait for no one. */
+static bool
+run_have_tty(void)
+{
+	int t = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	if (t < 0) {
+		fprintf(stderr, "capbroker: --approve tty needs a controlling terminal (there is "
+		    "none: %s); use --approve admin with `capctl watch`, or deny\n",
+		    strerror(errno));
+		return false;
+	}
+	close(t);
+	return true;
+}
+
 static int
 run_local(struct run_opts *o)
 {
 	struct brk_opts bo = { .policy_path = o->policy, .new_audit_log = o->new_audit_log,
 		.new_state = o->new_state };
-	struct brk_sbx_spec spec = { 0 };
+	struct brk_sbx_spec spec;
 	struct brk *b = NULL;
 	struct brk_sbx *s;
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
@@ -500,65 +548,26 @@ run_local(struct run_opts *o)
 	if (o->state) {
 		bo.state_dir = o->state;
 	} else {
-		/* A throw-away state (removed at exit) need not pay for disk
-		 * syncs: keep it on tmpfs when there is one (about 7 ms per run).
-		 * It is private all the same (mkdtemp, 0700). */
-		struct stat st;
-
-		snprintf(tmp, sizeof(tmp), "%s/capbroker-XXXXXX",
-		    stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0 ?
-		    "/dev/shm" : "/tmp");
-		if (!mkdtemp(tmp)) {
-			fprintf(stderr, "capbroker: cannot create a state directory: %s\n", strerror(errno));
+		if (run_temp_state(tmp, sizeof(tmp)) != 0)
 			return EXIT_SETUP;
-		}
 		bo.state_dir = tmp;
 	}
-	if (!o->approve)
-		bo.approve = isatty(STDIN_FILENO) ? BRK_APPROVE_TTY : BRK_APPROVE_ADMIN;
-	else if (strcmp(o->approve, "tty") == 0)
-		bo.approve = BRK_APPROVE_TTY;
-	else if (strcmp(o->approve, "admin") == 0)
-		bo.approve = BRK_APPROVE_ADMIN;
-	else
-		bo.approve = BRK_APPROVE_DENY;
-	if (bo.approve == BRK_APPROVE_TTY) {
-		/* Asked for a terminal prompt: there must be a terminal to ask
-		 * at, or every request would wait for no one. */
-		int t = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-
-		if (t < 0) {
-			fprintf(stderr, "capbroker: --approve tty needs a controlling terminal (there is "
-			    "none: %s); use --approve admin with `capctl watch`, or deny\n",
-			    strerror(errno));
-			code = EX_USAGE;
-			goto out;
-		}
-		close(t);
+	bo.approve = run_approve_mode(o->approve);
+	if (bo.approve == BRK_APPROVE_TTY && !run_have_tty()) {
+		code = EX_USAGE;
+		goto out;
 	}
 	if ((e = brk_new(&bo, &b, why, sizeof(why))) != 0) {
 		fprintf(stderr, "capbroker: %s\n", why);
 		goto out;
 	}
 	snprintf(actor, sizeof(actor), "uid:%u", (unsigned)getuid());
-	spec.id = o->id;
-	spec.tier = o->tier;
-	spec.workspace = o->workspace;
-	spec.argv = o->argv;
-	spec.grants = o->grants;
-	spec.ngrants = o->ngrants;
-	spec.ttl = o->ttl;
-	spec.timeout = o->timeout;
-	spec.ro_binds = o->binds;
-	spec.nro_binds = o->nbinds;
-	spec.owner = getuid();
-	spec.actor = actor;
-	spec.want_pty = pty;
-	spec.chdir = o->chdir;
-	spec.setenv = o->setenv;
-	spec.nsetenv = o->nsetenv;
-	spec.unsetenv = o->unsetenv;
-	spec.nunsetenv = o->nunsetenv;
+	spec = (struct brk_sbx_spec){ .id = o->id, .tier = o->tier, .workspace = o->workspace,
+		.argv = o->argv, .grants = o->grants, .ngrants = o->ngrants, .ttl = o->ttl,
+		.timeout = o->timeout, .ro_binds = o->binds, .nro_binds = o->nbinds,
+		.owner = getuid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
+		.setenv = o->setenv, .nsetenv = o->nsetenv, .unsetenv = o->unsetenv,
+		.nunsetenv = o->nunsetenv };
 	if ((e = brk_sbx_create(b, &spec, &s, why, sizeof(why))) != 0) {
 		fprintf(stderr, "capbroker: %s\n", why);
 		code = run_create_exit(e);
@@ -724,6 +733,100 @@ out:
 	return code;
 }
 
+/* One option of run (c, with optarg; --setenv takes the next argument
+ * too).  RUN_OPT_NEXT to read on, or the exit status. */
+#define RUN_OPT_NEXT	(-1)
+
+static int
+run_opt(struct run_opts *o, int c, int argc, char **argv)
+{
+	switch (c) {
+	case 'c': o->connect = optarg; break;
+	case 's': o->state = optarg; break;
+	case 'p': o->policy = optarg; break;
+	case 't': o->tier = optarg; break;
+	case 'w': o->workspace = optarg; break;
+	case 'i': o->id = optarg; break;
+	case 'N': o->new_audit_log = true; break;
+	case 'Z': o->new_state = true; break;
+	case 'a':
+		if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
+			fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
+			return EX_USAGE;
+		}
+		o->approve = optarg;
+		break;
+	case 'g':
+		if (o->ngrants == RUN_MAX_GRANTS) {
+			fprintf(stderr, "capbroker: at most %d --grant\n", RUN_MAX_GRANTS);
+			return EX_USAGE;
+		}
+		o->grants[o->ngrants++] = optarg;
+		break;
+	case 'b':
+		if (o->nbinds == RUN_MAX_BINDS) {
+			fprintf(stderr, "capbroker: at most %d --ro-bind\n", RUN_MAX_BINDS);
+			return EX_USAGE;
+		}
+		o->binds[o->nbinds++] = optarg;
+		break;
+	case 'T':
+	case 'o':
+		if (parse_u64(optarg, c == 'T' ? &o->ttl : &o->timeout) != 0 ||
+		    (c == 'T' ? o->ttl : o->timeout) > CB_DURATION_MAX) {
+			fprintf(stderr, "capbroker: --%s needs a positive number of seconds, "
+			    "at most %u (366 days)\n", c == 'T' ? "ttl" : "timeout", CB_DURATION_MAX);
+			return EX_USAGE;
+		}
+		break;
+	case 'C':
+		if (optarg[0] != '/') {
+			fprintf(stderr, "capbroker: --chdir needs an absolute path inside the "
+			    "sandbox\n");
+			return EX_USAGE;
+		}
+		o->chdir = optarg;
+		break;
+	case 'E':
+		/* --setenv NAME VALUE: the value is the next argument, as
+		 * in bubblewrap. */
+		if (optind >= argc) {
+			fprintf(stderr, "capbroker: --setenv needs NAME and VALUE\n");
+			return EX_USAGE;
+		}
+		/* fall through */
+	case 'U':
+		if (!sbx_env_name_ok(optarg)) {
+			fprintf(stderr, "capbroker: --%s: '%s' is not a variable name "
+			    "([A-Za-z_][A-Za-z0-9_]*)\n", c == 'E' ? "setenv" : "unsetenv", optarg);
+			return EX_USAGE;
+		}
+		if ((c == 'E' ? o->nsetenv : o->nunsetenv) == SBX_ENV_MAX) {
+			fprintf(stderr, "capbroker: at most %d --%s\n", SBX_ENV_MAX,
+			    c == 'E' ? "setenv" : "unsetenv");
+			return EX_USAGE;
+		}
+		if (c == 'E') {
+			o->setenv[2 * o->nsetenv] = optarg;
+			o->setenv[2 * o->nsetenv + 1] = argv[optind++];
+			o->nsetenv++;
+		} else {
+			o->unsetenv[o->nunsetenv++] = optarg;
+		}
+		break;
+	case 'h':
+		help();
+		return 0;
+	case 'V':
+		printf("capbroker %s\n", CB_VERSION);
+		return 0;
+	default:
+		usage(stderr);
+		return EX_USAGE;
+	}
+	return RUN_OPT_NEXT;
+}
+
 static int
 cmd_run(int argc, char **argv)
 {
@@ -749,93 +852,11 @@ cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct run_opts o = { 0 };
-	int c;
+	int c, r;
 
 	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'c': o.connect = optarg; break;
-		case 's': o.state = optarg; break;
-		case 'p': o.policy = optarg; break;
-		case 't': o.tier = optarg; break;
-		case 'w': o.workspace = optarg; break;
-		case 'i': o.id = optarg; break;
-		case 'N': o.new_audit_log = true; break;
-		case 'Z': o.new_state = true; break;
-		case 'a':
-			if (strcmp(optarg, "tty") && strcmp(optarg, "admin") && strcmp(optarg, "deny")) {
-				fprintf(stderr, "capbroker: --approve takes tty, admin or deny\n");
-				return EX_USAGE;
-			}
-			o.approve = optarg;
-			break;
-		case 'g':
-			if (o.ngrants == RUN_MAX_GRANTS) {
-				fprintf(stderr, "capbroker: at most %d --grant\n", RUN_MAX_GRANTS);
-				return EX_USAGE;
-			}
-			o.grants[o.ngrants++] = optarg;
-			break;
-		case 'b':
-			if (o.nbinds == RUN_MAX_BINDS) {
-				fprintf(stderr, "capbroker: at most %d --ro-bind\n", RUN_MAX_BINDS);
-				return EX_USAGE;
-			}
-			o.binds[o.nbinds++] = optarg;
-			break;
-		case 'T':
-		case 'o':
-			if (parse_u64(optarg, c == 'T' ? &o.ttl : &o.timeout) != 0 ||
-			    (c == 'T' ? o.ttl : o.timeout) > CB_DURATION_MAX) {
-				fprintf(stderr, "capbroker: --%s needs a positive number of seconds, "
-				    "at most %u (366 days)\n", c == 'T' ? "ttl" : "timeout", CB_DURATION_MAX);
-				return EX_USAGE;
-			}
-			break;
-		case 'C':
-			if (optarg[0] != '/') {
-				fprintf(stderr, "capbroker: --chdir needs an absolute path inside the "
-				    "sandbox\n");
-				return EX_USAGE;
-			}
-			o.chdir = optarg;
-			break;
-		case 'E':
-			/* --setenv NAME VALUE: the value is the next argument, as
-			 * in bubblewrap. */
-			if (optind >= argc) {
-				fprintf(stderr, "capbroker: --setenv needs NAME and VALUE\n");
-				return EX_USAGE;
-			}
-			/* fall through */
-		case 'U':
-			if (!sbx_env_name_ok(optarg)) {
-				fprintf(stderr, "capbroker: --%s: '%s' is not a variable name "
-				    "([A-Za-z_][A-Za-z0-9_]*)\n", c == 'E' ? "setenv" : "unsetenv", optarg);
-				return EX_USAGE;
-			}
-			if ((c == 'E' ? o.nsetenv : o.nunsetenv) == SBX_ENV_MAX) {
-				fprintf(stderr, "capbroker: at most %d --%s\n", SBX_ENV_MAX,
-				    c == 'E' ? "setenv" : "unsetenv");
-				return EX_USAGE;
-			}
-			if (c == 'E') {
-				o.setenv[2 * o.nsetenv] = optarg;
-				o.setenv[2 * o.nsetenv + 1] = argv[optind++];
-				o.nsetenv++;
-			} else {
-				o.unsetenv[o.nunsetenv++] = optarg;
-			}
-			break;
-		case 'h':
-			help();
-			return 0;
-		case 'V':
-			printf("capbroker %s\n", CB_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return EX_USAGE;
-		}
+		if ((r = run_opt(&o, c, argc, argv)) != RUN_OPT_NEXT)
+			return r;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "capbroker: run needs a command after --\n");
