@@ -210,7 +210,7 @@ brk_lock_state(struct brk *b, char *why, size_t whylen)
 	}
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
-		(void)0;	/* the pid is for people; the lock is what counts */
+		(void)0;	/* the pid only names the owner in a refusal; the lock is what counts */
 	b->lock_fd = fd;
 	return 0;
 }

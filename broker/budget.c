@@ -1,6 +1,6 @@
 /*
  * budget.c - the audit budget of a sandbox: what one agent's denials may
- * make the broker write to the audit log (issue 10, hole 8).
+ * make the broker write to the audit log.
  *
  * Trust domain: broker.  Every denial is caused by a hostile agent, which
  * chooses its fields (path, host, token).  Without a budget, denied

@@ -168,8 +168,8 @@ brk_deny(struct brk_sbx *s, const struct wire_req *q, int err, const char *resou
 	struct wire_reply r = { .id = q ? q->id : 0, .err = err };
 	char reason[512];
 
-	/* The sentence for people keeps the reason first: "not covered by
-	 * the token: address 10.0.0.1". */
+	/* The reason the agent reads starts with the error: "not covered
+	 * by the token: address 10.0.0.1". */
 	if (detail) {
 		snprintf(reason, sizeof(reason), "%s: %s", cb_strerror(err), detail);
 		r.reason = reason;

@@ -101,7 +101,7 @@ struct brk_sbx {
 	struct brk *b;
 	struct brk_sbx *next;
 	char id[CAP_AUD_MAX + 1];
-	char *command;			/* argv joined, for people */
+	char *command;			/* argv joined: what the log and the approver show */
 	char tier_name[BRK_TIER_NAME_MAX];
 	enum sbx_tier stier;
 	struct pol_inst *inst;		/* its tier, from pol */

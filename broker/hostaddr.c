@@ -1,7 +1,7 @@
 /*
  * hostaddr.c - the host's own addresses, which net.connect never reaches
- * unless a capability names them (issue 10: a service bound to 0.0.0.0 on
- * the host must not be exposed to net.connect:*:PORT).
+ * unless a capability names them: a service bound to 0.0.0.0 on the host
+ * must not be exposed to net.connect:*:PORT.
  *
  * Trust domain: broker.  Nothing here comes from an agent: the addresses
  * are the kernel's (getifaddrs) and the change notices are the kernel's

@@ -79,22 +79,6 @@ brk_errno(int e)
 	}
 }
 
-/*
- * Open rel beneath dirfd for reading or writing without opening a FIFO,
- * socket or device: opening one can act (a blocked FIFO writer is
- * released, a watchdog arms).  An O_PATH open through the resolver first
- * tells the type and the file system without opening anything, and only a
- * regular file (or a name that does not exist yet, for O_CREAT) is opened;
- * the fstat() after the real open stays the authority and must name the
- * same inode as the probe.  The window between the two is the one residual
- * case: a party with write access to the directory swapping in an existing
- * FIFO or device at that instant makes the open act, and the file is still
- * refused.  (A race-free reopen through /proc/self/fd costs about four times
- * as much on every open; see docs/threat-model.md.)
- * A set-uid or set-gid file is refused for writing, and a file another
- * than owner has more than one link to for anything (EPERM).
- * Returns an fd or -1 with errno set (ENXIO: not a regular file).
- */
 /* A set-uid or set-gid file is never opened for writing, whoever asks. */
 static bool
 brk_setid_write(const struct stat *st, uint64_t flags)
@@ -111,6 +95,22 @@ brk_foreign_link(const struct stat *st, uid_t owner)
 	return st->st_nlink > 1 && st->st_uid != owner;
 }
 
+/*
+ * Open rel beneath dirfd for reading or writing without opening a FIFO,
+ * socket or device: opening one can act (a blocked FIFO writer is
+ * released, a watchdog arms).  An O_PATH open through the resolver first
+ * tells the type and the file system without opening anything, and only a
+ * regular file (or a name that does not exist yet, for O_CREAT) is opened;
+ * the fstat() after the real open stays the authority and must name the
+ * same inode as the probe.  The window between the two is the one residual
+ * case: a party with write access to the directory swapping in an existing
+ * FIFO or device at that instant makes the open act, and the file is still
+ * refused.  (A race-free reopen through /proc/self/fd costs about four times
+ * as much on every open; see docs/threat-model.md.)
+ * A set-uid or set-gid file is refused for writing, and a file another
+ * than owner has more than one link to for anything (EPERM).
+ * Returns an fd or -1 with errno set (ENXIO: not a regular file).
+ */
 static int
 brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode, uid_t owner)
 {
