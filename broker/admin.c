@@ -11,8 +11,6 @@
  * ask.  An acknowledgement that changes state (revoke, approve, deny,
  * rotate) is sent only after the change is on disk.
  */
-
-
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"

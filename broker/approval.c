@@ -9,8 +9,6 @@
  * through the one escaper.  An undecided request expires, and expiry
  * means deny.
  */
-
-
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"

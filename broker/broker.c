@@ -7,8 +7,6 @@
  * on disk is the state directory, which must be the broker's own (0700,
  * flock'd) and is never served to an agent (brk_path_is_state).
  */
-
-
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"

@@ -26,8 +26,6 @@
  * Allowed operations are not budgeted: each needs a grant, and the request
  * rate (BRK_RATE) bounds them.
  */
-
-
 #include "broker/core.h"
 #include "broker/budget.h"
 

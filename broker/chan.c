@@ -17,8 +17,6 @@
  *  - a malformed packet gets an error reply and an audit line; the loop
  *    carries on with the next one.
  */
-
-
 #include "broker/core.h"
 #include "broker/budget.h"
 #include "broker/chan.h"

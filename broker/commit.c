@@ -16,8 +16,6 @@
  * get ahead of the state, so a state found behind the log was damaged or
  * rolled back, and the broker refuses it (docs/state.md).
  */
-
-
 #include "broker/core.h"
 #include "broker/commit.h"
 

@@ -9,8 +9,6 @@
  * Here the agent's request meets its tokens: each entry says what it
  * needs, and no handler runs before that was checked, once, here.
  */
-
-
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/dispatch.h"

@@ -18,8 +18,6 @@
  * the socket (it cannot be opened) the list is re-read for every judgment:
  * slower, never stale.
  */
-
-
 #include "broker/core.h"
 #include "broker/hostaddr.h"
 

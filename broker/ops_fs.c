@@ -23,8 +23,6 @@
  *    (openat(dirfd, "..") would escape).
  *  - Created files get mode & 0777 (no set-id bits).
  */
-
-
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/ops.h"

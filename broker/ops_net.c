@@ -18,8 +18,6 @@
  *  - TCP only; the connect is non-blocking with a timeout; the agent gets
  *    the connected socket and nothing else.
  */
-
-
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/hostaddr.h"

@@ -18,8 +18,6 @@
  *    flagged), and a wall-clock timeout kills it.  All waiting happens in
  *    events: the loop never blocks on the child.
  */
-
-
 #include "broker/core.h"
 #include "broker/chan.h"
 #include "broker/ops.h"

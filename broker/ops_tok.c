@@ -14,8 +14,6 @@
  *    ceiling mints without a person; the elevation clock starts at
  *    approval; an undecided request expires and expiry means deny.
  */
-
-
 #include "broker/core.h"
 #include "broker/approval.h"
 #include "broker/chan.h"

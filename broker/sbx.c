@@ -8,8 +8,6 @@
  * and opened by the launcher without following symlinks.  After the start
  * the agent is hostile: a sandbox whose channel closes is killed.
  */
-
-
 #include "broker/core.h"
 #include "broker/approval.h"
 #include "broker/budget.h"

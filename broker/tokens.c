@@ -10,8 +10,6 @@
  * so a revocation bites on the very next operation) and use counts.  Key
  * retirement bumps st_epoch(), which invalidates every cached signature.
  */
-
-
 #include "broker/core.h"
 #include "broker/commit.h"
 #include "broker/tokens.h"

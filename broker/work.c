@@ -6,8 +6,6 @@
  * never reads or writes files (ops_fs.c switches the loop thread's fs
  * identity and relies on that), and it blocks every signal.
  */
-
-
 #include "broker/core.h"
 #include "broker/work.h"
 
