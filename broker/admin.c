@@ -635,6 +635,32 @@ adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
 	brk_admin_finish(a, &e);
 }
 
+/* Admin connections, in all and of one uid, split into those that control
+ * a live sandbox (`run --connect`: counted as that sandbox, under
+ * BRK_ADMIN_RUN_*) and the rest (idle: under BRK_ADMIN_MAX and
+ * BRK_ADMIN_PER_UID).  A walk of the list, so no counter can drift from
+ * what the connections are: a few thousand at most, once per accept and
+ * per run. */
+struct adm_count {
+	size_t idle, idle_uid;
+	size_t run, run_uid;
+};
+
+static void
+adm_count(const struct brk *b, uid_t uid, struct adm_count *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (const struct brk_admin *o = b->admins; o; o = o->next) {
+		if (o->run) {
+			c->run++;
+			c->run_uid += o->uid == uid;
+		} else {
+			c->idle++;
+			c->idle_uid += o->uid == uid;
+		}
+	}
+}
+
 /* `capbroker run --connect`: the daemon starts the sandbox and hands the
  * client the agent's stdio; the client relays them and learns the exit
  * status when the sandbox ends.  Closing the connection kills it. */
@@ -661,6 +687,7 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	const char *setenv[2 * SBX_ENV_MAX], *unsetenv[SBX_ENV_MAX];
 	size_t argc = 0, nset = 0;
 	char why[1024];
+	struct adm_count c;
 	struct brk_sbx *s;
 	struct wire_enc e;
 	int fds[3], r;
@@ -700,6 +727,16 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	spec.setenv = setenv;
 	spec.nsetenv = nset / 2;
 	spec.unsetenv = unsetenv;
+	/* From here the connection counts as a sandbox, not as an idle
+	 * connection (adm_count): its own bounds, checked before spawning. */
+	adm_count(a->b, a->uid, &c);
+	if (c.run >= BRK_ADMIN_RUN_MAX || c.run_uid >= BRK_ADMIN_RUN_PER_UID) {
+		snprintf(why, sizeof(why), "too many sandboxes run over the admin socket (%zu of %s, "
+		    "%zu in all; at most %d and %d)", c.run_uid, a->actor, c.run,
+		    BRK_ADMIN_RUN_PER_UID, BRK_ADMIN_RUN_MAX);
+		brk_admin_err(a, CB_EBUSY, why);
+		return;
+	}
 	if ((r = brk_sbx_create(a->b, &spec, &s, why, sizeof(why))) != 0) {
 		brk_admin_err(a, r, why);
 		return;
@@ -771,7 +808,6 @@ brk_admin_drop(struct brk_admin *a)
 	event_free(a->ev);
 	close(a->fd);
 	free(a);
-	b->nadmins--;
 }
 
 static void
@@ -879,8 +915,8 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	struct brk_admin *a;
 	struct ucred cr;
 	socklen_t l = sizeof(cr);
-	char who[32], why[160];
-	size_t mine = 0;
+	char who[32], why[256];
+	struct adm_count c;
 	int fd, sz = 1 << 20;
 
 	(void)ev;
@@ -923,13 +959,16 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 		close(fd);
 		return;
 	}
-	/* One administrator's flood must not take every descriptor. */
-	for (struct brk_admin *o = b->admins; o; o = o->next)
-		mine += o->uid == cr.uid;
-	if (b->nadmins >= BRK_ADMIN_MAX || mine >= BRK_ADMIN_PER_UID) {
+	/* One administrator's flood must not take every descriptor.  Only
+	 * idle connections count here: one that runs a sandbox is counted as
+	 * that sandbox (adm_run), so a daemon's sandboxes do not use up the
+	 * room its owner needs for capctl or the next `run --connect`. */
+	adm_count(b, cr.uid, &c);
+	if (c.idle >= BRK_ADMIN_MAX || c.idle_uid >= BRK_ADMIN_PER_UID) {
 		b->admin_refused++;
-		snprintf(why, sizeof(why), "too many admin connections (%zu of %s, %zu in all; at most "
-		    "%d and %d)", mine, who, b->nadmins, BRK_ADMIN_PER_UID, BRK_ADMIN_MAX);
+		snprintf(why, sizeof(why), "too many admin connections (%zu idle of %s, %zu in all; at "
+		    "most %d and %d; those running a sandbox are not counted)", c.idle_uid, who,
+		    c.idle, BRK_ADMIN_PER_UID, BRK_ADMIN_MAX);
 		brk_admin_refuse(b, fd, CB_EBUSY, why);
 		return;
 	}
@@ -952,7 +991,6 @@ brk_admin_accept(evutil_socket_t lfd, short ev, void *arg)
 	event_add(a->ev, NULL);
 	a->next = b->admins;
 	b->admins = a;
-	b->nadmins++;
 }
 
 /* Serve the listening socket fd (ours from now on). */

@@ -39,8 +39,15 @@
 #define BRK_COAL_SLOTS	8	/* recent denials remembered for coalescing (budget.c) */
 #define BRK_DISK_RESERVE (128 * 1024)	/* free bytes the state's disk must keep for a new sandbox */
 #define BRK_CLOCK_JUMP_S 2	/* a wall-clock jump audited (s) */
-#define BRK_ADMIN_MAX	256	/* admin connections in total */
+#define BRK_ADMIN_MAX	256	/* idle admin connections in total */
 #define BRK_ADMIN_PER_UID 32	/* ... and per peer uid */
+/* An admin connection that controls a live sandbox (`run --connect`) is
+ * counted as that sandbox, under these bounds, not as an idle connection:
+ * a daemon runs as many sandboxes as its sandbox limit allows, while a
+ * flood of connections that run nothing is still cut at the caps above.
+ * Per uid half of them, so one administrator cannot take every slot. */
+#define BRK_ADMIN_RUN_MAX BRK_SANDBOXES_MAX		/* run connections in total */
+#define BRK_ADMIN_RUN_PER_UID (BRK_SANDBOXES_MAX / 2)	/* ... and per peer uid */
 #define BRK_ACCEPT_BACKOFF_MAX_MS 1000	/* longest pause of the listener after a failed accept */
 #define BRK_PATH_MAX	4096	/* a path the broker keeps (the kernel's PATH_MAX) */
 #define BRK_STATE_FILE_MAX (BRK_PATH_MAX + 104)	/* STATE/name: a file in the state directory */
@@ -180,7 +187,6 @@ struct brk {
 	unsigned admin_backoff_ms;	/* current backoff (0: none) */
 	uint64_t accept_failures;	/* failed accepts, counted (capctl status) */
 	uint64_t admin_refused;		/* connections refused over the caps */
-	size_t nadmins;
 	int spare_fd;			/* kept open so a refusal can still be sent */
 	struct event *ev_tick;
 	int wake_pipe[2];		/* worker threads -> loop */
