@@ -26,10 +26,19 @@
  *                                         seconds (CPU time per op, by thread)
  *   agent raw NAME CPU REPS ITERS         ping without libclient (raw packets)
  *   agent exec N                          proc.exec of /usr/bin/true N times
+ *   agent net MODE PORT REPS ITERS        REPS batches of ITERS TCP connects to
+ *                                         127.0.0.1:PORT, each closed at once:
+ *                                         MODE mediated (socket + connect(), which
+ *                                         the broker serves by seccomp user
+ *                                         notification), explicit (cc_net_connect)
+ *                                         or host (plain connect, run outside any
+ *                                         sandbox); prints ns per connect
  *   agent idle                            holds its channel until killed
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -381,6 +390,61 @@ cmd_exec(int n)
 	return 0;
 }
 
+/* One connect of MODE; 0 or -1 (reason on stderr). */
+static int
+net_one(const char *mode, struct cc_conn *c, const struct sockaddr_in *a)
+{
+	int fd = -1, r;
+
+	if (strcmp(mode, "explicit") == 0) {
+		if ((r = cc_net_connect(c, "127.0.0.1", ntohs(a->sin_port), 5000, &fd)) != 0) {
+			fprintf(stderr, "agent: net.connect: %s (%s)\n", cb_strerror(r), cc_last_reason(c));
+			return -1;
+		}
+	} else if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(fd, (const struct sockaddr *)a, sizeof(*a)) != 0) {
+		fprintf(stderr, "agent: connect: %s\n", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int
+cmd_net(const char *mode, int port, int reps, int iters)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct cc_conn *c = strcmp(mode, "explicit") == 0 ? conn() : NULL;
+	double *v = calloc((size_t)reps, sizeof(double));
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (!v)
+		return 1;
+	for (int k = 0; k < 50; k++)	/* warm up */
+		if (net_one(mode, c, &a) != 0)
+			return 1;
+	for (int r = 0; r < reps; r++) {
+		uint64_t t0 = bn_now();
+
+		for (int i = 0; i < iters; i++)
+			if (net_one(mode, c, &a) != 0)
+				return 1;
+		v[r] = (double)(bn_now() - t0) / iters;
+	}
+	{
+		char name[64];
+
+		snprintf(name, sizeof(name), "net.%s", mode);
+		bn_emit(name, "ns", v, (size_t)reps);
+	}
+	if (c)
+		cc_close(c);
+	free(v);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -402,6 +466,8 @@ main(int argc, char **argv)
 		return cmd_cpu(argv[2], atoi(argv[3]), argv[4]);
 	if (argc == 3 && strcmp(argv[1], "exec") == 0)
 		return cmd_exec(atoi(argv[2]));
+	if (argc == 6 && strcmp(argv[1], "net") == 0)
+		return cmd_net(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 2 && strcmp(argv[1], "idle") == 0) {
 		for (;;)
 			pause();

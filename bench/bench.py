@@ -173,6 +173,53 @@ def bench_latency(ws):
         log(f"latency round {rnd + 1}/{ROUNDS} done")
 
 
+# ---- mediated connect() vs an explicit net.connect vs the host ---------------
+
+def bench_net(ws, wd):
+    """A TCP connect to a loopback server that accepts and closes: by the
+    agent's own connect() (mediated: seccomp user notification, the broker
+    connects and installs its socket), by the client library's explicit
+    net.connect, and on the host with no sandbox (the floor).  Everything
+    on CPU 0, like the one-CPU latency rows."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(256)
+    port = srv.getsockname()[1]
+    stop = []
+
+    def serve():
+        while not stop:
+            try:
+                srv.accept()[0].close()
+            except OSError:
+                return
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    pol = os.path.join(wd, "net.conf")
+    with open(pol, "w") as f:
+        f.write('tiers = { medium = { ceiling = [ "fs.*:${workspace}/**", '
+                '"net.connect:127.0.0.1:*" ]; }; };\n')
+    reps, iters = (3, 200) if QUICK else (5, 500)
+    try:
+        for rnd in range(ROUNDS):
+            for r in run(["taskset", "-c", "0", AGENT, "net", "host", str(port), str(reps),
+                          str(iters)]):
+                add(r)
+            for mode in ("mediated", "explicit"):
+                cmd = ["taskset", "-c", "0", CAPBROKER, "run", "--policy", pol, "--tier",
+                       "medium", "--workspace", ws, "--grant", f"net.connect:127.0.0.1:{port}",
+                       "--ro-bind", f"{AGENT}:/bench/agent", "--", "/bench/agent", "net", mode,
+                       str(port), str(reps), str(iters)]
+                for r in run(cmd):
+                    add(r)
+            log(f"net connect round {rnd + 1}/{ROUNDS} done")
+    finally:
+        stop.append(1)
+        srv.close()
+
+
 # ---- where the CPU goes: CPU time per operation, by thread -------------------
 
 def descendants(pid):
@@ -461,6 +508,10 @@ def summary():
            f"{ratios['read_vs_echo.onecpu']:.2f}x")
     target("cached fs.read <= 1.3x echo, split", ratios["read_vs_echo.split"], 1.3,
            f"{ratios['read_vs_echo.split']:.2f}x")
+    # Mediated connect(): the transparent path against the explicit one
+    # (same check, same broker connect) and against a plain host connect.
+    ratio("net.mediated_vs_explicit", "net.mediated", "net.explicit")
+    ratio("net.mediated_vs_host", "net.mediated", "net.host")
     for n in (1, 8, 64):
         ratio(f"tput.{n}", f"broker.tput.{n}", f"floor.open.tput.{n}")
     target("64-sandbox throughput >= 70% of floor", ratios["tput.64"], 0.70,
@@ -640,6 +691,8 @@ def main():
             bench_latency(ws)
         if want("cpu"):
             bench_cpu(ws)
+        if want("net"):
+            bench_net(ws, wd)
         if want("tokens"):
             bench_tokens(wd)
         if want("start"):

@@ -13,6 +13,7 @@
 #include "broker/budget.h"
 #include "broker/commit.h"
 #include "broker/hostaddr.h"
+#include "broker/notify.h"
 #include "broker/sbx.h"
 #include "broker/work.h"
 
@@ -72,8 +73,10 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	brk_pending_tick(b);
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
-		if (!s->dead)
+		if (!s->dead) {
 			brk_budget_tick(s);
+			brk_hosts_refresh(s);
+		}
 	brk_clock_check(b);
 	/* Requests restored from the state after a restart have no waiter in
 	 * memory: expire them on the same clock, every 10 s; and the wall

@@ -94,6 +94,8 @@ struct brk_coal {
 
 struct brk_out;			/* a queued reply */
 struct brk_proc;		/* a running proc.exec child */
+struct brk_notify;		/* a sandbox's seccomp listener (notify.c) */
+struct brk_hosts;		/* a sandbox's /etc/hosts (hosts.c) */
 
 /* A policy and the sandboxes still using it.  A reload (SIGHUP to `serve`)
  * makes a new one current; new sandboxes start under it, running ones keep
@@ -152,6 +154,8 @@ struct brk_sbx {
 	void (*on_exit)(struct brk_sbx *, void *);
 	void *on_exit_arg;
 	struct brk_proc *procs;		/* its running proc.exec children */
+	struct brk_notify *notify;	/* its mediated connect() (notify.c), or NULL */
+	struct brk_hosts *hosts;	/* the names its tokens grant (hosts.c), or NULL */
 	uint64_t instance;		/* st_instance_begin: its approved elevations
 					 * are recorded against it in the state */
 	unsigned minted;		/* tokens minted for it (BRK_MINT_MAX) */

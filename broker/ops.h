@@ -36,6 +36,24 @@ brk_handler brk_op_net, brk_op_proc;
 /* ops_tok.c */
 brk_handler brk_op_tokens, brk_op_token_add, brk_op_derive, brk_op_request;
 
+/* (ops_net.c) May sandbox s connect to address a, port port?  hostname is
+ * the name the agent asked for (for name capabilities; the address text
+ * when it asked for an address).  presented: the one token to judge, or
+ * NULL for every valid held token.  0 with *out the covering token;
+ * otherwise the first refusal met (CB_ENOTCOVERED, CB_EPOLICY,
+ * CB_ENETBLOCKED, a token's own error, or the host's addresses could not
+ * be read), *out the token it concerns or NULL.  Spends nothing and
+ * audits nothing: the one judgment of net.connect, shared with the
+ * mediated connect() (notify.c, hosts.c). */
+int brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
+    const struct cap_addr *a, struct brk_held **out) CB_WARN_UNUSED;
+
+/* (ops_net.c) Resolve host (blocking: worker threads only) to at most max
+ * addresses, normalised as capabilities see them (IPv4-mapped forms as
+ * IPv4).  *gai gets getaddrinfo's result.  The one lookup of net.connect
+ * and of the names of the mediated connect() (hosts.c). */
+size_t brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *gai);
+
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
 

@@ -70,16 +70,15 @@ brk_net_free(struct brk_net *n)
 	free(n);
 }
 
-static void
-brk_net_resolve(void *arg)
+size_t
+brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *gai)
 {
-	struct brk_net *n = arg;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 		.ai_protocol = IPPROTO_TCP }, *res = NULL;
+	size_t n = 0;
 
-	n->gai = getaddrinfo(n->host, NULL, &hints, &res);
-	for (struct addrinfo *a = res; a && n->naddr < BRK_NET_ADDRS; a = a->ai_next) {
-		struct cap_addr *c = &n->addr[n->naddr];
+	*gai = getaddrinfo(host, NULL, &hints, &res);
+	for (struct addrinfo *a = res; a && n < max; a = a->ai_next) {
 		char txt[64];
 
 		if (a->ai_family == AF_INET)
@@ -89,11 +88,20 @@ brk_net_resolve(void *arg)
 		else
 			continue;
 		/* through cap_addr_parse so IPv4-mapped forms are normalised */
-		if (cap_addr_parse(txt, c) == 0)
-			n->naddr++;
+		if (cap_addr_parse(txt, &out[n]) == 0)
+			n++;
 	}
 	if (res)
 		freeaddrinfo(res);
+	return n;
+}
+
+static void
+brk_net_resolve(void *arg)
+{
+	struct brk_net *n = arg;
+
+	n->naddr = brk_net_lookup(n->host, n->addr, BRK_NET_ADDRS, &n->gai);
 }
 
 static void
@@ -135,22 +143,22 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 /* Judge one resolved address: some valid token (the presented one, or any
  * held) with a capability inside the ceiling that covers it and that the
  * policy's never-reachable ranges do not refuse.  On failure, the first
- * reason met. */
+ * reason met.  The one judgment of net.connect: the explicit operation
+ * and the mediated connect() (notify.c) both come here. */
 static int
-brk_net_judge(struct brk_net *n, const struct cap_addr *a, const struct cap_addr *host,
-    size_t nhost, struct brk_held **out)
+brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
+    const struct cap_addr *a, const struct cap_addr *host, size_t nhost, struct brk_held **out)
 {
-	struct brk_sbx *s = n->s;
-	struct cap_req r = { .op = CAP_NET_CONNECT, .host = n->host, .port = n->port, .addr = a };
+	struct cap_req r = { .op = CAP_NET_CONNECT, .host = hostname, .port = port, .addr = a };
 	int first = CB_ENOTCOVERED;
 
 	*out = NULL;
-	for (size_t i = 0; i < (n->presented ? 1 : s->nheld); i++) {
-		struct brk_held *h = n->presented ? &s->held[n->th] : &s->held[i];
+	for (size_t i = 0; i < (presented ? 1 : s->nheld); i++) {
+		struct brk_held *h = presented ? presented : &s->held[i];
 		int e;
 
 		if ((e = brk_tok_check(s, h, NULL, NULL)) != 0) {
-			if (first == CB_ENOTCOVERED && n->presented)
+			if (first == CB_ENOTCOVERED && presented)
 				first = e;
 			continue;
 		}
@@ -178,6 +186,20 @@ brk_net_judge(struct brk_net *n, const struct cap_addr *a, const struct cap_addr
 		}
 	}
 	return first;
+}
+
+int
+brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
+    const struct cap_addr *a, struct brk_held **out)
+{
+	const struct cap_addr *host;
+	size_t nhost;
+	int e;
+
+	*out = NULL;
+	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0)
+		return e;
+	return brk_net_judge(s, presented, hostname, port, a, host, nhost, out);
 }
 
 static void
@@ -212,7 +234,8 @@ brk_net_resolved(void *arg)
 	/* First address that passes wins; otherwise the first refusal. */
 	for (size_t i = 0; i < n->naddr; i++) {
 		struct brk_held *h = NULL;
-		int r = brk_net_judge(n, &n->addr[i], host, nhost, &h);
+		int r = brk_net_judge(s, n->presented ? &s->held[n->th] : NULL, n->host, n->port,
+		    &n->addr[i], host, nhost, &h);
 		char at[64];
 
 		if (r == 0) {

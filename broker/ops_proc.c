@@ -373,7 +373,7 @@ brk_proc_new(struct brk_sbx *s, const struct wire_req *q, const struct brk_held 
 	snprintf(x->res, sizeof(x->res), "%s", q->argv[0]);
 	memcpy(x->tid, h->tok->c.id, CAP_ID_LEN);
 	x->p.pid = -1;
-	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = -1;
+	x->p.pidfd = x->p.stdin_fd = x->p.stdout_fd = x->p.stderr_fd = x->p.status_fd = x->p.notify_fd = -1;
 	if (x->in) {
 		memcpy(x->in, q->data, q->data_len);
 		x->nin = q->data_len;

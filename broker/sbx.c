@@ -14,6 +14,7 @@
 #include "broker/chan.h"
 #include "broker/commit.h"
 #include "broker/dispatch.h"
+#include "broker/notify.h"
 #include "broker/ops.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"
@@ -101,6 +102,8 @@ brk_sbx_free(struct brk_sbx *s)
 		event_free(s->ev_exit);
 	brk_chan_drop_queue(s);
 	brk_budget_end(s);
+	brk_notify_stop(s);
+	brk_hosts_close(s);
 	if (s->fd >= 0)
 		close(s->fd);
 	brk_held_clear(s);
@@ -280,6 +283,16 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 			fprintf(stderr, "capbroker: sandbox %s: %s\n", s->id, why);
 		return;	/* the stub exits 125; brk_sbx_exited reports it */
 	}
+	if (s->proc.notify_fd >= 0) {
+		int nfd = s->proc.notify_fd;
+
+		s->proc.notify_fd = -1;
+		if ((r = brk_notify_start(s, nfd)) != 0)
+			brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
+			    .sandbox = s->id, .op = "no-notify", .actor = "broker",
+			    .detail = "the agent's connect() cannot be mediated: it fails" });
+		brk_hosts_refresh(s);
+	}
 	if (s->proc.report.landlock_abi == 0)
 		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
 		    .op = "no-landlock", .actor = "broker",
@@ -445,7 +458,7 @@ brk_sbx_alloc(struct brk *b, uid_t owner, uint64_t now)
 	s->aud_bucket_ns = s->bucket_ns;
 	s->proc.pid = -1;
 	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
-	s->proc.status_fd = -1;
+	s->proc.status_fd = s->proc.notify_fd = -1;
 	s->pol = b->cur;
 	s->pol->refs++;
 	return s;
@@ -685,10 +698,18 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct p
 		.want_pty = spec->want_pty, .chdir = spec->chdir,
 		.setenv = spec->setenv, .nsetenv = spec->nsetenv,
 		.unsetenv = spec->unsetenv, .nunsetenv = spec->nunsetenv,
+		.mediate_connect = true,	/* notify.c */
 	};
 	int r;
 
 	cfg.nexec_allow = pol_tier_exec(tier, &cfg.exec_allow);
+	/* Its /etc/hosts: the names its tokens grant (hosts.c), looked up
+	 * while it starts.  Without it no name resolves, which fails closed. */
+	if (s->stier != SBX_TIER_LOW && brk_hosts_open(s, &cfg.hosts_dir) != 0)
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EIO,
+		    .sandbox = s->id, .op = "hosts", .actor = "broker",
+		    .detail = "no /etc/hosts of granted names: host names will not resolve inside" });
+	brk_hosts_refresh(s);
 	brk_sbx_limits(lim, spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
 	    &cfg.limits);
 	s->wall = cfg.limits.wall_secs;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <sys/fsuid.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -290,7 +291,7 @@ fail:
 
 /* Bind sources, opened here (in the broker, with its credentials) through
  * the one resolver: binds first, then capcall, then the Python client. */
-#define SBX_SRC_MAX (STUB_MAX_BINDS + 2)
+#define SBX_SRC_MAX (STUB_MAX_BINDS + 3)
 struct srcfds {
 	int dirfd, fd;		/* O_PATH; the same for a directory */
 	char name[NAME_MAX + 1];	/* "." for a directory */
@@ -430,6 +431,8 @@ open_sources(const struct sbx_config *cfg, struct argbuf *a)
 		paths[n++] = cfg->capcall_path;
 	if (cfg->pylib_dir != NULL)
 		paths[n++] = cfg->pylib_dir;
+	if (cfg->hosts_dir != NULL && cfg->tier != SBX_TIER_LOW)
+		paths[n++] = cfg->hosts_dir;
 	a->nsrc = 0;
 	a->err[0] = '\0';
 	for (size_t i = 0; i < n; i++) {
@@ -565,10 +568,16 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 		rc |= arg_src(a, "--capcall-fd", k, fd0 + 2 * (int)k);
 		k++;
 	}
-	if (cfg->pylib_dir != NULL && k < a->nsrc)
+	if (cfg->pylib_dir != NULL && k < a->nsrc) {
 		rc |= arg_src(a, "--pylib-fd", k, fd0 + 2 * (int)k);
+		k++;
+	}
+	if (cfg->hosts_dir != NULL && cfg->tier != SBX_TIER_LOW && k < a->nsrc)
+		rc |= arg_src(a, "--hosts-fd", k, fd0 + 2 * (int)k);
 	if (cfg->want_pty)
 		rc |= arg(a, "--pty");
+	if (cfg->mediate_connect && cfg->tier != SBX_TIER_LOW)
+		rc |= arg(a, "--notify");
 	if (cfg->chdir != NULL) {
 		rc |= arg(a, "--chdir");
 		rc |= arg(a, cfg->chdir);
@@ -714,7 +723,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 
 	memset(out, 0, sizeof(*out));
 	out->pid = -1;
-	out->pidfd = out->stdin_fd = out->stdout_fd = out->stderr_fd = out->status_fd = -1;
+	out->pidfd = out->stdin_fd = out->stdout_fd = out->stderr_fd = out->status_fd = out->notify_fd = -1;
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
 		src[i] = -1;
 	if ((rc = check_config(cfg)) != 0)
@@ -725,7 +734,10 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 		return CB_ENOMEM;
 
 	rc = CB_EIO;
-	if (pipe2(st, O_CLOEXEC) == -1)
+	/* A socket, not a pipe: the "ready" report may carry the agent's
+	 * seccomp listener (SCM_RIGHTS).  SEQPACKET keeps each report one
+	 * message, as one write() to a pipe was. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st) == -1)
 		goto out;
 	if (cfg->want_pty) {
 		if (open_pty(&master, &slave) != 0)
@@ -805,21 +817,57 @@ out:
 	return rc;
 }
 
+/* Receive one report from the stub; an attached descriptor (the seccomp
+ * listener, only ever sent with "ready") goes to *fd, anything beyond one
+ * is closed. */
+static ssize_t
+recv_report(int sock, char *buf, size_t len, int *fd)
+{
+	union {
+		char b[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+	    .msg_controllen = sizeof(u.b) };
+	ssize_t n;
+
+	*fd = -1;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*fd == -1)
+				*fd = f;
+			else
+				close(f);
+		}
+	}
+	return n;
+}
+
 int
 sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 {
 	char buf[640];
 	ssize_t n;
-	int abi, cg;
+	int abi, cg, fd;
 
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	do
-		n = read(p->status_fd, buf, sizeof(buf) - 1);
-	while (n == -1 && errno == EINTR);
+	n = recv_report(p->status_fd, buf, sizeof(buf) - 1, &fd);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return CB_EBUSY;
 	if (n <= 0) {
+		close_fd(&fd);
 		if (why != NULL)
 			snprintf(why, whylen, "sandbox stub exited without a report");
 		return CB_EINTERNAL;
@@ -830,8 +878,11 @@ sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 	if (sscanf(buf, "ready landlock=%d cgroup=%d", &abi, &cg) == 2) {
 		p->report.landlock_abi = abi;
 		p->report.cgroup = (cg == 1);
+		close_fd(&p->notify_fd);
+		p->notify_fd = fd;
 		return 0;
 	}
+	close_fd(&fd);
 	if (why != NULL) {
 		const char *msg = strncmp(buf, "fail ", 5) == 0 ? buf + 5 : buf;
 
@@ -908,6 +959,7 @@ sbx_proc_close(struct sbx_proc *p)
 	close_fd(&p->stdout_fd);
 	close_fd(&p->stderr_fd);
 	close_fd(&p->status_fd);
+	close_fd(&p->notify_fd);
 	for (int i = 0; i < 2; i++) {
 		/* Fails (EBUSY) while a process is still inside; then the directory
 		 * stays and is reported by nobody: callers close after reaping. */

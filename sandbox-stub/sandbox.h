@@ -110,6 +110,13 @@ struct sbx_config {
 	size_t nsetenv;			/* pairs, at most SBX_ENV_MAX */
 	const char *const *unsetenv;	/* NAMEs removed from it */
 	size_t nunsetenv;		/* at most SBX_ENV_MAX */
+	const char *hosts_dir;		/* medium/high with mediate_connect, or NULL: a
+					 * directory shown read-only at /capbroker/net,
+					 * whose file "hosts" is the sandbox's /etc/hosts
+					 * (the caller rewrites it by rename) */
+	bool mediate_connect;		/* medium/high: the caller serves the agent's
+					 * connect() (sbx_proc.notify_fd); without it
+					 * connect() fails (ENOSYS) in those tiers */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -125,6 +132,9 @@ struct sbx_proc {
 	int stdout_fd;		/* read end of the agent's stdout (or the pty master) */
 	int stderr_fd;		/* read end of the agent's stderr (-1 with a pty) */
 	int status_fd;		/* readable once the stub reports ready or failure */
+	int notify_fd;		/* after "ready": the agent's seccomp listener, whose
+				 * notifications are its connect() calls (medium and
+				 * high tiers, with mediate_connect), else -1 */
 	struct sbx_report report;
 	char cgroup[2][320];	/* cgroup directories to remove when closed */
 };

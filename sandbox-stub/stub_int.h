@@ -57,9 +57,11 @@ struct stub_cfg {
 	int ncgroup;			/* cgroup.procs fds at STUB_FD_CGROUP0.. */
 	const char *capcall;		/* non-NULL: capcall_src is set */
 	const char *pylib;		/* non-NULL: pylib_src is set */
-	struct stub_src capcall_src, pylib_src;
+	const char *hosts;		/* non-NULL: hosts_src is set (/etc/hosts) */
+	struct stub_src capcall_src, pylib_src, hosts_src;
 	int max_fd;			/* highest descriptor the launcher passed */
 	bool pty;
+	bool notify;			/* --notify: the listener goes to the broker */
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */
@@ -104,8 +106,9 @@ scmp_filter_ctx stub_seccomp_build(enum sbx_tier tier, int exec_fd);
  * listener descriptor that pid 1 uses to let exactly that exec through. */
 int stub_seccomp_apply(const struct stub_cfg *c);
 
-/* In pid 1: let the agent's one exec continue, then close listener.
- * Returns 0, or -1 if the agent went away before its exec. */
+/* In pid 1: let the agent's one exec continue.  The caller keeps (and
+ * closes, or hands to the broker) listener.  Returns 0, or -1 if the agent
+ * went away before its exec. */
 int stub_seccomp_allow_first_exec(int listener, pid_t agent);
 
 #endif

@@ -144,7 +144,7 @@ enum {
 	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
-	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR,
+	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -186,6 +186,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
 		{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
 		{ "pty", no_argument, NULL, OPT_PTY },
+		{ "notify", no_argument, NULL, OPT_NOTIFY },
+		{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
 		{ "mem", required_argument, NULL, OPT_MEM },
 		{ "nproc", required_argument, NULL, OPT_NPROC },
 		{ "nofile", required_argument, NULL, OPT_NOFILE },
@@ -266,6 +268,13 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		case OPT_PTY:
 			c->pty = true;
 			break;
+		case OPT_NOTIFY:
+			c->notify = true;
+			break;
+		case OPT_HOSTS:
+			parse_src(c, argc, argv, "--hosts-fd", &c->hosts_src);
+			c->hosts = "/capbroker/net";
+			break;
 		case OPT_CHDIR:
 			if (!path_ok(optarg))
 				stub_die(0, "--chdir must be absolute: %.200s", optarg);
@@ -326,6 +335,10 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	}
 	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
 		stub_die(0, "--exec-allow applies to the medium tier only");
+	if (c->notify && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--notify applies to the medium and high tiers only");
+	if (c->hosts != NULL && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--hosts-fd applies to the medium and high tiers only");
 
 #define DEF(f, v) do { if (c->lim.f == 0) c->lim.f = (v); } while (0)
 	DEF(mem_bytes, SBX_DEFAULT_MEM_BYTES);
@@ -779,24 +792,35 @@ agent_env(const struct stub_cfg *c)
 
 /* The agent, pid 2.  Layers in order; seccomp last because it forbids
  * almost everything the earlier steps use. */
-/* Hand the seccomp listener to pid 1 over the socket notify_sock. */
-static void
-send_listener(int notify_sock, int listener)
+/* Send buf (len bytes, one message) with descriptor fd attached over
+ * socket sock: the agent hands pid 1 the seccomp listener this way, and
+ * pid 1 hands it to the broker with its "ready" report (--notify). */
+static int
+send_with_fd(int sock, const void *buf, size_t len, int fd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	char byte = 'L';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	    .msg_controllen = sizeof(cbuf) };
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+	    .msg_controllen = sizeof(u.b) };
 	struct cmsghdr *cm;
 
-	memset(cbuf, 0, sizeof(cbuf));
+	memset(&u, 0, sizeof(u));
 	cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-	if (sendmsg(notify_sock, &mh, MSG_NOSIGNAL) != 1)
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* Hand the seccomp listener to pid 1 over the socket notify_sock. */
+static void
+send_listener(int notify_sock, int listener)
+{
+	if (send_with_fd(notify_sock, "L", 1, listener) != 0)
 		stub_die(errno, "passing the seccomp listener");
 	close(listener);
 	close(notify_sock);
@@ -937,10 +961,18 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	close(errpipe[1]);
 	close(notify[1]);
 	/* The agent process reaches its exec only through the seccomp
-	 * listener: pid 1 sees the call and lets exactly that one through. */
+	 * listener: pid 1 sees the call and lets exactly that one through.
+	 * With --notify the listener then goes to the broker with the
+	 * "ready" report (its later notifications are the agent's connect()
+	 * calls); otherwise it is closed and notified calls fail (ENOSYS).
+	 * Until the broker has it, a connect() simply waits. */
 	listener = recv_listener(notify[0]);
 	close(notify[0]);
 	execd = listener != -1 && stub_seccomp_allow_first_exec(listener, agent) == 0;
+	if (listener != -1 && (!execd || !c->notify)) {
+		close(listener);
+		listener = -1;
+	}
 	/* EOF: the exec succeeded (close-on-exec).  A byte: the agent reported
 	 * a failure on the status pipe itself. */
 	do
@@ -959,7 +991,15 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	drop_capabilities_all();
 	snprintf(ready, sizeof(ready), "ready landlock=%d cgroup=%d\n", ll_abi,
 	    c->ncgroup > 0 ? 1 : 0);
-	(void)!write(STUB_FD_STATUS, ready, strlen(ready));
+	if (listener != -1) {
+		/* The agent runs: a broker that does not get its listener
+		 * cannot serve it, so it goes down rather than on unserved. */
+		if (send_with_fd(STUB_FD_STATUS, ready, strlen(ready), listener) != 0)
+			kill_all_and_exit(SBX_EXIT_SETUP);
+		close(listener);
+	} else {
+		(void)!write(STUB_FD_STATUS, ready, strlen(ready));
+	}
 	close(STUB_FD_STATUS);
 	/* The agent's stdio is the agent's: its end-of-file must reach the
 	 * broker when the agent closes it, not when pid 1 exits. */

@@ -230,6 +230,8 @@ stub_capture_sources(struct stub_cfg *c)
 		capture_src(&c->capcall_src, c->capcall, ro, min_fd);
 	if (c->pylib != NULL)
 		capture_src(&c->pylib_src, c->pylib, ro, min_fd);
+	if (c->hosts != NULL)
+		capture_src(&c->hosts_src, c->hosts, ro, min_fd);
 	for (size_t i = 0; i < c->nbinds; i++)
 		capture_src(&c->bsrc[i], c->binds[i].dst, c->binds[i].writable ?
 		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, min_fd);
@@ -429,13 +431,18 @@ write_etc(const struct stub_cfg *c)
 	make_file(NR_PATH("/etc/group"), buf, 0644);
 	make_file(NR_PATH("/etc/nsswitch.conf"),
 	    "passwd: files\ngroup: files\nshadow: files\nhosts: files\n", 0644);
-	make_file(NR_PATH("/etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", 0644);
+	/* With mediated connect(), the broker's list of the names its tokens
+	 * grant (broker/hosts.c), rewritten as they change. */
+	if (c->hosts != NULL)
+		make_symlink("/capbroker/net/hosts", NR_PATH("/etc/hosts"));
+	else
+		make_file(NR_PATH("/etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", 0644);
 	snprintf(buf, sizeof(buf), "%s\n", c->id);
 	make_file(NR_PATH("/etc/hostname"), buf, 0644);
 }
 
 enum { T_USR, T_BIN, T_LIB, T_LIB64, T_SBIN, T_LDCACHE, T_CERTS, T_CAPCALL,
-	T_PYLIB, T_DEV0, T_NSYS = T_DEV0 + 5 };
+	T_PYLIB, T_HOSTS, T_DEV0, T_NSYS = T_DEV0 + 5 };
 static const char *const stub_devs[] = { "null", "zero", "full", "random", "urandom" };
 
 void
@@ -459,12 +466,14 @@ stub_mount_setup(const struct stub_cfg *c)
 	/* Created below over the tmpfs; the order of the two steps matters. */
 	capture(&sys[T_LDCACHE], "/etc/ld.so.cache", "/etc/ld.so.cache", ro, true);
 	capture(&sys[T_CERTS], "/etc/ssl/certs", "/etc/ssl/certs", ro, true);
-	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = -1;
-	sys[T_CAPCALL].link[0] = sys[T_PYLIB].link[0] = '\0';
+	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = sys[T_HOSTS].fd = -1;
+	sys[T_CAPCALL].link[0] = sys[T_PYLIB].link[0] = sys[T_HOSTS].link[0] = '\0';
 	if (c->capcall != NULL)
 		adopt(&sys[T_CAPCALL], &c->capcall_src, "/capbroker/bin/capcall");
 	if (c->pylib != NULL)
 		adopt(&sys[T_PYLIB], &c->pylib_src, "/capbroker/python");
+	if (c->hosts != NULL)
+		adopt(&sys[T_HOSTS], &c->hosts_src, "/capbroker/net");
 	for (size_t i = 0; i < 5; i++) {
 		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
 		/* Devices must not be nodev; they are read-only so their inode

@@ -47,6 +47,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <linux/fs.h>
 
@@ -244,10 +245,60 @@ tier_rules(scmp_filter_ctx ctx, enum sbx_tier tier, int exec_fd)
 		    SCMP_A4(SCMP_CMP_EQ, AT_EMPTY_PATH));
 		RULE(ctx, SCMP_ACT_ALLOW, "execveat", SCMP_A0(SCMP_CMP_NE, (uint64_t)exec_fd));
 		RULE(ctx, SCMP_ACT_ALLOW, "execveat", SCMP_A4(SCMP_CMP_NE, AT_EMPTY_PATH));
-		/* Only AF_UNIX sockets exist (below), in an empty network
-		 * namespace, with abstract sockets scoped by Landlock. */
-		for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++)
+		/* connect() goes to the broker (broker/notify.c), which checks
+		 * the address against the sandbox's net.connect tokens, makes
+		 * the connection itself and installs its socket at the agent's
+		 * descriptor; it never lets the call resume with the agent's
+		 * own arguments.  The rest may run: the sockets that exist
+		 * (AF_UNIX, and TCP ones made in the sandbox's empty network
+		 * namespace, see inet_rules) reach nothing outside. */
+		rule(ctx, SCMP_ACT_NOTIFY, "connect", 0, NULL);
+		for (size_t i = 1; i < sizeof(net) / sizeof(net[0]); i++)
 			rule(ctx, SCMP_ACT_ALLOW, net[i], 0, NULL);
+	}
+}
+
+/* socket() in the medium and high tiers: AF_UNIX, and TCP over IPv4 and
+ * IPv6 (type SOCK_STREAM with any of SOCK_NONBLOCK/SOCK_CLOEXEC, protocol 0
+ * or IPPROTO_TCP) so that an unmodified program has a descriptor to
+ * connect().  Such a socket is made in the sandbox's network namespace,
+ * which has no interface but a down loopback: by itself it reaches
+ * nothing (bind and listen on it serve the sandbox alone), and its
+ * connect() is the broker's (above).  Every other family, TCP with another
+ * protocol (MPTCP, SCTP...) and the datagram, raw and packet types are
+ * refused with EPERM; other type values fall to the default ENOSYS.  The
+ * rules never overlap: family and protocol are compared as whole
+ * registers, the type on its low four bits (SOCK_TYPE_MASK; the kernel
+ * reads the rest as flags and refuses unknown ones). */
+static void
+inet_rules(scmp_filter_ctx ctx)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	static const unsigned long fam[] = { AF_INET, AF_INET6 };
+	static const unsigned long bad_types[] = { SOCK_DGRAM, SOCK_RAW, SOCK_RDM,
+	    SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET };
+
+	RULE(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	for (unsigned long f = 0; f <= AF_INET6; f++) {
+		if (f != AF_UNIX && f != AF_INET && f != AF_INET6)
+			RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_EQ, f));
+	}
+	RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_GT, AF_INET6));
+	for (size_t i = 0; i < 2; i++) {
+		RULE(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, fam[i]),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM), SCMP_A2(SCMP_CMP_EQ, 0));
+		RULE(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, fam[i]),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM),
+		    SCMP_A2(SCMP_CMP_EQ, IPPROTO_TCP));
+		for (unsigned long p = 1; p < IPPROTO_TCP; p++)
+			RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_EQ, fam[i]),
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM), SCMP_A2(SCMP_CMP_EQ, p));
+		RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_EQ, fam[i]),
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM),
+		    SCMP_A2(SCMP_CMP_GT, IPPROTO_TCP));
+		for (size_t t = 0; t < sizeof(bad_types) / sizeof(bad_types[0]); t++)
+			RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_EQ, fam[i]),
+			    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, bad_types[t]));
 	}
 }
 
@@ -279,9 +330,13 @@ stub_seccomp_build(enum sbx_tier tier, int exec_fd)
 	for (size_t i = 0; i < sizeof(deny_ioctl) / sizeof(deny_ioctl[0]); i++)
 		RULE(ctx, eperm, "ioctl", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, deny_ioctl[i]));
 
-	/* AF_UNIX only. */
-	RULE(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
-	RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	/* AF_UNIX only in the low tier; TCP too above it (inet_rules). */
+	if (tier == SBX_TIER_LOW) {
+		RULE(ctx, SCMP_ACT_ALLOW, "socket", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+		RULE(ctx, eperm, "socket", SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+	} else {
+		inet_rules(ctx);
+	}
 	RULE(ctx, SCMP_ACT_ALLOW, "socketpair", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	RULE(ctx, eperm, "socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX));
 	/* personality: the query only. */

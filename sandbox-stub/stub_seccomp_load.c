@@ -52,8 +52,10 @@ stub_seccomp_apply(const struct stub_cfg *c)
 }
 
 /* Pid 1's half of the one-exec rule: answer the first notification (the
- * stub's exec of the agent) with "continue", then close the listener.
- * Returns 0, or -1 if the agent process went away first. */
+ * stub's exec of the agent) with "continue".  The caller then closes the
+ * listener, or hands it to the broker (--notify), whose notifier never
+ * answers "continue" (broker/notify.c).  Returns 0, or -1 if the agent
+ * process went away first. */
 int
 stub_seccomp_allow_first_exec(int listener, pid_t agent)
 {
@@ -87,8 +89,6 @@ stub_seccomp_allow_first_exec(int listener, pid_t agent)
 		goto out;
 	rc = 0;
 out:
-	/* From now on the filter's notifications have nobody to go to. */
-	close(listener);
 	free(req);
 	free(resp);
 	return rc;

@@ -78,12 +78,14 @@ abstract="capbroker-escape-$$"
 s=socket.socket(socket.AF_UNIX); s.bind("\0"+sys.argv[1]); s.listen(8); time.sleep(600)' \
 	"$abstract" &
 listener=$!
-# A host service bound to 0.0.0.0 (an ephemeral port), and the host's own
-# global addresses, for net_host_addrs: net.connect:*:PORT must reach the
-# service through none of them.
+# A host service bound to 0.0.0.0 (an ephemeral port; it accepts and closes
+# every connection), and the host's own global addresses, for
+# net_host_addrs: net.connect:*:PORT must reach the service through none of
+# them; net_connect_* reach it through a token for 127.0.0.1:PORT.
 "$PYTHON3" -c 'import socket,sys,time
-s=socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(8)
-open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1]); time.sleep(600)' "$work/hostport" &
+s=socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(64)
+open(sys.argv[1], "w").write("%d\n" % s.getsockname()[1])
+while True: s.accept()[0].close()' "$work/hostport" &
 tcplistener=$!
 for _ in $(seq 100); do [ -s "$work/hostport" ] && break; sleep 0.05; done
 hostport=$(cat "$work/hostport" 2>/dev/null)

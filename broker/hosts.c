@@ -1,0 +1,320 @@
+/*
+ * hosts.c - names for the mediated connect(): the sandbox's /etc/hosts,
+ * written by the broker, lists exactly the host names its valid
+ * net.connect tokens grant, with the addresses the broker looked up for
+ * them; a connect() to one of those addresses is judged as a connect to
+ * that name.
+ *
+ * Trust domain: broker.  Why it is safe:
+ *  - Only names a valid token grants (inside the ceiling and the policy's
+ *    domain allow list) are ever looked up, in a worker thread: an agent
+ *    cannot make the broker resolve a name of its choosing, and no other
+ *    name resolves inside the sandbox (its nsswitch says "hosts: files";
+ *    its network namespace has no route for a DNS query).
+ *  - The file only helps the agent find an address.  What counts is the
+ *    broker's own table: a connect() to an address is judged by
+ *    brk_net_check with the name whose lookup gave that address, so the
+ *    agent gains nothing by lying to itself, and DNS rebinding after the
+ *    lookup cannot move a connection (the broker connects to the address
+ *    it judged).
+ *  - The directory is the broker's (mode 0755, file 0644), shown read-only
+ *    in the sandbox (sandbox-stub: --hosts-fd); a new file replaces the old
+ *    by rename, so a reader never sees half of it.
+ *  - Revocation and expiry: the set of names is recomputed every second and
+ *    the file rewritten when it changed; a connect() is judged against the
+ *    live tokens whatever the file says.
+ */
+#include "broker/core.h"
+#include "broker/notify.h"
+#include "broker/ops.h"
+#include "broker/sbx.h"
+#include "broker/tokens.h"
+#include "broker/work.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BRK_HOSTS_NAMES	64	/* names listed per sandbox */
+#define BRK_HOSTS_ADDRS	16	/* addresses kept per name */
+
+struct brk_hname {
+	char name[254];
+	size_t naddr;
+	struct cap_addr addr[BRK_HOSTS_ADDRS];
+};
+
+struct brk_hosts {
+	char dir[4096];
+	struct brk_hname *v;		/* the last lookup's results */
+	size_t n;
+	char *key;			/* the names v was made for, '\n'-joined */
+	bool busy, again;		/* a lookup runs; run another after it */
+};
+
+struct brk_hjob {
+	struct brk_sbx *s;
+	struct brk_hname *v;
+	size_t n;
+	char *key;
+};
+
+/* The names s's valid tokens grant now, sorted and unique, '\n'-joined
+ * (malloc'd) with the array of them in v (at most BRK_HOSTS_NAMES). */
+static char *
+brk_hosts_names(struct brk_sbx *s, struct brk_hname **vout, size_t *nout)
+{
+	struct brk_hname *v = calloc(BRK_HOSTS_NAMES, sizeof(*v));
+	size_t n = 0, len = 1;
+	char *key;
+
+	*vout = NULL;
+	*nout = 0;
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct brk_held *h = &s->held[i];
+
+		if (brk_tok_check(s, h, NULL, NULL) != 0)
+			continue;
+		for (size_t j = 0; j < h->tok->c.ncaps && n < BRK_HOSTS_NAMES; j++) {
+			const struct cap *c = h->tok->c.caps[j];
+			size_t k;
+
+			if (c->op != CAP_NET_CONNECT || c->net.kind != CAP_HOST_NAME ||
+			    !(h->in_ceiling & (1u << j)) ||
+			    !pol_net_domain_allowed(s->pol->pol, c->net.name))
+				continue;
+			for (k = 0; k < n && strcmp(v[k].name, c->net.name) < 0; k++)
+				;
+			if (k < n && strcmp(v[k].name, c->net.name) == 0)
+				continue;
+			memmove(&v[k + 1], &v[k], (n - k) * sizeof(*v));
+			memset(&v[k], 0, sizeof(v[k]));
+			snprintf(v[k].name, sizeof(v[k].name), "%s", c->net.name);
+			n++;
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		len += strlen(v[k].name) + 1;
+	if (!(key = calloc(1, len))) {
+		free(v);
+		return NULL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		strcat(key, v[k].name);
+		strcat(key, "\n");
+	}
+	*vout = v;
+	*nout = n;
+	return key;
+}
+
+/* Write dir/hosts anew: localhost, then every name's addresses. */
+static int
+brk_hosts_write(const char *dir, const struct brk_hname *v, size_t n)
+{
+	char tmp[4200], dst[4200];
+	FILE *f;
+	int fd, r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/hosts.new", dir);
+	snprintf(dst, sizeof(dst), "%s/hosts", dir);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+		return CB_EIO;
+	if (fchmod(fd, 0644) != 0 || !(f = fdopen(fd, "w"))) {
+		close(fd);
+		unlink(tmp);
+		return CB_EIO;
+	}
+	fprintf(f, "# written by capbroker: the names this sandbox's tokens grant\n"
+	    "127.0.0.1 localhost\n::1 localhost\n");
+	for (size_t k = 0; k < n; k++) {
+		for (size_t i = 0; i < v[k].naddr; i++) {
+			char a[64];
+
+			cap_addr_format(&v[k].addr[i], a, sizeof(a));
+			fprintf(f, "%s %s\n", a, v[k].name);
+		}
+	}
+	if (fclose(f) != 0 || rename(tmp, dst) != 0) {
+		unlink(tmp);
+		r = CB_EIO;
+	}
+	return r;
+}
+
+int
+brk_hosts_open(struct brk_sbx *s, const char **dir)
+{
+	struct brk_hosts *h = calloc(1, sizeof(*h));
+	const char *base = getenv("TMPDIR");
+
+	*dir = NULL;
+	if (!h)
+		return CB_ENOMEM;
+	if (!base || base[0] != '/')
+		base = "/tmp";
+	snprintf(h->dir, sizeof(h->dir), "%s/capbroker-net.XXXXXX", base);
+	/* readable by the agent's uid (nobody, under a root broker) */
+	if (!mkdtemp(h->dir)) {
+		free(h);
+		return CB_EIO;
+	}
+	if (chmod(h->dir, 0755) != 0 || brk_hosts_write(h->dir, NULL, 0) != 0) {
+		char p[4200];
+
+		snprintf(p, sizeof(p), "%s/hosts", h->dir);
+		unlink(p);
+		rmdir(h->dir);
+		free(h);
+		return CB_EIO;
+	}
+	s->hosts = h;
+	*dir = h->dir;
+	return 0;
+}
+
+static void
+brk_hosts_lookup(void *arg)
+{
+	struct brk_hjob *j = arg;
+
+	for (size_t k = 0; k < j->n; k++) {
+		int gai;
+
+		j->v[k].naddr = brk_net_lookup(j->v[k].name, j->v[k].addr, BRK_HOSTS_ADDRS, &gai);
+	}
+}
+
+static void
+brk_hosts_looked_up(void *arg)
+{
+	struct brk_hjob *j = arg;
+	struct brk_sbx *s = j->s;
+	struct brk_hosts *h = s->hosts;
+
+	if (h && !s->dead) {
+		h->busy = false;
+		free(h->v);
+		free(h->key);
+		h->v = j->v;
+		h->n = j->n;
+		h->key = j->key;
+		j->v = NULL;
+		j->key = NULL;
+		if (brk_hosts_write(h->dir, h->v, h->n) != 0)
+			brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EIO,
+			    .sandbox = s->id, .op = "hosts", .resource = h->dir, .actor = "broker",
+			    .detail = "the sandbox's /etc/hosts could not be rewritten" });
+		if (h->again) {
+			h->again = false;
+			brk_hosts_refresh(s);
+		}
+	}
+	free(j->v);
+	free(j->key);
+	free(j);
+	brk_sbx_release(s);
+}
+
+void
+brk_hosts_refresh(struct brk_sbx *s)
+{
+	struct brk_hosts *h = s->hosts;
+	struct brk_hjob *j;
+	struct brk_hname *v;
+	size_t n;
+	char *key;
+
+	if (!h || s->dead)
+		return;
+	if (h->busy) {
+		h->again = true;
+		return;
+	}
+	if (!(key = brk_hosts_names(s, &v, &n)))
+		return;
+	if (h->key && strcmp(h->key, key) == 0) {
+		free(key);
+		free(v);
+		return;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		free(key);
+		free(v);
+		return;
+	}
+	*j = (struct brk_hjob){ .s = s, .v = v, .n = n, .key = key };
+	brk_sbx_hold(s);
+	h->busy = true;
+	if (n == 0) {
+		/* nothing to look up */
+		brk_hosts_looked_up(j);
+		return;
+	}
+	if (brk_work(s->b, brk_hosts_lookup, brk_hosts_looked_up, j) != 0) {
+		h->busy = false;
+		free(key);
+		free(v);
+		free(j);
+		brk_sbx_release(s);
+	}
+}
+
+void
+brk_hosts_close(struct brk_sbx *s)
+{
+	struct brk_hosts *h = s->hosts;
+	char p[4200];
+
+	if (!h)
+		return;
+	snprintf(p, sizeof(p), "%s/hosts", h->dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/hosts.new", h->dir);
+	unlink(p);
+	rmdir(h->dir);
+	free(h->v);
+	free(h->key);
+	free(h);
+	s->hosts = NULL;
+}
+
+int
+brk_hosts_check(struct brk_sbx *s, const struct cap_addr *a, int port, struct brk_held **out,
+    const char **name)
+{
+	struct brk_hosts *h = s->hosts;
+	int first = CB_ENOTCOVERED;
+
+	*out = NULL;
+	*name = NULL;
+	for (size_t k = 0; h && k < h->n; k++) {
+		for (size_t i = 0; i < h->v[k].naddr; i++) {
+			struct brk_held *t = NULL;
+			int e;
+
+			if (h->v[k].addr[i].family != a->family ||
+			    memcmp(h->v[k].addr[i].b, a->b, a->family == AF_INET ? 4 : 16) != 0)
+				continue;
+			if ((e = brk_net_check(s, NULL, h->v[k].name, port, a, &t)) == 0) {
+				*out = t;
+				*name = h->v[k].name;
+				return 0;
+			}
+			if (first == CB_ENOTCOVERED) {
+				first = e;
+				*out = t;
+				*name = h->v[k].name;
+			}
+			break;
+		}
+	}
+	return first;
+}

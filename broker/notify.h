@@ -1,0 +1,55 @@
+/*
+ * notify.h - mediated connect(): the broker's side of the seccomp user
+ * notifications of a sandbox (notify.c).
+ *
+ * Trust domain: broker.  The listener comes from the sandbox's pid 1 (the
+ * stub, before any agent code ran); every notification on it is the
+ * agent's and hostile.
+ */
+#ifndef CB_BROKER_NOTIFY_H
+#define CB_BROKER_NOTIFY_H
+
+struct brk_sbx;
+struct brk_held;
+struct cap_addr;
+
+/* Serve listener (a seccomp user-notification descriptor, consumed even on
+ * failure) for sandbox s on the broker's loop: each connect() of the agent
+ * is judged against s's live net.connect tokens and, when allowed, made by
+ * the broker, whose socket replaces the agent's.  0, CB_ENOMEM or CB_EIO;
+ * on failure the listener is closed and the agent's connect() calls fail
+ * (ENOSYS). */
+int brk_notify_start(struct brk_sbx *s, int listener);
+
+/* Stop serving s: close its listener (pending calls fail with ENOSYS).
+ * Called when s is freed; connects still in flight hold s. */
+void brk_notify_stop(struct brk_sbx *s);
+
+/* ---- the names a sandbox's tokens grant (hosts.c) ---- */
+
+/* Make the directory shown in sandbox s at /capbroker/net (its file
+ * "hosts" is the sandbox's /etc/hosts: localhost only, until the names are
+ * resolved).  Its path is in *dir until brk_hosts_close.  CB_EIO,
+ * CB_ENOMEM. */
+int brk_hosts_open(struct brk_sbx *s, const char **dir);
+
+/* Bring s's hosts file up to date with the names its valid net.connect
+ * tokens grant (capabilities naming one host; `*.domain` cannot be listed):
+ * when that set changed, the names are looked up again in a worker thread
+ * (only names a token grants are ever looked up) and the file is replaced
+ * (rename).  Cheap when nothing changed: called after the sandbox starts
+ * and every second. */
+void brk_hosts_refresh(struct brk_sbx *s);
+
+/* Remove s's directory and forget its names. */
+void brk_hosts_close(struct brk_sbx *s);
+
+/* A mediated connect() to address a, port port, that no capability covers
+ * by address: is a a lookup result of a name some valid token grants for
+ * port?  The judgment is brk_net_check's with that name.  0 with *out the
+ * token and *name the name; otherwise the first refusal (*name the name it
+ * concerns), or CB_ENOTCOVERED (*name NULL: no name gave a). */
+int brk_hosts_check(struct brk_sbx *s, const struct cap_addr *a, int port,
+    struct brk_held **out, const char **name);
+
+#endif
