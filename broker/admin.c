@@ -512,7 +512,8 @@ adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
 	}
 	/* As in adm_pending: a lapsed request is expired, not undecided. */
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
-	r = brk_pending_decide(a->b, rid, approve, ttl, session, a->actor, reason);
+	r = brk_pending_decide(a->b, &(struct brk_verdict){ .rid = rid, .approve = approve,
+	    .ttl = ttl, .session = session, .by = a->actor, .reason = reason });
 	if (r == CB_ENOENT)
 		brk_admin_err(a, r, "no such pending request");
 	else if (r == CB_EEXIST)

@@ -92,11 +92,14 @@ brk_deny_request(struct brk *b, uint64_t rid, const char *sandbox, const char *c
 	return brk_decide(b, &d);
 }
 
-/* Mint the elevated token (clock starting now) and answer the agent. */
 int
-brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint64_t ttl,
-    uint64_t rid, const char *by, bool session)
+brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 {
+	struct brk *b = s->b;
+	struct cap *cap = g->cap;
+	uint64_t ttl = g->ttl;
+	const char *by = g->by;
+	bool session = g->session;
 	struct wire_reply rp = { .id = qid };
 	struct st_token rec;
 	char *text = NULL, tid[2 * CAP_ID_LEN + 1], detail[96];
@@ -110,7 +113,8 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 	if ((e = brk_mint_charge(s)) != 0)
 		return e;
 	if ((e = brk_tok_sign(b, &(struct brk_mint){ .aud = s->id, .caps = &cap, .ncaps = 1,
-		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by }, &text, &rec)) != 0)
+		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by },
+		&text, &rec)) != 0)
 		return e;
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
 	    session ? "session" : "once");
@@ -118,7 +122,7 @@ brk_grant(struct brk *b, struct brk_sbx *s, uint32_t qid, struct cap *cap, uint6
 		/* The approval is on disk (state and audit, sealed by a signed
 		 * checkpoint so that cutting the line after a crash shows)
 		 * before anyone learns of it. */
-		struct brk_decide_arg da = { .rid = rid, .by = by, .now = now, .ttl = ttl,
+		struct brk_decide_arg da = { .rid = g->rid, .by = by, .now = now, .ttl = ttl,
 			.scope = session ? ST_SCOPE_SESSION : ST_SCOPE_ONCE, .tok = &rec };
 		struct brk_dec d = { .op = "approve", .sandbox = s->id, .resource = cap->text,
 			.tid = rec.id, .actor = by, .detail = detail, .decision = AUD_ALLOW,
@@ -204,10 +208,11 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 }
 
 int
-brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool session,
-    const char *by, const char *reason)
+brk_pending_decide(struct brk *b, const struct brk_verdict *v)
 {
 	struct brk_pending *p;
+	uint64_t rid = v->rid, ttl = v->ttl;
+	const char *by = v->by, *reason = v->reason;
 	int e;
 
 	for (p = b->pending; p && p->rid != rid; p = p->next)
@@ -225,11 +230,12 @@ brk_pending_decide(struct brk *b, uint64_t rid, bool approve, uint64_t ttl, bool
 		}
 		return rq.state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
 	}
-	if (approve) {
+	if (v->approve) {
 		/* The approver may shorten, never lengthen beyond the policy. */
 		if (ttl == 0 || ttl > p->ttl)
 			ttl = p->ttl;
-		e = brk_grant(b, p->s, p->qid, p->cap, ttl, rid, by, session);
+		e = brk_grant(p->s, p->qid, &(struct brk_grant){ .cap = p->cap, .ttl = ttl,
+		    .rid = rid, .by = by, .session = v->session });
 	} else {
 		e = brk_deny_request(b, rid, p->s->id, p->cap->text, by, reason);
 		if (e == 0) {
@@ -335,9 +341,11 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	line[strcspn(line, "\r\n")] = '\0';
 	secs = strtoul(line, &end, 10);
 	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0)
-		cb_ignore(brk_pending_decide(b, p->rid, true, 0, false, "tty", NULL));
+		cb_ignore(brk_pending_decide(b, &(struct brk_verdict){ .rid = p->rid, .approve = true,
+		    .by = "tty" }));
 	else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0) {
-		if (brk_pending_decide(b, p->rid, true, 0, true, "tty", NULL) == CB_EBUSY) {
+		if (brk_pending_decide(b, &(struct brk_verdict){ .rid = p->rid, .approve = true,
+		    .session = true, .by = "tty" }) == CB_EBUSY) {
 			const char full[] = "this sandbox cannot take more (session approvals or tokens): "
 			    "answer y, n or a number of seconds: ";
 
@@ -345,9 +353,11 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 		}
 	}
 	else if (line[0] && *end == '\0' && secs > 0)
-		cb_ignore(brk_pending_decide(b, p->rid, true, secs, false, "tty", NULL));
+		cb_ignore(brk_pending_decide(b, &(struct brk_verdict){ .rid = p->rid, .approve = true,
+		    .ttl = secs, .by = "tty" }));
 	else if (strcmp(line, "n") == 0 || strcmp(line, "no") == 0 || line[0] == '\0')
-		cb_ignore(brk_pending_decide(b, p->rid, false, 0, false, "tty", "refused at the terminal"));
+		cb_ignore(brk_pending_decide(b, &(struct brk_verdict){ .rid = p->rid, .by = "tty",
+		    .reason = "refused at the terminal" }));
 	else {
 		const char again[] = "answer y, n, s or a number of seconds: ";
 

@@ -253,13 +253,15 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q, const struct brk_use
 		if (cap_contains(s->session_caps[i], cap)) {
 			if (ttl > s->session_ttl[i])
 				ttl = s->session_ttl[i];
-			if ((e = brk_grant(b, s, q->id, cap, ttl, 0, "session", false)) != 0)
+			if ((e = brk_grant(s, q->id, &(struct brk_grant){ .cap = cap, .ttl = ttl,
+			    .by = "session" })) != 0)
 				brk_deny(s, q, e, cap->text, NULL, NULL);
 			goto out;
 		}
 	}
 	if (mode == POL_APPROVE_AUTO) {
-		if ((e = brk_grant(b, s, q->id, cap, ttl, 0, "policy", false)) != 0)
+		if ((e = brk_grant(s, q->id, &(struct brk_grant){ .cap = cap, .ttl = ttl,
+		    .by = "policy" })) != 0)
 			brk_deny(s, q, e, cap->text, NULL, NULL);
 		goto out;
 	}
