@@ -86,39 +86,44 @@ static const struct brk_entry {
 	[WIRE_OP_IO_CLOSE] = { brk_op_io, 0, 0 },
 };
 
-/* The resource an entry names, checked as a string: *res is what a denial
- * names (hostres holds it for BRK_D_HOST), *detail why it was refused. */
+/* The resource a request names, as a denial names it. */
+struct brk_resource {
+	const char *name;
+	const char *detail;		/* why it was refused, when it was */
+	char hostport[BRK_HOSTRES_MAX];	/* BRK_D_HOST: name points here */
+};
+
+/* The resource an entry names, checked as a string. */
 static int
-brk_resource(const struct wire_req *q, unsigned flags, const char **res, const char **detail,
-    char *hostres, size_t hostlen)
+brk_resource(const struct wire_req *q, unsigned flags, struct brk_resource *r)
 {
 	int e;
 
 	if (flags & BRK_D_PATH) {
-		*res = q->path;
+		r->name = q->path;
 		return q->path ? cap_path_check(q->path) : CB_EINVAL;
 	}
 	if (flags & BRK_D_PROG) {
 		if (q->argc == 0) {
-			*detail = "argv is empty";
+			r->detail = "argv is empty";
 			return CB_EINVAL;
 		}
-		*res = q->argv[0];
+		r->name = q->argv[0];
 		if ((e = cap_path_check(q->argv[0])) != 0)
-			*detail = "the program must be an absolute path";
+			r->detail = "the program must be an absolute path";
 		return e;
 	}
 	if (flags & BRK_D_HOST) {
-		snprintf(hostres, hostlen, "%s:%u", q->host ? q->host : "", q->port);
-		*res = hostres;
+		snprintf(r->hostport, sizeof(r->hostport), "%s:%u", q->host ? q->host : "", q->port);
+		r->name = r->hostport;
 		if (!q->host || !q->host[0] || strlen(q->host) > BRK_HOST_LEN || q->port < 1 ||
 		    q->port > 65535) {
-			*detail = "need host and a port 1-65535";
+			r->detail = "need host and a port 1-65535";
 			return CB_EINVAL;
 		}
 		return 0;
 	}
-	*res = wire_op_name(q->op);
+	r->name = wire_op_name(q->op);
 	return 0;
 }
 
@@ -180,11 +185,10 @@ brk_dispatch(struct brk_sbx *s, const struct wire_req *q)
 	const struct brk_entry *d = &brk_table[q->op];
 	struct brk_use u = { .h = NULL };
 	struct brk_held *judged;
-	const char *res = NULL, *detail = NULL;
-	char hostres[BRK_HOSTRES_MAX];
+	struct brk_resource res = { .name = NULL };
 	int e;
 
-	if ((e = brk_resource(q, d->flags, &res, &detail, hostres, sizeof(hostres))) != 0)
+	if ((e = brk_resource(q, d->flags, &res)) != 0)
 		goto deny;
 	if ((d->flags & BRK_D_ASYNC) && s->inflight >= BRK_INFLIGHT_MAX) {
 		e = CB_EBUSY;
@@ -194,7 +198,7 @@ brk_dispatch(struct brk_sbx *s, const struct wire_req *q)
 	    (e = brk_held_present(s, q->tok, NULL, &judged, NULL)) != 0)
 		goto deny;
 	if (d->need && !(d->flags & BRK_D_LATER)) {
-		const char *path = d->flags & (BRK_D_PATH | BRK_D_PROG) ? res : NULL;
+		const char *path = d->flags & (BRK_D_PATH | BRK_D_PROG) ? res.name : NULL;
 
 		if ((e = brk_select(s, q, d->need, path, &u)) != 0)
 			goto deny;
@@ -206,7 +210,7 @@ brk_dispatch(struct brk_sbx *s, const struct wire_req *q)
 	d->fn(s, q, &u);
 	return;
 deny:
-	brk_deny(s, q, e, res, u.h ? u.h->tok->c.id : NULL, detail);
+	brk_deny(s, q, e, res.name, u.h ? u.h->tok->c.id : NULL, res.detail);
 }
 
 void
