@@ -207,7 +207,7 @@ cmd_tokens(const char *dir, int reps)
 		sink += brk_tok_check(g.s, h, &req, &ci);
 	});
 	/* The pieces of one cached fs.read, in the order the broker runs them
-	 * (loop.c, ops_fs.c), without the system calls. */
+	 * (chan.c, dispatch.c, ops_fs.c), without the system calls. */
 	check(wire_dec_new(WIRE_REQ_MAX, &dec), "wire_dec_new");
 	check(wire_req_encode(&q, qbuf, sizeof(qbuf), &qlen), "wire_req_encode");
 	TIMED("hot.req_decode", reps, 100000, {
