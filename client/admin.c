@@ -132,6 +132,9 @@ cc_adm_connect(struct cc_adm *a, const char *path)
 
 	a->why[0] = '\0';
 	a->refused = false;
+	if (a->fd >= 0)
+		close(a->fd);	/* a second connect replaces the first */
+	a->fd = -1;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return cc_adm_fail(a, CC_ADM_USAGE, "admin socket path too long: %s", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
