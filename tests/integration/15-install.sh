@@ -41,6 +41,14 @@ t_is "capcall links neither SQLite, libevent, libconfig nor fuse3" \
 	"$(needs "$D/opt/cb/bin/capcall" 'libsqlite|libevent|libconfig|libfuse')" 0
 t_is "capctl links neither libevent, libconfig nor fuse3" \
 	"$(needs "$D/opt/cb/bin/capctl" 'libevent|libconfig|libfuse')" 0
+# ... and a build from before a module list changed is linked again (make
+# -W pretends the file changed, touching nothing).
+ver=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$CB_TOP/client/python/capbroker/__init__.py")
+t_match "a changed module list relinks libcapclient.so" "$(make -s -n -C "$CB_TOP" \
+	-W client/module.mk SANITIZE="${CB_SANITIZE:-}" "${CB_BUILD#"$CB_TOP"/}/libcapclient.so.$ver")" \
+	'-o [^ ]*libcapclient\.so'
+t_match "... and the programs" "$(make -s -n -C "$CB_TOP" -W client/module.mk \
+	SANITIZE="${CB_SANITIZE:-}" "${CB_BIN#"$CB_TOP"/}/capctl")" '-o [^ ]*bin/capctl '
 
 cat >"$T_TMP/c.c" <<'EOT'
 #include <capclient.h>
