@@ -7,6 +7,8 @@
 #   make demo            run the main job (examples/agent.py under capbroker run)
 #   make demo-mcp        an MCP session with capcall mcp (examples/demo-mcp.sh)
 #   make bench           the benchmark (bench/results.json)
+#   make check-power-cut every state a power cut could leave of the state
+#                        directory starts consistent or refuses (root, strace)
 #   make install         honours PREFIX, DESTDIR, BINDIR, LIBEXECDIR, MANDIR,
 #                        PYTHONDIR, SYSTEMDUNITDIR
 #
@@ -121,7 +123,7 @@ ALL_PROGS  := $(PROGS) $(LIBEXEC_PROGS)
 ALL_LIB_SRCS := $(foreach m,$(MODULES),$($(m)_SRCS))
 modlibs     = $(foreach m,$(1),$(B)/lib$(m).a)
 
-.PHONY: all deps check check-asan fuzz demo demo-mcp bench install clean
+.PHONY: all deps check check-asan fuzz demo demo-mcp bench check-power-cut install clean
 all: deps programs
 .PHONY: programs
 programs: $(ALL_PROGS:%=$(BIN)/%)
@@ -210,6 +212,10 @@ demo-mcp: deps programs
 bench: deps programs
 	@scripts/deps.sh bench
 	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) bench/run.sh
+
+check-power-cut: deps programs
+	@scripts/deps.sh power-cut
+	@CB_BIN=$(abspath $(BIN)) $(PYTHON) tests/power-cut.py
 
 # The C client library is installed twice: libcapclient.so (soname
 # libcapclient.so.$(CAPCLIENT_SOVER), exporting only what client/capclient.map

@@ -1,7 +1,8 @@
 #!/bin/sh
 # scripts/deps.sh WHAT - make sure the Debian packages that WHAT needs are
 # installed.  As root, installs what is missing with apt-get; otherwise stops
-# with the exact apt-get line to run.  WHAT: build | check | fuzz | bench.
+# with the exact apt-get line to run.  WHAT: build | check | fuzz | bench |
+# power-cut.
 # `scripts/deps.sh --list WHAT` only prints the packages, one a line (.ci/run
 # uses it to remove the -dev packages before proving a fresh machine).
 set -eu
@@ -13,6 +14,7 @@ build|demo) want="$build" ;;
 check) want="$build python3-venv python3-setuptools python3-wheel" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 bench) want="$build bubblewrap" ;;
+power-cut) want="$build strace" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 if [ -n "$list" ]; then
