@@ -32,6 +32,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define BRK_NL_BUF	8192	/* one read of rtnetlink notices */
+
 struct brk_hostaddr {
 	int fd;			/* rtnetlink notices; -1: none, re-read every time */
 	struct event *ev;
@@ -45,7 +47,7 @@ struct brk_hostaddr {
 static void
 brk_hostaddr_drain(struct brk_hostaddr *h)
 {
-	char buf[8192];
+	char buf[BRK_NL_BUF];
 
 	if (h->fd < 0) {
 		h->stale = true;

@@ -98,12 +98,14 @@ help(void)
 
 /* ---- relaying the agent's stdio ------------------------------------- */
 
+#define RELAY_BUF	65536	/* bytes of the agent's stdio moved at a time */
+
 struct relay {
 	struct event_base *base;
 	int in_src, in_dst;		/* our stdin -> agent stdin */
 	int out_src, err_src;		/* agent stdout/stderr -> ours */
 	struct event *ev_in, *ev_in_w, *ev_out, *ev_err;
-	char inbuf[65536];
+	char inbuf[RELAY_BUF];
 	size_t inlen, inoff;
 	bool out_eof, err_eof, exited;
 	int code;
@@ -174,7 +176,7 @@ static void
 relay_pump(evutil_socket_t fd, short ev, void *arg, int to, bool *eof, struct event *e)
 {
 	struct relay *r = arg;
-	char buf[65536];
+	char buf[RELAY_BUF];
 	ssize_t n;
 
 	(void)ev;
@@ -275,7 +277,7 @@ static void *
 relay_copy_stdin(void *arg)
 {
 	int dst = (int)(intptr_t)arg;
-	char buf[65536];
+	char buf[RELAY_BUF];
 	ssize_t n;
 
 	fcntl(dst, F_SETFL, 0);

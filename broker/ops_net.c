@@ -79,7 +79,7 @@ brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *gai)
 
 	*gai = getaddrinfo(host, NULL, &hints, &res);
 	for (struct addrinfo *a = res; a && n < max; a = a->ai_next) {
-		char txt[64];
+		char txt[INET6_ADDRSTRLEN];
 
 		if (a->ai_family == AF_INET)
 			inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, txt, sizeof(txt));
@@ -236,7 +236,7 @@ brk_net_resolved(void *arg)
 		struct brk_held *h = NULL;
 		int r = brk_net_judge(s, n->presented ? &s->held[n->th] : NULL, n->host, n->port,
 		    &n->addr[i], host, nhost, &h);
-		char at[64];
+		char at[INET6_ADDRSTRLEN];
 
 		if (r == 0) {
 			n->h = h;
@@ -272,7 +272,7 @@ brk_net_resolved(void *arg)
 		salen = sizeof(sa.v6);
 	}
 	{
-		char at[64];
+		char at[INET6_ADDRSTRLEN];
 
 		cap_addr_format(&n->chosen, at, sizeof(at));
 		snprintf(detail, sizeof(detail), "connecting to %s", at);
