@@ -360,6 +360,10 @@ brk_handle_new(struct brk_sbx *s, int fd, bool write, uint32_t th, const uint8_t
 	return CB_EBUSY;
 }
 
+/* fs.read and fs.write: the dispatcher chose a token granting the
+ * operation on q->path; the file is opened beneath its root, regular files
+ * only, a write as the root's owner, after the commit gate.  The fd goes to
+ * the agent, or stays here (MEDIATED) so that revocation cuts the stream. */
 static void
 brk_fs_open(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u, bool wr)
 {
@@ -468,6 +472,9 @@ brk_fs_write(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *
 	brk_fs_open(s, q, u, true);
 }
 
+/* fs.list: the directory is opened beneath the token's root and read by
+ * the broker (never handed over), at most BRK_LIST_MAX names and
+ * BRK_LIST_BYTES bytes of them; the reply says when it was cut. */
 void
 brk_fs_list(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
@@ -563,6 +570,8 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
+/* fs.mkdir: created in its parent, resolved beneath the token's root, as
+ * the root's owner, mode & 0777. */
 void
 brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
@@ -593,6 +602,8 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
+/* fs.delete: one name in its parent, resolved beneath the token's root, as
+ * the root's owner; a symlink is removed, never followed. */
 void
 brk_fs_delete(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 {
