@@ -420,19 +420,24 @@ rotate_locked(struct st *st, uint8_t kid_out[CAP_KID_LEN])
 	struct cap_key *k = NULL;
 	sqlite3_stmt *s = NULL;
 	uint8_t kid[CAP_KID_LEN], pk[32];
-	char path[4096];
+	char path[4096], pub[4096];
 	int rc;
 
 	if ((rc = cap_key_generate(&k)) != 0)
 		goto out;
 	cap_key_id(k, kid);
 	cap_key_public(k, pk);
+	/* The .pub first: the directory sync that cap_key_save does after the
+	 * .key then makes both names durable (a power cut could otherwise
+	 * lose the .pub of an acknowledged rotation). */
+	key_path(st, kid, "pub", pub, sizeof(pub));
+	if ((rc = write_pub(pub, pk)) != 0)
+		goto out;
 	key_path(st, kid, "key", path, sizeof(path));
-	if ((rc = cap_key_save(k, path)) != 0)
+	if ((rc = cap_key_save(k, path)) != 0) {
+		unlink(pub);
 		goto out;
-	key_path(st, kid, "pub", path, sizeof(path));
-	if ((rc = write_pub(path, pk)) != 0)
-		goto out;
+	}
 	/* a rotation's record names the new key */
 	if (st->armed && st->dec.resource[0] == '\0')
 		cap_hex(kid, CAP_KID_LEN, st->dec.resource);

@@ -409,8 +409,9 @@ def check(wd, base, name, files, acks, decisions, facts, modes):
                 if '"op":"revoke"' not in log:
                     problems.append("acknowledged revoke not in the log")
             elif what == "rotate-key":
-                if not os.path.exists(os.path.join(d, "keys", reply["kid"] + ".key")):
-                    problems.append(f"acknowledged rotate-key: keys/{reply['kid']}.key missing")
+                for ext in ("key", "pub"):
+                    if not os.path.exists(os.path.join(d, "keys", reply["kid"] + "." + ext)):
+                        problems.append(f"acknowledged rotate-key: keys/{reply['kid']}.{ext} missing")
                 if '"op":"rotate-key"' not in log and reply["kid"] not in log:
                     problems.append("acknowledged rotate-key not in the log")
             elif what == "retire-key":
