@@ -16,7 +16,7 @@ BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 
 bench_floor_LIBS  := common
 bench_agent_LIBS  := client wire caps common
-bench_inproc_LIBS := broker sandbox policy audit state caps wire common
+bench_inproc_LIBS := broker fsrv sandbox policy audit state caps wire common
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_BINS)

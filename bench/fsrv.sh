@@ -12,7 +12,12 @@
 # fsrv (default: direct I/O, every read checked), fsrv-c (cache_data: the
 # kernel keeps file pages, dropped on revocation) and passthrough_ll
 # (single-threaded, cache=always, long timeouts; fsrv runs with the same
-# timeouts).  Prints a table and
+# timeouts), and "broker": the same client inside a real sandbox of
+# `capbroker run --tier high --workspace TREE`, served by the broker's own
+# file server (its authorisation against live tokens, its 1 s timeouts),
+# broker, server thread and sandbox pinned to the same CPU.  A further row,
+# catloop, runs `cat` as a process per file (200 files) on the host and in
+# the sandbox.  Prints a table and
 # writes $CB_BUILD/bench/fsrv.json.  Host side, trusted.
 set -eu
 cd "$(dirname "$0")/.."
@@ -94,6 +99,23 @@ for where in host fsrv fsrvc pll; do
 	v[$where.stat]=$(io stat "$d/f4k" "$nst")
 	v[$where.git]=$(gitst "$d/repo")
 done
+# The broker's own file server, from inside a sandbox (pinned like the rest).
+CBB=${CB_BIN:-$PWD/bin}
+chmod -R a+rX "$B/bench" 2>/dev/null || true
+inbox() { taskset -c "$CPU" "$CBB/capbroker" run --tier high --workspace "$R" --approve deny \
+	--ro-bind "$B/bench:/opt/cbbench" -- "$@" 2>/dev/null; }
+v[broker.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
+v[broker.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
+v[broker.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
+v[broker.git]=$(inbox /bin/sh -c 'git -C repo status --porcelain >/dev/null; for i in $(seq '"$ngit"'); do
+	t0=$(date +%s%N); git -C repo status --porcelain >/dev/null; t1=$(date +%s%N)
+	echo $(( (t1 - t0) / 1000 )); done' | sort -n |
+	awk '{a[NR]=$1} END {printf "%.1f\n", a[int((NR+1)/2)]/1000}')
+# A process per file: 200 cats, the mean per cat in microseconds.
+catloop='t0=$(date +%s%N); for i in $(seq 200); do cat f4k >/dev/null; done; t1=$(date +%s%N); echo $(( (t1 - t0) / 200000 ))'
+v[host.catloop]=$(cd "$R" && taskset -c "$CPU" /bin/sh -c "$catloop")
+v[broker.catloop]=$(inbox /bin/sh -c "$catloop")
+
 # The same 4 KiB round trip with the client on another CPU than the server.
 other=$(( (CPU + 1) % $(nproc) ))
 v[fsrv.read4k_split]=$(taskset -c "$other" "$B/bench/fsrv-io" read4k "$W/m1/f4k" "$n4k")
@@ -110,12 +132,23 @@ for k in read4k read1m stat git; do
 done
 printf '%-16s %8s %8s   (client on CPU %s, server on CPU %s)\n' "read4k split" - \
 	"${v[fsrv.read4k_split]}" "$other" "$CPU"
+printf '\n%-16s %8s %8s %9s %9s   (broker: capbroker run, served workspace)\n' row host broker \
+	broker/host broker/fsrv
+for k in read4k read1m stat git; do
+	unit=us; [ $k = git ] && unit=ms
+	printf '%-16s %8s %8s %9s %9s\n' "$k ($unit)" "${v[host.$k]}" "${v[broker.$k]}" \
+		"$(r "${v[broker.$k]}" "${v[host.$k]}")" "$(r "${v[broker.$k]}" "${v[fsrv.$k]}")"
+done
+printf '%-16s %8s %8s %9s\n' "catloop (us)" "${v[host.catloop]}" "${v[broker.catloop]}" \
+	"$(r "${v[broker.catloop]}" "${v[host.catloop]}")"
 {
 	printf '{\n'
 	for k in "${!v[@]}"; do printf '  "fuse.%s": %s,\n' "$k" "${v[$k]}"; done
 	printf '  "fuse.read4k_vs_host": %s,\n' "$(r "${v[fsrv.read4k]}" "${v[host.read4k]}")"
 	printf '  "fuse.read4k_vs_passthrough_ll": %s,\n' "$(r "${v[fsrv.read4k]}" "${v[pll.read4k]}")"
-	printf '  "fuse.git_status_vs_host": %s\n' "$(r "${v[fsrv.git]}" "${v[host.git]}")"
+	printf '  "fuse.git_status_vs_host": %s,\n' "$(r "${v[fsrv.git]}" "${v[host.git]}")"
+	printf '  "fuse.broker_read4k_vs_passthrough_ll": %s,\n' "$(r "${v[broker.read4k]}" "${v[pll.read4k]}")"
+	printf '  "fuse.broker_git_status_vs_host": %s\n' "$(r "${v[broker.git]}" "${v[host.git]}")"
 	printf '}\n'
 } >"$B/bench/fsrv.json"
 echo "(json: $B/bench/fsrv.json)"

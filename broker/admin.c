@@ -15,6 +15,7 @@
 #include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/commit.h"
+#include "broker/fs_served.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"
 
@@ -277,6 +278,9 @@ brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, con
 	r = brk_decide(b, &d);
 	if (count)
 		*count = ra.count;
+	/* The file servers judge from a snapshot of live grants: renew it
+	 * before anyone is told the token is revoked. */
+	brk_fss_refresh_all(b);
 	return r;
 }
 
@@ -707,6 +711,7 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	ADM_OPT(a, wire_get_str(m, "sandbox", &spec.id));
 	ADM_OPT(a, wire_get_str(m, "tier", &spec.tier));
 	ADM_OPT(a, wire_get_str(m, "workspace", &spec.workspace));
+	ADM_OPT(a, wire_get_bool(m, "serve_workspace", &spec.serve_workspace));
 	ADM_OPT(a, wire_get_u64(m, "ttl", &spec.ttl));
 	ADM_OPT(a, wire_get_u64(m, "timeout", &spec.timeout));
 	if (wire_get_strv(m, "grants", grants, CAP_MAX_CAPS, &spec.ngrants) == CB_ETOOBIG ||

@@ -8,6 +8,7 @@
  * flock'd) and is never served to an agent (brk_path_is_state).
  */
 #include "broker/core.h"
+#include "broker/fs_served.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/budget.h"
@@ -78,6 +79,8 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 			brk_hosts_refresh(s);
 		}
 	brk_clock_check(b);
+	/* Expiries and retired keys reach the file servers' grants. */
+	brk_fss_refresh_all(b);
 	/* Requests restored from the state after a restart have no waiter in
 	 * memory: expire them on the same clock, every 10 s; and the wall
 	 * clock's high-water mark is stored, so that setting the clock back,
@@ -488,6 +491,7 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 		return CB_ENOMEM;
 	b->opts = *o;
 	b->chan_closed = brk_sbx_close_channel;
+	b->tokens_changed = brk_fss_refresh;
 	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);

@@ -82,6 +82,8 @@ struct brk_sbx_spec {
 	const char *id;			/* NULL: generated */
 	const char *tier;		/* NULL: policy default */
 	const char *workspace;		/* NULL: current directory */
+	bool serve_workspace;		/* the workspace was named: issue its tokens and
+					 * serve it (medium, high; fs_served.c) */
 	char *const *argv;
 	const char *const *grants;
 	size_t ngrants;

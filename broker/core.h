@@ -96,6 +96,7 @@ struct brk_out;			/* a queued reply */
 struct brk_proc;		/* a running proc.exec child */
 struct brk_notify;		/* a sandbox's seccomp listener (notify.c) */
 struct brk_hosts;		/* a sandbox's /etc/hosts (hosts.c) */
+struct brk_fss;			/* a sandbox's file server (fs_served.h) */
 
 /* A policy and the sandboxes still using it.  A reload (SIGHUP to `serve`)
  * makes a new one current; new sandboxes start under it, running ones keep
@@ -156,6 +157,7 @@ struct brk_sbx {
 	struct brk_proc *procs;		/* its running proc.exec children */
 	struct brk_notify *notify;	/* its mediated connect() (notify.c), or NULL */
 	struct brk_hosts *hosts;	/* the names its tokens grant (hosts.c), or NULL */
+	struct brk_fss *fss;		/* its file server (fs_served.c), or NULL */
 	uint64_t instance;		/* st_instance_begin: its approved elevations
 					 * are recorded against it in the state */
 	unsigned minted;		/* tokens minted for it (BRK_MINT_MAX) */
@@ -204,6 +206,9 @@ struct brk {
 	/* A channel had to close (chan.c cannot call up into sbx.c):
 	 * brk_sbx_close_channel. */
 	void (*chan_closed)(struct brk_sbx *s, const char *why);
+	/* A sandbox's token table changed (tokens.c tells; set to
+	 * brk_fss_refresh by brk_new: its file server's grant snapshot). */
+	void (*tokens_changed)(struct brk_sbx *s);
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
 	bool stopping;

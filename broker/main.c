@@ -70,7 +70,9 @@ help(void)
 	    "  --policy FILE         the policy (default: the built-in one, see show-policy)\n"
 	    "  --tier NAME           low, medium, high or a tier the policy adds (default: the\n"
 	    "                        policy's default tier)\n"
-	    "  --workspace DIR       the directory the medium tier's file ceiling covers\n"
+	    "  --workspace DIR       the directory the medium tier's file ceiling covers;\n"
+	    "                        named, it is granted (unless fs grants are given),\n"
+	    "                        served at its path, and the agent starts there\n"
 	    "                        (default: the policy's, else the current directory)\n"
 	    "  --grant CAP           a token for CAP bound to this sandbox (repeatable); a grant\n"
 	    "                        beyond the tier's ceiling is refused (125)\n"
@@ -565,7 +567,7 @@ run_local(struct run_opts *o)
 	}
 	snprintf(actor, sizeof(actor), "uid:%u", (unsigned)getuid());
 	spec = (struct brk_sbx_spec){ .id = o->id, .tier = o->tier, .workspace = o->workspace,
-		.argv = o->argv, .grants = o->grants, .ngrants = o->ngrants, .ttl = o->ttl,
+		.serve_workspace = o->workspace != NULL, .argv = o->argv, .grants = o->grants, .ngrants = o->ngrants, .ttl = o->ttl,
 		.timeout = o->timeout, .ro_binds = o->binds, .nro_binds = o->nbinds,
 		.owner = getuid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
 		.setenv = o->setenv, .nsetenv = o->nsetenv, .unsetenv = o->unsetenv,
@@ -637,9 +639,10 @@ run_connect_request(const struct run_opts *o, struct cc_adm *a, struct wire_enc 
 		wire_put_str(e, "sandbox", o->id);
 	if (o->tier)
 		wire_put_str(e, "tier", o->tier);
-	if (o->workspace)
+	if (o->workspace) {
 		wire_put_str(e, "workspace", o->workspace);
-	else if (getcwd(cwd, sizeof(cwd)))
+		wire_put_bool(e, "serve_workspace", true);
+	} else if (getcwd(cwd, sizeof(cwd)))
 		wire_put_str(e, "workspace", cwd);
 	if (o->ttl)
 		wire_put_u64(e, "ttl", o->ttl);

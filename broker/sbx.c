@@ -14,6 +14,7 @@
 #include "broker/chan.h"
 #include "broker/commit.h"
 #include "broker/dispatch.h"
+#include "broker/fs_served.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
 #include "broker/sbx.h"
@@ -88,6 +89,7 @@ brk_sbx_unlink(struct brk_sbx *s)
 void
 brk_sbx_free(struct brk_sbx *s)
 {
+	brk_fss_stop(s);
 	brk_sbx_unlink(s);
 	brk_pending_drop_sbx(s->b, s);
 	if (s->ev_read)
@@ -713,7 +715,12 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct p
 	brk_sbx_limits(lim, spec->timeout && spec->timeout < lim->wall ? spec->timeout : lim->wall,
 	    &cfg.limits);
 	s->wall = cfg.limits.wall_secs;
-	if ((r = sbx_spawn_start(&cfg, &s->proc)) != 0) {
+	/* Every tree its fs tokens cover, served (fs_served.c). */
+	if ((r = brk_fss_start(s, &cfg, why, whylen)) != 0)
+		return r;
+	r = sbx_spawn_start(&cfg, &s->proc);
+	brk_fss_spawned(s);
+	if (r != 0) {
 		sbx_start_refusal(r, why, whylen);
 		return r;
 	}
@@ -789,6 +796,8 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		goto out;
 	brk_join_argv(spec->argv, &s->command);
 	if ((r = brk_sbx_grants(s, spec, now, why, whylen)) != 0 ||
+	    (r = brk_fss_workspace(s, spec->serve_workspace, now,
+		spec->ttl ? spec->ttl : pol_default_ttl(b->pol), spec->actor, why, whylen)) != 0 ||
 	    (r = brk_sbx_channel(s, &agent_fd, why, whylen)) != 0 ||
 	    (r = brk_sbx_binds(spec, tier, &bb, why, whylen)) != 0 ||
 	    (r = brk_sbx_spawn(s, spec, tier, &bb, agent_fd, why, whylen)) != 0 ||

@@ -80,6 +80,8 @@ brk_held_add(struct brk_sbx *s, const char *text, size_t len, bool granted, uint
 	}
 	brk_held_ceiling(s, h);
 	*th = (uint32_t)s->nheld++;
+	if (s->b->tokens_changed)
+		s->b->tokens_changed(s);
 	return 0;
 }
 

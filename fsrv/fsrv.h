@@ -91,9 +91,23 @@ struct fsrv_check {
  * it must be fast and must not call back into the server. */
 typedef int (*fsrv_authz_fn)(void *arg, const struct fsrv_check *c);
 
+/* A file the agent closed (its last descriptor went): how much it read and
+ * wrote through this open.  path as in struct fsrv_check; "" when the name
+ * is gone (unlinked while open). */
+struct fsrv_close {
+	unsigned tree;
+	const char *path;
+	uint64_t nread, nwritten;
+};
+
+/* Called on the serving thread at each release of an open file (optional;
+ * with authz_arg).  Must be fast and must not call back into the server. */
+typedef void (*fsrv_close_fn)(void *arg, const struct fsrv_close *c);
+
 struct fsrv_cfg {
 	fsrv_authz_fn authz;
 	void *authz_arg;
+	fsrv_close_fn on_close;	/* may be NULL */
 	double entry_timeout;	/* seconds the kernel may cache a name (0: no cache) */
 	double attr_timeout;	/* seconds it may cache attributes */
 	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */

@@ -798,10 +798,12 @@ fsrv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fi
 		t->iolen = size;
 	}
 	n = pread(h->fd, t->io, size, off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, errno);
-	else
+	} else {
+		h->nread += (uint64_t)n;
 		fuse_reply_buf(req, t->io, (size_t)n);
+	}
 }
 
 static void
@@ -819,17 +821,30 @@ fsrv_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t o
 		return;
 	}
 	n = pwrite(h->fd, buf, size, off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, errno);
-	else
+	} else {
+		h->nwritten += (uint64_t)n;
 		fuse_reply_write(req, (size_t)n);
+	}
 }
 
 static void
 fsrv_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	fsrv_handle_free(fsrv_t(req), (struct fsrv_handle *)(uintptr_t)fi->fh);
+	struct fsrv_tree *t = fsrv_t(req);
+	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
+
+	if (t->srv->cfg.on_close != NULL) {
+		char path[FSRV_PATH_MAX];
+		struct fsrv_close c = { .tree = t->idx, .path = path, .nread = h->nread,
+			.nwritten = h->nwritten };
+
+		if (fsrv_path(req, ino, NULL, path, NULL) != 0)
+			path[0] = '\0';
+		t->srv->cfg.on_close(t->srv->cfg.authz_arg, &c);
+	}
+	fsrv_handle_free(t, h);
 	fuse_reply_err(req, 0);
 }
 

@@ -25,6 +25,7 @@ struct fsrv_handle {
 	DIR *dir;		/* directories: fdopendir(fd) */
 	struct dirent *entry;	/* read from dir, not yet sent */
 	off_t offset;
+	uint64_t nread, nwritten;	/* bytes, reported at release (fsrv_cfg.on_close) */
 	struct fsrv_node *node;
 	struct fsrv_handle *prev, *next;	/* the tree's open handles */
 };

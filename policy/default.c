@@ -5,6 +5,11 @@
  * It is the contract's tier table with safe limits: low gets only a few
  * read-only tools, medium its workspace, high everything; any capability may
  * be requested at run time, a human approving it, for at most an hour.
+ * The medium tier's exec list is the tools of ordinary development work
+ * (issue 14): a shell, coreutils, findutils, grep, sed, awk, diffutils,
+ * patch, tar, gzip, git (and its helpers), python3, make, the C compiler and
+ * its helpers and binutils.  A path missing on a host is skipped when the
+ * sandbox starts; a directory grants everything beneath it.
  * Kept as policy text so that it goes through the same checks as a file.
  */
 #include "policy/pol_int.h"
@@ -37,7 +42,41 @@ const char pol_default_text[] =
     "  medium = {\n"
     "    ceiling = [ \"fs.*:${workspace}/**\", \"proc.exec:/usr/bin/ls\", \"proc.exec:/usr/bin/cat\",\n"
     "      \"proc.exec:/usr/bin/wc\", \"proc.exec:/usr/bin/grep\", \"proc.exec:/usr/bin/sha256sum\" ];\n"
-    "    exec = [ ];\n"
+    "    exec = [ \"/usr/bin/[\", \"/usr/bin/arch\", \"/usr/bin/b2sum\", \"/usr/bin/base32\",\n"
+    "      \"/usr/bin/base64\", \"/usr/bin/basename\", \"/usr/bin/basenc\", \"/usr/bin/cat\",\n"
+    "      \"/usr/bin/chgrp\", \"/usr/bin/chmod\", \"/usr/bin/chown\", \"/usr/bin/cksum\",\n"
+    "      \"/usr/bin/comm\", \"/usr/bin/cp\", \"/usr/bin/csplit\", \"/usr/bin/cut\",\n"
+    "      \"/usr/bin/date\", \"/usr/bin/dd\", \"/usr/bin/df\", \"/usr/bin/dir\",\n"
+    "      \"/usr/bin/dircolors\", \"/usr/bin/dirname\", \"/usr/bin/du\", \"/usr/bin/echo\",\n"
+    "      \"/usr/bin/env\", \"/usr/bin/expand\", \"/usr/bin/expr\", \"/usr/bin/factor\",\n"
+    "      \"/usr/bin/false\", \"/usr/bin/fmt\", \"/usr/bin/fold\", \"/usr/bin/groups\",\n"
+    "      \"/usr/bin/head\", \"/usr/bin/id\", \"/usr/bin/install\", \"/usr/bin/join\",\n"
+    "      \"/usr/bin/link\", \"/usr/bin/ln\", \"/usr/bin/logname\", \"/usr/bin/ls\",\n"
+    "      \"/usr/bin/md5sum\", \"/usr/bin/mkdir\", \"/usr/bin/mkfifo\", \"/usr/bin/mktemp\",\n"
+    "      \"/usr/bin/mv\", \"/usr/bin/nice\", \"/usr/bin/nl\", \"/usr/bin/nohup\",\n"
+    "      \"/usr/bin/nproc\", \"/usr/bin/numfmt\", \"/usr/bin/od\", \"/usr/bin/paste\",\n"
+    "      \"/usr/bin/pathchk\", \"/usr/bin/pr\", \"/usr/bin/printenv\", \"/usr/bin/printf\",\n"
+    "      \"/usr/bin/ptx\", \"/usr/bin/pwd\", \"/usr/bin/readlink\", \"/usr/bin/realpath\",\n"
+    "      \"/usr/bin/rm\", \"/usr/bin/rmdir\", \"/usr/bin/seq\", \"/usr/bin/sha1sum\",\n"
+    "      \"/usr/bin/sha224sum\", \"/usr/bin/sha256sum\", \"/usr/bin/sha384sum\",\n"
+    "      \"/usr/bin/sha512sum\", \"/usr/bin/shred\", \"/usr/bin/shuf\", \"/usr/bin/sleep\",\n"
+    "      \"/usr/bin/sort\", \"/usr/bin/split\", \"/usr/bin/stat\", \"/usr/bin/stdbuf\",\n"
+    "      \"/usr/bin/sum\", \"/usr/bin/sync\", \"/usr/bin/tac\", \"/usr/bin/tail\",\n"
+    "      \"/usr/bin/tee\", \"/usr/bin/test\", \"/usr/bin/timeout\", \"/usr/bin/touch\",\n"
+    "      \"/usr/bin/tr\", \"/usr/bin/true\", \"/usr/bin/truncate\", \"/usr/bin/tsort\",\n"
+    "      \"/usr/bin/tty\", \"/usr/bin/uname\", \"/usr/bin/unexpand\", \"/usr/bin/uniq\",\n"
+    "      \"/usr/bin/unlink\", \"/usr/bin/vdir\", \"/usr/bin/wc\", \"/usr/bin/whoami\",\n"
+    "      \"/usr/bin/yes\", \"/usr/bin/sh\", \"/usr/bin/dash\", \"/usr/bin/bash\",\n"
+    "      \"/usr/bin/find\", \"/usr/bin/xargs\", \"/usr/bin/grep\", \"/usr/bin/egrep\",\n"
+    "      \"/usr/bin/fgrep\", \"/usr/bin/sed\", \"/usr/bin/mawk\", \"/usr/bin/gawk\",\n"
+    "      \"/usr/bin/awk\", \"/usr/bin/diff\", \"/usr/bin/diff3\", \"/usr/bin/cmp\",\n"
+    "      \"/usr/bin/sdiff\", \"/usr/bin/patch\", \"/usr/bin/tar\", \"/usr/bin/gzip\",\n"
+    "      \"/usr/bin/gunzip\", \"/usr/bin/zcat\", \"/usr/bin/git\", \"/usr/bin/python3\",\n"
+    "      \"/usr/bin/make\", \"/usr/bin/cc\", \"/usr/bin/gcc\", \"/usr/bin/cpp\",\n"
+    "      \"/usr/bin/c++\", \"/usr/bin/g++\", \"/usr/bin/as\", \"/usr/bin/ld\",\n"
+    "      \"/usr/bin/ld.bfd\", \"/usr/bin/ld.gold\", \"/usr/bin/ar\", \"/usr/bin/ranlib\",\n"
+    "      \"/usr/bin/nm\", \"/usr/bin/strip\", \"/usr/bin/objdump\", \"/usr/lib/gcc\",\n"
+    "      \"/usr/libexec/gcc\", \"/usr/lib/git-core\" ];\n"
     "    ro_binds = [ ];\n"
     "    rw_binds = [ ];\n"
     "    limits = { memory = \"2G\"; processes = 256; open_files = 1024; file_size = \"1G\";\n"

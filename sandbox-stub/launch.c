@@ -33,7 +33,7 @@
 #define CB_LIBEXECDIR "/usr/local/libexec/capbroker"
 #endif
 #define STUB_NAME "capbroker-stub"
-#define SBX_MAX_ARGS 512
+#define SBX_MAX_ARGS 1024
 
 static const char *const tier_names[] = { "low", "medium", "high" };
 
@@ -301,7 +301,7 @@ struct srcfds {
 struct argbuf {
 	char *argv[SBX_MAX_ARGS];
 	size_t n;
-	char nums[16][32];
+	char nums[16 + SBX_MOUNTS_MAX][32];
 	size_t nnums;
 	struct srcfds src[SBX_SRC_MAX];
 	size_t nsrc;
@@ -498,6 +498,14 @@ check_config(const struct sbx_config *cfg)
 		if (cfg->exec_allow[i] == NULL || cfg->exec_allow[i][0] != '/')
 			return CB_EINVAL;
 	}
+	if (cfg->nmounts > SBX_MOUNTS_MAX || (cfg->nmounts != 0 && cfg->mounts == NULL))
+		return CB_EINVAL;
+	for (size_t i = 0; i < cfg->nmounts; i++) {
+		if (cfg->mounts[i].fd < 0 || sbx_bind_dst_refusal(cfg->mounts[i].dst) != NULL)
+			return CB_EINVAL;
+		if (cfg->tier == SBX_TIER_LOW)
+			return CB_EPERM;
+	}
 	if (cfg->nsetenv > SBX_ENV_MAX || cfg->nunsetenv > SBX_ENV_MAX)
 		return CB_ETOOBIG;
 	for (size_t i = 0; i < cfg->nsetenv; i++) {
@@ -574,6 +582,11 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 	}
 	if (cfg->hosts_dir != NULL && cfg->tier != SBX_TIER_LOW && k < a->nsrc)
 		rc |= arg_src(a, "--hosts-fd", k, fd0 + 2 * (int)k);
+	/* The mounts' descriptors follow the sources' (sbx_spawn_start). */
+	for (i = 0; i < cfg->nmounts && a->err[0] == '\0'; i++) {
+		rc |= arg_num(a, "--mount-fd", (uint64_t)(fd0 + 2 * (int)a->nsrc + (int)i));
+		rc |= arg(a, cfg->mounts[i].dst);
+	}
 	if (cfg->want_pty)
 		rc |= arg(a, "--pty");
 	if (cfg->mediate_connect && cfg->tier != SBX_TIER_LOW)
@@ -605,7 +618,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 }
 
 /* A copy of fd at 256 or above, so the dup2 actions of the spawn (onto 0..6
- * and the bind sources after them, at most 5 + 2 + 2 * SBX_SRC_MAX) can never
+ * and the bind sources and mounts after them, at most 5 + 2 + 2 * SBX_SRC_MAX +
+ * SBX_MOUNTS_MAX) can never
  * overwrite a source that has not been duplicated yet. */
 #define SBX_HIGH_FD 256
 static int
@@ -718,7 +732,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	char stub[PATH_MAX];
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
-	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX];	/* child descriptors, by target number */
+	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX + SBX_MOUNTS_MAX];	/* child descriptors, by target number */
 	int ncg = 0, nsrc, rc, master = -1, slave = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -764,6 +778,9 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 		src[nsrc++] = high_dup(a->src[i].dirfd);
 		src[nsrc++] = high_dup(a->src[i].fd);
 	}
+	if (a->err[0] == '\0')
+		for (size_t i = 0; i < cfg->nmounts; i++)
+			src[nsrc++] = high_dup(cfg->mounts[i].fd);
 	for (int i = 0; i < nsrc; i++) {
 		if (src[i] == -1 && !(i == 3 && cfg->broker_fd < 0))
 			goto out;

@@ -75,6 +75,20 @@ struct sbx_bind {
 	gid_t as_gid;
 };
 
+/* A detached mount the caller made (the broker's FUSE file server for a
+ * granted tree: docs/fsrv.md), attached at dst inside the sandbox by pid 1
+ * with move_mount, after the binds.  fd is an fsmount()/open_tree() mount
+ * descriptor; the caller keeps it.  dst follows the bind destination rule
+ * (sbx_bind_dst_refusal).  Medium and high tiers only; Landlock gives the
+ * agent read and write (never execute) beneath it: what it may really do
+ * there is decided by the server, per operation. */
+struct sbx_mount {
+	int fd;
+	const char *dst;
+};
+
+#define SBX_MOUNTS_MAX		16	/* served trees one sandbox is started with */
+
 /* Resource limits; 0 means the SBX_DEFAULT_* value. */
 struct sbx_limits {
 	uint64_t mem_bytes;
@@ -96,6 +110,8 @@ struct sbx_config {
 	size_t nbinds;
 	const char *const *exec_allow;	/* medium: sandbox paths it may exec */
 	size_t nexec_allow;
+	const struct sbx_mount *mounts;	/* medium, high: served trees */
+	size_t nmounts;
 	struct sbx_limits limits;
 	int broker_fd;			/* agent's end of the SOCK_SEQPACKET pair,
 					 * fd SBX_AGENT_FD inside; -1 for none.

@@ -18,7 +18,7 @@
 #include "sandbox-stub/sandbox.h"
 
 #define STUB_MAX_BINDS		64
-#define STUB_MAX_EXEC		64
+#define STUB_MAX_EXEC		256
 #define STUB_MAX_ENV		SBX_ENV_MAX
 #define STUB_MAX_CGROUPS	2
 
@@ -50,6 +50,11 @@ struct stub_cfg {
 	struct sbx_bind binds[STUB_MAX_BINDS];	/* src is for messages only */
 	struct stub_src bsrc[STUB_MAX_BINDS];	/* ... the source is this */
 	size_t nbinds;
+	struct stub_mnt {		/* detached mounts the broker made */
+		int fd;
+		const char *dst;
+	} mounts[SBX_MOUNTS_MAX];
+	size_t nmounts;
 	const char *exec_allow[STUB_MAX_EXEC];
 	size_t nexec_allow;
 	struct sbx_limits lim;		/* defaults applied */

@@ -182,6 +182,12 @@ stub_landlock_apply(const struct stub_cfg *c, int abi)
 		if (c->binds[i].writable)
 			add_rule(rs, c->binds[i].dst, -1, rd | wr, handled, false);
 	}
+	/* Trees the broker serves: it decides every operation there against
+	 * live tokens, so Landlock lets them through (never execute, below
+	 * the high tier: running a workspace file needs a proc.exec token). */
+	for (size_t i = 0; i < c->nmounts; i++)
+		add_rule(rs, c->mounts[i].dst, -1, rd | wr |
+		    (c->tier == SBX_TIER_HIGH ? LL_FS_EXECUTE : 0), handled, false);
 	if (c->tier != SBX_TIER_HIGH) {
 		/* Low: the agent binary (and the loader its exec needs); seccomp
 		 * makes it one exec only.  Medium: also capcall and exec_allow. */
@@ -191,9 +197,12 @@ stub_landlock_apply(const struct stub_cfg *c, int abi)
 		if (c->tier == SBX_TIER_MEDIUM) {
 			add_rule(rs, "/capbroker/bin/capcall", -1, LL_FS_EXECUTE | LL_FS_READ_FILE,
 			    handled, true);
+			/* A program the host lacks is skipped: the default
+			 * list names the tools of ordinary development work,
+			 * not all of which every host has. */
 			for (size_t i = 0; i < c->nexec_allow; i++)
 				add_rule(rs, c->exec_allow[i], -1, LL_FS_EXECUTE | LL_FS_READ_FILE,
-				    handled, false);
+				    handled, true);
 		}
 	}
 	if (syscall(SYS_landlock_restrict_self, rs, 0) == -1)

@@ -144,7 +144,7 @@ enum {
 	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
-	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS,
+	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -182,6 +182,7 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		{ "ro-bind-fd", required_argument, NULL, OPT_RO_BIND },
 		{ "bind-fd", required_argument, NULL, OPT_BIND },
 		{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
+		{ "mount-fd", required_argument, NULL, OPT_MOUNT },
 		{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
 		{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
 		{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
@@ -245,6 +246,23 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 				stub_die(0, "bind destination %.200s refused: %s",
 				    c->binds[c->nbinds].dst, why);
 			c->nbinds++;
+			break;
+		case OPT_MOUNT:
+			/* "FD DST": a detached mount (the broker's file server
+			 * for a granted tree), attached by pid 1 after the binds. */
+			if (c->nmounts == SBX_MOUNTS_MAX)
+				stub_die(0, "too many --mount-fd (max %d)", SBX_MOUNTS_MAX);
+			if (optind >= argc)
+				stub_die(0, "--mount-fd needs FD DST");
+			c->mounts[c->nmounts].fd = (int)parse_u64("--mount-fd", optarg,
+			    STUB_FD_CGROUP0, 1 << 20);
+			c->mounts[c->nmounts].dst = argv[optind++];
+			if ((why = sbx_bind_dst_refusal(c->mounts[c->nmounts].dst)) != NULL)
+				stub_die(0, "mount destination %.200s refused: %s",
+				    c->mounts[c->nmounts].dst, why);
+			if (c->mounts[c->nmounts].fd > c->max_fd)
+				c->max_fd = c->mounts[c->nmounts].fd;
+			c->nmounts++;
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -333,6 +351,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			stub_die(0, "writable bind %.200s refused below the high tier",
 			    c->binds[i].dst);
 	}
+	if (c->nmounts != 0 && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--mount-fd refused in the low tier");
 	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
 		stub_die(0, "--exec-allow applies to the medium tier only");
 	if (c->notify && c->tier == SBX_TIER_LOW)

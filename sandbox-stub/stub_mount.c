@@ -441,14 +441,14 @@ write_etc(const struct stub_cfg *c)
 	make_file(NR_PATH("/etc/hostname"), buf, 0644);
 }
 
-enum { T_USR, T_BIN, T_LIB, T_LIB64, T_SBIN, T_LDCACHE, T_CERTS, T_CAPCALL,
+enum { T_USR, T_BIN, T_LIB, T_LIB64, T_SBIN, T_LDCACHE, T_CERTS, T_ALT, T_CAPCALL,
 	T_PYLIB, T_HOSTS, T_DEV0, T_NSYS = T_DEV0 + 5 };
 static const char *const stub_devs[] = { "null", "zero", "full", "random", "urandom" };
 
 void
 stub_mount_setup(const struct stub_cfg *c)
 {
-	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS];
+	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[SBX_MOUNTS_MAX];
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	char opts[128], path[64];
 	struct stat st;
@@ -466,6 +466,8 @@ stub_mount_setup(const struct stub_cfg *c)
 	/* Created below over the tmpfs; the order of the two steps matters. */
 	capture(&sys[T_LDCACHE], "/etc/ld.so.cache", "/etc/ld.so.cache", ro, true);
 	capture(&sys[T_CERTS], "/etc/ssl/certs", "/etc/ssl/certs", ro, true);
+	/* Debian's alternatives (cc, awk, ld...): only symlinks into /usr. */
+	capture(&sys[T_ALT], "/etc/alternatives", "/etc/alternatives", ro, true);
 	sys[T_CAPCALL].fd = sys[T_PYLIB].fd = sys[T_HOSTS].fd = -1;
 	sys[T_CAPCALL].link[0] = sys[T_PYLIB].link[0] = sys[T_HOSTS].link[0] = '\0';
 	if (c->capcall != NULL)
@@ -485,6 +487,17 @@ stub_mount_setup(const struct stub_cfg *c)
 	}
 	for (size_t i = 0; i < c->nbinds; i++)
 		adopt(&user[i], &c->bsrc[i], c->binds[i].dst);
+	/* The broker's file server mounts: directories by construction (a
+	 * FUSE root); no fstat here, which would be a request to the server
+	 * before the tree is in place. */
+	for (size_t i = 0; i < c->nmounts; i++) {
+		served[i].fd = c->mounts[i].fd;
+		served[i].dir = true;
+		served[i].link[0] = '\0';
+		if (snprintf(served[i].dst, sizeof(served[i].dst), "%s", c->mounts[i].dst) >=
+		    (int)sizeof(served[i].dst))
+			stub_die(0, "path too long: %.200s", c->mounts[i].dst);
+	}
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");
@@ -536,6 +549,8 @@ stub_mount_setup(const struct stub_cfg *c)
 		attach(&sys[i]);
 	for (size_t i = 0; i < c->nbinds; i++)
 		attach(&user[i]);
+	for (size_t i = 0; i < c->nmounts; i++)
+		attach(&served[i]);
 
 	/* Last: open_tree() clones above count as mount namespaces. */
 	forbid_namespaces();

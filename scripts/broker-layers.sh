@@ -38,12 +38,13 @@ private=$(cd "$b" && ls ./*.h 2>/dev/null | sed 's|^\./||' | grep -vx -e broker.
 forbid main.c $private
 # shellcheck disable=SC2086
 forbid service.c $private
-forbid chan.c dispatch.h ops.h sbx.h approval.h admin.h tokens.h commit.h work.h
+forbid chan.c dispatch.h ops.h sbx.h approval.h admin.h tokens.h commit.h work.h fs_served.h
 for f in "$b"/ops_*.c; do
 	[ -f "$f" ] && forbid "$(basename "$f")" dispatch.h admin.h
 done
 for f in commit.c budget.c hostaddr.c work.c; do
-	forbid "$f" chan.h dispatch.h ops.h tokens.h sbx.h approval.h admin.h
+	forbid "$f" chan.h dispatch.h ops.h tokens.h sbx.h approval.h admin.h fs_served.h
 done
-forbid tokens.c chan.h dispatch.h ops.h sbx.h approval.h admin.h
+# tokens.c tells the file server through brk.tokens_changed, never directly.
+forbid tokens.c chan.h dispatch.h ops.h sbx.h approval.h admin.h fs_served.h
 exit $bad

@@ -39,8 +39,10 @@ t_exit "fs.read granted: 0" 0 run medium --grant "$RD" -- capcall fs.read "$WS/a
 t_is "fs.read granted: the content" "$(cat "$T_TMP/out")" "hello"
 t_exit "fs.read outside the grant: 77" 77 run medium --grant "$RD" -- capcall fs.read /etc/passwd
 t_match "fs.read outside the grant: capcall: denied: REASON" "$(cat "$T_TMP/err")" "^capcall: denied: .+"
-t_exit "fs.read without any token: 77" 77 run medium -- capcall fs.read "$WS/a.txt"
-t_exit "--json denial: 77" 77 run medium -- capcall --json fs.read "$WS/a.txt"
+# A named workspace alone brings its own token (docs/sandbox.md): no token at
+# all means no --workspace either.
+t_exit "fs.read without any token: 77" 77 "$CB" run --tier medium --timeout 60 -- capcall fs.read "$WS/a.txt"
+t_exit "--json denial: 77" 77 "$CB" run --tier medium --timeout 60 -- capcall --json fs.read "$WS/a.txt"
 t_match "--json denial: the error object" "$(cat "$T_TMP/out")" '^\{"ok":false,"op":"fs.read","err":-[0-9]+,"name":"[a-z-]+","reason":".*","exit":77\}$'
 ln -sf /etc/passwd "$WS/link-out"
 t_exit "a symlink out of the workspace: 77" 77 run medium --grant "$RD" -- capcall fs.read "$WS/link-out"

@@ -1,0 +1,985 @@
+/*
+ * fs_served.c - the broker's side of the file server: the workspace token,
+ * which trees a sandbox is served, the decision of every FUSE operation
+ * against the sandbox's live tokens, the mounts, the audit, and the cache
+ * invalidation on revocation or expiry.  fsrv/ performs the operations.
+ *
+ * Trust domain: broker, deciding for a hostile agent.  Why this is safe:
+ *  - Every lookup, getattr, open, create, read, write, readdir, mkdir,
+ *    unlink, rmdir, rename, link, symlink, readlink and setattr reaches
+ *    fss_authz (fsrv asks before it acts; reads and writes of open files
+ *    ask again on every call).  The answer comes from a snapshot of the
+ *    sandbox's fs.* grants that the loop rebuilds with the full token check
+ *    (brk_tok_check: time, audience, revocation, signature, ceiling) on
+ *    every change of the sandbox's tokens, synchronously in a revocation
+ *    before anyone is told it is done, and once a second; the time window
+ *    of each grant is checked again on every operation, so an expiry bites
+ *    at once.  A token with a use limit is never served (every FUSE
+ *    request would spend a use): it works through capcall only.
+ *  - The path judged is the tree's host root joined with the path fsrv
+ *    rebuilt from its node table (no "." or "..", no empty component); fsrv
+ *    then acts on that very path beneath the root's fd with the one
+ *    resolver (no symlink, no magic link, no ".." on the way).
+ *  - The broker's state directory is refused whatever a token says, as
+ *    for the explicit operations (brk_path_is_state).  Never rules judge
+ *    every operation of an elevated token, as in tokens.c.
+ *  - A tree's root is opened through the one resolver from "/" (no
+ *    symlink on the way): the workspace an administrator named, resolved
+ *    with realpath once, as the binds are.
+ *  - The server thread touches nothing of the broker but this file's
+ *    snapshot (under its lock) and copies it owns: once the sandbox stops,
+ *    every operation is refused before anything else is read.
+ */
+#include "broker/fs_served.h"
+#include "broker/budget.h"
+#include "broker/commit.h"
+#include "broker/tokens.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsrv/fsrv.h"
+
+#define BRK_FSS_AUDQ_MAX 4096	/* audit records waiting for the loop */
+#define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
+				 * (revocation invalidates them at once) */
+#define BRK_FSS_NOTREE	((unsigned)-1)	/* a tree that could not be served */
+
+/* One fs.* capability of a live token, as the server thread judges it. */
+struct brk_fss_grant {
+	unsigned cap;			/* FSRV_CAP_READ, _LIST, _WRITE or _DELETE */
+	enum cap_op op;
+	char *glob;
+	char root[CAP_STR_MAX + 1];	/* its fixed prefix (cap_path_root) */
+	uint64_t nbf, exp;
+	bool elevated;			/* judged against the never rules per operation */
+	uint8_t tid[CAP_ID_LEN];
+	unsigned capi;
+};
+
+struct brk_fss_tree {
+	char path[CAP_STR_MAX + 1];	/* host path */
+	char dst[CAP_STR_MAX + 1];	/* path inside the sandbox: "" for path, or a bind's */
+	unsigned idx;			/* fsrv's tree index */
+	uid_t uid;
+	gid_t gid;
+	int mnt;			/* detached mount, until the spawn */
+};
+
+/* One audit line the server thread asks the loop to write. */
+struct brk_fss_aud {
+	const char *op;
+	enum aud_decision d;
+	int reason;
+	bool has_tid;
+	uint8_t tid[CAP_ID_LEN];
+	char *resource;
+	char detail[96];
+};
+
+struct brk_fss {
+	struct brk_sbx *s;		/* loop thread only */
+	struct fsrv *srv;		/* server thread only, once started */
+	pthread_t thr;
+	int stop_pipe[2];
+	int aud_efd;			/* server -> loop: audit records queued */
+	struct event *ev_aud;
+	struct brk_fss_tree trees[SBX_MOUNTS_MAX];
+	unsigned ntrees;
+	struct sbx_mount mounts[SBX_MOUNTS_MAX];
+	size_t nmounts;
+	struct sbx_bind *binds;		/* cfg's binds without the served ones */
+
+	/* Shared: under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool stopping;
+	struct brk_fss_grant *g;
+	size_t ng;
+	uint64_t floor;			/* st_now() at the last refresh: time never goes back */
+	const struct pol_inst *inst;	/* valid until stopping */
+	struct brk_fss_aud *aq;
+	size_t naq;
+	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
+
+	/* Server thread only. */
+	char state_real[4096];		/* the broker's state: never served */
+	char rename_from[2 * CAP_STR_MAX + 2];
+	bool rename_pending;
+};
+
+/* ---- the workspace token ------------------------------------------- */
+
+/* Mint a token for the whole tree dir (fs.read, fs.list, fs.write and
+ * fs.delete on dir/ **, each only inside the ceiling) and hold it.  *minted
+ * says whether any capability was inside the ceiling. */
+static int
+brk_fss_tree_token(struct brk_sbx *s, const char *dir, const char *what, uint64_t now,
+    uint64_t ttl, const char *actor, bool *minted, char *why, size_t whylen)
+{
+	static const char *const ops[] = { "fs.read", "fs.list", "fs.write", "fs.delete" };
+	struct cap *caps[4] = { NULL };
+	size_t n = 0;
+	char *text = NULL;
+	uint8_t id[CAP_ID_LEN];
+	uint32_t th;
+	int r = 0;
+
+	*minted = false;
+	for (size_t i = 0; i < 4; i++) {
+		char spec[CAP_STR_MAX + 32];
+
+		if (snprintf(spec, sizeof(spec), "%s:%s/**", ops[i], dir) >= (int)sizeof(spec)) {
+			snprintf(why, whylen, "%s '%s': path too long", what, dir);
+			r = CB_ETOOBIG;
+			goto out;
+		}
+		if ((r = cap_parse(spec, &caps[n])) != 0) {
+			snprintf(why, whylen, "%s '%s' cannot be granted: %s", what, dir, cb_strerror(r));
+			goto out;
+		}
+		/* The policy narrows the workspace through the ceiling. */
+		if (!pol_inst_within_ceiling(s->inst, caps[n])) {
+			cap_free(caps[n]);
+			caps[n] = NULL;
+			continue;
+		}
+		n++;
+	}
+	if (n == 0)
+		goto out;
+	if ((r = brk_tok_mint(s->b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = n,
+	    .nbf = now, .exp = now + ttl, .by = actor ? actor : "broker" }, &text, id)) != 0) {
+		snprintf(why, whylen, "%s token: %s", what, brk_decide_why(s->b, r));
+		goto out;
+	}
+	if ((r = brk_held_add(s, text, strlen(text), true, &th)) != 0)
+		snprintf(why, whylen, "%s token: %s", what, cb_strerror(r));
+	*minted = r == 0;
+out:
+	free(text);
+	for (size_t i = 0; i < 4; i++)
+		cap_free(caps[i]);
+	return r;
+}
+
+int
+brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, uint64_t now, uint64_t ttl,
+    const char *actor, char *why, size_t whylen)
+{
+	const struct pol_tier *tier = pol_tier_get(s->pol->pol, s->tier_name);
+	bool minted;
+
+	if (s->stier == SBX_TIER_LOW || !(serve_workspace || (tier && pol_tier_workspace(tier))) ||
+	    strcmp(s->workspace, "/") == 0)
+		return 0;
+	/* Explicit fs.* grants say exactly which files: they replace the
+	 * workspace token (the caller's way to narrow it). */
+	for (size_t i = 0; i < s->nheld; i++)
+		for (size_t k = 0; k < s->held[i].tok->c.ncaps; k++)
+			if (cap_op_is_fs(s->held[i].tok->c.caps[k]->op))
+				return 0;
+	return brk_fss_tree_token(s, s->workspace, "workspace", now, ttl, actor, &minted, why,
+	    whylen);
+}
+
+/* ---- the grant snapshot (loop thread) ------------------------------- */
+
+static unsigned
+brk_fss_capbit(enum cap_op op)
+{
+	switch (op) {
+	case CAP_FS_READ: return FSRV_CAP_READ;
+	case CAP_FS_LIST: return FSRV_CAP_LIST;
+	case CAP_FS_WRITE: return FSRV_CAP_WRITE;
+	case CAP_FS_DELETE: return FSRV_CAP_DELETE;
+	default: return 0;
+	}
+}
+
+static void
+brk_fss_grants_free(struct brk_fss_grant *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(g[i].glob);
+	free(g);
+}
+
+/* The fs.* capabilities of every token of s that passes the full check
+ * now.  CB_ENOMEM leaves *out NULL. */
+static int
+brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
+{
+	struct brk_fss_grant *g;
+	size_t n = 0, max = 1;
+
+	*out = NULL;
+	*nout = 0;
+	/* Sized to what is held: this runs on every token change and tick. */
+	for (size_t i = 0; i < s->nheld; i++)
+		max += s->held[i].tok->c.ncaps;
+	if (!(g = calloc(max, sizeof(*g))))
+		return CB_ENOMEM;
+	for (size_t i = 0; i < s->nheld; i++) {
+		struct brk_held *h = &s->held[i];
+		const struct cap_claims *c = &h->tok->c;
+
+		if (c->has_uses || brk_tok_check(s, h, NULL, NULL) != 0)
+			continue;
+		for (size_t k = 0; k < c->ncaps; k++) {
+			struct brk_fss_grant *x = &g[n];
+
+			if (!brk_fss_capbit(c->caps[k]->op) || !(h->in_ceiling & (1u << k)))
+				continue;
+			if (cap_path_root(c->caps[k]->res, x->root, sizeof(x->root)) != 0 ||
+			    !(x->glob = strdup(c->caps[k]->res))) {
+				brk_fss_grants_free(g, n);
+				return CB_ENOMEM;
+			}
+			x->op = c->caps[k]->op;
+			x->cap = brk_fss_capbit(x->op);
+			x->nbf = c->nbf;
+			x->exp = c->exp;
+			x->elevated = c->elevated;
+			memcpy(x->tid, c->id, CAP_ID_LEN);
+			x->capi = (unsigned)k;
+			n++;
+		}
+	}
+	*out = g;
+	*nout = n;
+	return 0;
+}
+
+/* Is every grant of old still in new? */
+static bool
+brk_fss_superset(const struct brk_fss_grant *nw, size_t nn, const struct brk_fss_grant *old,
+    size_t no)
+{
+	for (size_t i = 0; i < no; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < nn && !found; k++)
+			found = nw[k].capi == old[i].capi && memcmp(nw[k].tid, old[i].tid,
+			    CAP_ID_LEN) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+void
+brk_fss_refresh(struct brk_sbx *s)
+{
+	struct brk_fss *f = s->fss;
+	struct brk_fss_grant *g, *old;
+	size_t n, nold;
+	bool lost;
+
+	if (!f)
+		return;
+	if (brk_fss_collect(s, &g, &n) != 0) {
+		/* Out of memory: serve nothing rather than something stale. */
+		g = NULL;
+		n = 0;
+	}
+	pthread_mutex_lock(&f->mu);
+	old = f->g;
+	nold = f->ng;
+	lost = !brk_fss_superset(g, n, old, nold);
+	f->g = g;
+	f->ng = n;
+	f->floor = st_now(s->b->st);
+	pthread_mutex_unlock(&f->mu);
+	brk_fss_grants_free(old, nold);
+	/* What the kernel caches for a path no grant covers any more must
+	 * not answer for it: names, attributes and (with cached data) pages.
+	 * Opens, reads, writes and directory reads reach fss_authz anyway. */
+	if (lost && f->srv)
+		cb_ignore(fsrv_invalidate_all(f->srv));
+}
+
+void
+brk_fss_refresh_all(struct brk *b)
+{
+	for (struct brk_sbx *s = b->sbx; s; s = s->next)
+		if (!s->dead)
+			brk_fss_refresh(s);
+}
+
+/* ---- the decision (server thread) ----------------------------------- */
+
+/* Is anc an ancestor of p, or p itself (whole components)? */
+static bool
+brk_fss_within(const char *anc, const char *p)
+{
+	size_t al = strlen(anc);
+
+	if (strcmp(anc, "/") == 0)
+		return true;
+	return strncmp(anc, p, al) == 0 && (p[al] == '/' || p[al] == '\0');
+}
+
+static bool
+brk_fss_is_state(const struct brk_fss *f, const char *path, bool or_ancestor)
+{
+	size_t sl = strlen(f->state_real), pl = strlen(path);
+
+	if (!sl)
+		return false;
+	if (pl >= sl && strncmp(path, f->state_real, sl) == 0 && (path[sl] == '/' || path[sl] == '\0'))
+		return true;
+	return or_ancestor && pl < sl && strncmp(f->state_real, path, pl) == 0 &&
+	    (f->state_real[pl] == '/' || pl == 1);
+}
+
+/* Which operations write an audit line when allowed: one per open,
+ * create, delete, rename (and the other changes of names); none per
+ * lookup, read or write.  Every denial is audited (through the sandbox's
+ * audit budget, which counts repeats instead of writing them). */
+static const char *
+brk_fss_audited(enum fsrv_op op, bool denied)
+{
+	switch (op) {
+	case FSRV_OP_OPEN: return "fs.open";
+	case FSRV_OP_CREATE: return "fs.create";
+	case FSRV_OP_MKDIR: return "fs.mkdir";
+	case FSRV_OP_UNLINK:
+	case FSRV_OP_RMDIR: return "fs.delete";
+	case FSRV_OP_RENAME: return "fs.rename";
+	case FSRV_OP_SYMLINK: return "fs.symlink";
+	case FSRV_OP_LINK: return "fs.link";
+	case FSRV_OP_LOOKUP: return denied ? "fs.lookup" : NULL;
+	case FSRV_OP_GETATTR: return denied ? "fs.getattr" : NULL;
+	case FSRV_OP_SETATTR: return denied ? "fs.setattr" : NULL;
+	case FSRV_OP_READLINK: return denied ? "fs.readlink" : NULL;
+	case FSRV_OP_READ: return denied ? "fs.read" : NULL;
+	case FSRV_OP_WRITE: return denied ? "fs.write" : NULL;
+	case FSRV_OP_OPENDIR:
+	case FSRV_OP_READDIR: return denied ? "fs.list" : NULL;
+	case FSRV_OP_STATFS: return denied ? "fs.statfs" : NULL;
+	default: return NULL;
+	}
+}
+
+/* Queue an audit line for the loop; called with f->mu held.  A full queue
+ * makes the agent's operation wait for the loop (never the loop for the
+ * agent); a stopping sandbox writes nothing more. */
+static void
+brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason,
+    const uint8_t *tid, const char *res, const char *detail)
+{
+	struct brk_fss_aud *a;
+	uint64_t one = 1;
+
+	while (f->naq == BRK_FSS_AUDQ_MAX && !f->stopping)
+		pthread_cond_wait(&f->cond, &f->mu);
+	if (f->stopping)
+		return;
+	a = &f->aq[f->naq];
+	memset(a, 0, sizeof(*a));
+	if (!(a->resource = strdup(res)))
+		return;
+	a->op = op;
+	a->d = d;
+	a->reason = reason;
+	snprintf(a->detail, sizeof(a->detail), "%s", detail);
+	if (tid) {
+		a->has_tid = true;
+		memcpy(a->tid, tid, CAP_ID_LEN);
+	}
+	f->naq++;
+	cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
+}
+
+static int
+fss_authz(void *arg, const struct fsrv_check *c)
+{
+	struct brk_fss *f = arg;
+	const struct brk_fss_tree *t = NULL;
+	char path[2 * CAP_STR_MAX + 2];
+	const uint8_t *tid = NULL;
+	const char *aop;
+	unsigned have = 0;
+	uint64_t now;
+	int e = 0;
+
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (f->trees[i].idx == c->tree)
+			t = &f->trees[i];
+	if (!t)
+		return CB_EPERM;
+	if (snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "", c->path) >
+	    CAP_STR_MAX)
+		return CB_ETOOBIG;
+	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
+		e = CB_EPERM;
+	pthread_mutex_lock(&f->mu);
+	if (f->stopping) {
+		pthread_mutex_unlock(&f->mu);
+		return CB_EPERM;
+	}
+	now = cb_now();
+	if (now < f->floor)
+		now = f->floor;
+	for (size_t i = 0; i < f->ng && !e; i++) {
+		const struct brk_fss_grant *g = &f->g[i];
+
+		if (now < g->nbf || now > g->exp)
+			continue;
+		if (cap_path_match(g->glob, path)) {
+			struct cap_req r = { .op = g->op, .path = path };
+
+			if (g->elevated && pol_inst_never_match(f->inst, &r))
+				continue;
+			if ((c->need & g->cap) && !(have & g->cap) && !tid)
+				tid = g->tid;
+			have |= g->cap | FSRV_CAP_SEE;
+		} else if (brk_fss_within(path, g->root)) {
+			/* A directory on the way to a grant may be looked up. */
+			have |= FSRV_CAP_SEE;
+		}
+	}
+	if (!e && (c->need & ~have) != 0)
+		e = CB_ENOTCOVERED;
+	if ((aop = brk_fss_audited(c->op, e != 0)) != NULL) {
+		const char *detail = "served";
+		char both[4 * CAP_STR_MAX + 16];
+		const char *res = path;
+
+		if (c->op == FSRV_OP_RENAME || c->op == FSRV_OP_LINK) {
+			/* Asked twice, old name first: one line for the pair. */
+			if (!f->rename_pending && e == 0) {
+				snprintf(f->rename_from, sizeof(f->rename_from), "%s", path);
+				f->rename_pending = true;
+				aop = NULL;
+			} else {
+				if (f->rename_pending)
+					snprintf(both, sizeof(both), "%s -> %s", f->rename_from, path);
+				else
+					snprintf(both, sizeof(both), "%s", path);
+				res = both;
+				f->rename_pending = false;
+			}
+		} else if (c->op == FSRV_OP_OPEN) {
+			detail = (c->need & FSRV_CAP_READ) && (c->need & FSRV_CAP_WRITE) ?
+			    "served, read-write" : c->need & FSRV_CAP_WRITE ? "served, write" :
+			    "served, read";
+		}
+		if (aop)
+			brk_fss_audit(f, aop, e ? AUD_DENY : AUD_ALLOW, e, tid, res, detail);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return e;
+}
+
+/* The agent closed a file it read or wrote: one line with the byte counts
+ * (none for an open that moved no data). */
+static void
+fss_closed(void *arg, const struct fsrv_close *c)
+{
+	struct brk_fss *f = arg;
+	const struct brk_fss_tree *t = NULL;
+	char path[2 * CAP_STR_MAX + 2], detail[96];
+
+	if (c->nread == 0 && c->nwritten == 0)
+		return;
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (f->trees[i].idx == c->tree)
+			t = &f->trees[i];
+	if (!t)
+		return;
+	snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "",
+	    c->path[0] ? c->path : "(unlinked)");
+	snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
+	    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
+	pthread_mutex_lock(&f->mu);
+	if (!f->stopping)
+		brk_fss_audit(f, "fs.close", AUD_NONE, 0, NULL, path, detail);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* ---- the loop's side of the audit queue ----------------------------- */
+
+/* One allowed (or informative) record, as the explicit operations write. */
+static void
+brk_fss_write(struct brk_fss *f, const struct brk_fss_aud *a)
+{
+	brk_audit(f->s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = a->d,
+	    .reason = a->reason, .sandbox = f->s->id, .op = a->op, .resource = a->resource,
+	    .token_id = a->has_tid ? a->tid : NULL, .actor = "agent", .detail = a->detail });
+}
+
+static void
+brk_fss_drain(struct brk_fss *f)
+{
+	struct brk_fss_aud *q;
+	size_t n;
+
+	pthread_mutex_lock(&f->mu);
+	q = f->aq;
+	n = f->naq;
+	if (n) {
+		/* A fresh queue for the server while the loop writes this one. */
+		struct brk_fss_aud *nq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*nq));
+
+		if (nq) {
+			f->aq = nq;
+			f->naq = 0;
+			pthread_cond_broadcast(&f->cond);
+		} else {
+			q = NULL;	/* written in place, under the lock */
+		}
+	}
+	if (!q) {
+		for (size_t i = 0; i < n; i++) {
+			struct brk_fss_aud *a = &f->aq[i];
+
+			brk_fss_write(f, a);
+			free(a->resource);
+		}
+		f->naq = 0;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	pthread_mutex_unlock(&f->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct brk_fss_aud *a = &q[i];
+
+		if (a->d == AUD_DENY)
+			brk_budget_deny(f->s, a->reason, a->op, a->resource, a->has_tid ? a->tid : NULL,
+			    a->detail);
+		else
+			brk_fss_write(f, a);
+		free(a->resource);
+	}
+	if (n)
+		free(q);
+}
+
+static void
+brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
+{
+	uint64_t v;
+
+	(void)ev;
+	cb_ignore((int)read(fd, &v, sizeof(v)));
+	brk_fss_drain(arg);
+}
+
+/* ---- the server thread ---------------------------------------------- */
+
+static void *
+brk_fss_main(void *arg)
+{
+	struct brk_fss *f = arg;
+	int e = 0;
+
+	/* Identity is per thread: this one takes each tree owner's
+	 * file-system identity and keeps it (it does nothing else), so files
+	 * the agent creates belong to the owner and the owner's permissions
+	 * decide.  A root-owned tree is served as root. */
+	for (unsigned i = 0; i < f->ntrees && !e; i++)
+		if (f->trees[i].uid != 0 && f->trees[i].idx != BRK_FSS_NOTREE)
+			e = fsrv_tree_owner(f->srv, f->trees[i].idx, f->trees[i].uid, f->trees[i].gid);
+	pthread_mutex_lock(&f->mu);
+	f->started = e ? e : 1;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->mu);
+	if (!e)
+		cb_ignore(fsrv_run(f->srv, f->stop_pipe[0]));
+	/* Stopped (or every connection gone): every later request is refused
+	 * once the loop says stop, and the connections end here; the agent
+	 * sees ENOTCONN. */
+	fsrv_free(f->srv);
+	f->srv = NULL;
+	/* The loop still points at f until it says stop (or closes the pipe). */
+	{
+		char c;
+
+		while (read(f->stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+			;
+	}
+	pthread_mutex_lock(&f->mu);
+	brk_fss_grants_free(f->g, f->ng);
+	for (size_t i = 0; i < f->naq; i++)
+		free(f->aq[i].resource);
+	free(f->aq);
+	pthread_mutex_unlock(&f->mu);
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->mu);
+	close(f->stop_pipe[0]);
+	free(f);
+	return NULL;
+}
+
+/* ---- start and stop (loop thread) ----------------------------------- */
+
+/* A writable bind the broker serves instead: the high tier's, a directory,
+ * as root (an unprivileged broker cannot mount FUSE in the sandbox). */
+static bool
+brk_fss_rw_candidate(const struct brk_sbx *s, const struct sbx_bind *bd)
+{
+	struct stat st;
+	int fd;
+	bool dir;
+
+	if (s->stier != SBX_TIER_HIGH || !bd->writable || geteuid() != 0)
+		return false;
+	if ((fd = cb_open_abs(bd->src, O_PATH | O_DIRECTORY)) < 0)
+		return false;	/* the launcher reports it as a bind source */
+	dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+	close(fd);
+	return dir;
+}
+
+static int
+brk_fss_rw_tokens(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
+{
+	uint64_t now = st_now(s->b->st);
+	bool minted;
+	int r;
+
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		if (!brk_fss_rw_candidate(s, &cfg->binds[i]))
+			continue;
+		/* It lives as long as the sandbox may. */
+		if ((r = brk_fss_tree_token(s, cfg->binds[i].src, "writable bind", now,
+		    s->wall ? s->wall : SBX_DEFAULT_WALL_SECS, "broker", &minted, why, whylen)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Was bd made a served tree? */
+static bool
+brk_fss_rw_served(const struct brk_fss *f, const struct sbx_bind *bd)
+{
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (f->trees[i].dst[0] && f->trees[i].idx != BRK_FSS_NOTREE &&
+		    strcmp(f->trees[i].dst, bd->dst) == 0 && strcmp(f->trees[i].path, bd->src) == 0)
+			return true;
+	return false;
+}
+
+/* A served tree for every writable bind whose source a live grant covers
+ * (its own token, unless revoked already), at the bind's destination. */
+static int
+brk_fss_rw_trees(struct brk_fss *f, const struct sbx_config *cfg)
+{
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		const struct sbx_bind *bd = &cfg->binds[i];
+		bool covered = false;
+
+		if (!brk_fss_rw_candidate(f->s, bd) || strlen(bd->src) > CAP_STR_MAX ||
+		    strlen(bd->dst) > CAP_STR_MAX)
+			continue;
+		for (size_t k = 0; k < f->ng && !covered; k++)
+			covered = f->g[k].op == CAP_FS_WRITE && cap_path_match(f->g[k].glob, bd->src);
+		if (!covered || f->ntrees == SBX_MOUNTS_MAX)
+			continue;
+		if (!f->binds && !(f->binds = calloc(cfg->nbinds, sizeof(*f->binds))))
+			return CB_ENOMEM;
+		snprintf(f->trees[f->ntrees].path, sizeof(f->trees[0].path), "%s", bd->src);
+		snprintf(f->trees[f->ntrees].dst, sizeof(f->trees[0].dst), "%s", bd->dst);
+		f->trees[f->ntrees].mnt = -1;
+		f->trees[f->ntrees].idx = BRK_FSS_NOTREE;
+		f->ntrees++;
+	}
+	return 0;
+}
+
+/* Add the tree rooted at path unless it is already served (or inside a
+ * served tree); a served tree inside path is replaced by it. */
+static void
+brk_fss_want(struct brk_fss *f, const char *path)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (brk_fss_within(f->trees[i].path, path))
+			return;	/* path is inside (or is) a served tree */
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (!brk_fss_within(path, f->trees[i].path))
+			f->trees[k++] = f->trees[i];	/* trees inside path go */
+	f->ntrees = k;
+	if (f->ntrees == SBX_MOUNTS_MAX)
+		return;
+	snprintf(f->trees[f->ntrees].path, sizeof(f->trees[0].path), "%s", path);
+	f->trees[f->ntrees].dst[0] = '\0';
+	f->trees[f->ntrees].mnt = -1;
+	f->trees[f->ntrees].idx = BRK_FSS_NOTREE;
+	f->ntrees++;
+}
+
+/* May a grant's root be served at its own path inside the sandbox?  Not
+ * "/", not where the sandbox builds its own tree (/proc, /dev, /etc, /tmp
+ * itself, /capbroker), not inside the system runtime it binds (/usr and
+ * the top-level links), not a bind's destination, not the broker's state. */
+static bool
+brk_fss_servable(const struct brk_fss *f, const struct sbx_config *cfg, const char *root)
+{
+	static const char *const sys[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
+
+	if (sbx_bind_dst_refusal(root) != NULL || brk_fss_is_state(f, root, true))
+		return false;
+	for (size_t i = 0; sys[i]; i++)
+		if (brk_fss_within(root, sys[i]) || brk_fss_within(sys[i], root))
+			return false;
+	for (size_t i = 0; i < cfg->nbinds; i++)
+		if (brk_fss_within(root, cfg->binds[i].dst) || brk_fss_within(cfg->binds[i].dst, root) ||
+		    (cfg->binds[i].writable && (brk_fss_within(root, cfg->binds[i].src) ||
+		    brk_fss_within(cfg->binds[i].src, root))))
+			return false;
+	return true;
+}
+
+static void
+brk_fss_discard(struct brk_fss *f)
+{
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (f->trees[i].mnt >= 0)
+			close(f->trees[i].mnt);
+	fsrv_free(f->srv);
+	brk_fss_grants_free(f->g, f->ng);
+	free(f->aq);
+	free(f->binds);
+	if (f->stop_pipe[0] >= 0)
+		close(f->stop_pipe[0]);
+	if (f->stop_pipe[1] >= 0)
+		close(f->stop_pipe[1]);
+	if (f->aud_efd >= 0)
+		close(f->aud_efd);
+	if (f->ev_aud)
+		event_free(f->ev_aud);
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+/* Open tree t's root, make it an fsrv tree on a fresh FUSE connection and
+ * a detached mount usable by the agent's uid only. */
+static int
+brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *why,
+    size_t whylen)
+{
+	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
+	struct stat st;
+	int root = -1, dev = -1, r;
+
+	if ((root = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0 || fstat(root, &st) != 0) {
+		snprintf(why, whylen, "served tree %s: %s", t->path, strerror(errno));
+		r = CB_ENOENT;
+		goto out;
+	}
+	t->uid = st.st_uid;
+	t->gid = st.st_gid;
+	if ((dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
+		snprintf(why, whylen, "the file server cannot open /dev/fuse: %s", strerror(errno));
+		r = CB_EUNSUPPORTED;
+		goto out;
+	}
+	if ((r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0) {
+		snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
+		goto out;
+	}
+	if ((r = fsrv_mount_detached(dev, &mo, &t->mnt)) != 0) {
+		snprintf(why, whylen, "the file server cannot mount %s: %s", t->path,
+		    r == CB_EIO ? strerror(errno) : cb_strerror(r));
+		goto out;
+	}
+out:
+	if (root >= 0)
+		close(root);
+	if (dev >= 0)
+		close(dev);
+	return r;
+}
+
+int
+brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
+{
+	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
+		.entry_timeout = BRK_FSS_TIMEOUT,
+		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true };
+	struct brk_fss *f;
+	struct brk_fss_grant *g = NULL;
+	size_t ng = 0;
+	bool ws_served = false;
+	uid_t agent = geteuid() == 0 ? SBX_ROOT_AGENT_ID : geteuid();
+	int r;
+
+	if (s->stier == SBX_TIER_LOW)
+		return 0;
+	/* The high tier's writable binds are served too, so that they are
+	 * revocable: each gets a token of its own for its source tree. */
+	if ((r = brk_fss_rw_tokens(s, cfg, why, whylen)) != 0)
+		return r;
+	if ((r = brk_fss_collect(s, &g, &ng)) != 0) {
+		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
+		return r;
+	}
+	if (!(f = calloc(1, sizeof(*f)))) {
+		brk_fss_grants_free(g, ng);
+		return CB_ENOMEM;
+	}
+	f->s = s;
+	f->g = g;
+	f->ng = ng;
+	f->inst = s->inst;
+	f->floor = st_now(s->b->st);
+	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
+	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	/* The trees: the root of every fs.* grant the sandbox starts with
+	 * that can be shown at its own path (the workspace token's root is
+	 * the workspace). */
+	for (size_t i = 0; i < ng; i++)
+		if (brk_fss_servable(f, cfg, g[i].root))
+			brk_fss_want(f, g[i].root);
+	if ((r = brk_fss_rw_trees(f, cfg)) != 0)
+		goto fail;
+	if (f->ntrees == 0) {
+		brk_fss_discard(f);
+		return 0;
+	}
+	if (geteuid() != 0) {
+		/* A /dev/fuse opened outside the sandbox's user namespace cannot
+		 * be mounted inside it, and the stub opening its own is not
+		 * implemented (docs/fsrv.md): the tokens still work through
+		 * capcall and the client libraries; say so in the log. */
+		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EUNSUPPORTED,
+		    .sandbox = s->id, .op = "fs.serve", .resource = f->trees[0].path, .actor = "broker",
+		    .detail = "not served: the file server needs a root broker; the tokens work "
+		    "through capcall and the client libraries" });
+		brk_fss_discard(f);
+		return 0;
+	}
+	r = CB_ENOMEM;
+	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))))
+		goto fail;
+	fc.authz_arg = f;
+	if ((r = fsrv_new(&fc, &f->srv)) != 0) {
+		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
+		goto fail;
+	}
+	for (unsigned i = 0, k = 0; i < f->ntrees; i++) {
+		bool ws = !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
+
+		if ((r = brk_fss_tree_open(f, &f->trees[i], agent, why, whylen)) != 0) {
+			/* A grant's root that cannot be opened through the
+			 * resolver (missing, a kernel file system, not ours to
+			 * search) is not served; capcall still answers for it.
+			 * The workspace must be served. */
+			if (ws || r != CB_ENOENT)
+				goto fail;
+			continue;
+		}
+		f->mounts[k++] = (struct sbx_mount){ .fd = f->trees[i].mnt,
+			.dst = f->trees[i].dst[0] ? f->trees[i].dst : f->trees[i].path };
+		f->nmounts = k;
+		ws_served |= ws;
+	}
+	r = CB_EIO;
+	if (pipe2(f->stop_pipe, O_CLOEXEC) != 0 ||
+	    (f->aud_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    !(f->ev_aud = event_new(s->b->base, f->aud_efd, EV_READ | EV_PERSIST, brk_fss_aud_ready, f)) ||
+	    event_add(f->ev_aud, NULL) != 0) {
+		snprintf(why, whylen, "the file server: %s", strerror(errno));
+		goto fail;
+	}
+	if ((r = pthread_create(&f->thr, NULL, brk_fss_main, f)) != 0) {
+		snprintf(why, whylen, "the file server's thread: %s", strerror(r));
+		r = CB_EINTERNAL;
+		goto fail;
+	}
+	/* The thread only sets its identity before it says so: no wait on the
+	 * agent here. */
+	pthread_mutex_lock(&f->mu);
+	while (f->started == 0)
+		pthread_cond_wait(&f->cond, &f->mu);
+	r = f->started < 0 ? f->started : 0;
+	pthread_mutex_unlock(&f->mu);
+	s->fss = f;
+	if (r != 0) {
+		snprintf(why, whylen, "the file server cannot act as the owner of %s: %s",
+		    f->trees[0].path, cb_strerror(r));
+		return r;	/* the thread ends; brk_fss_stop frees the rest */
+	}
+	cfg->mounts = f->mounts;
+	cfg->nmounts = f->nmounts;
+	if (f->binds) {
+		/* Served now: no longer bound. */
+		size_t k = 0;
+
+		for (size_t i = 0; i < cfg->nbinds; i++)
+			if (!brk_fss_rw_served(f, &cfg->binds[i]))
+				f->binds[k++] = cfg->binds[i];
+		cfg->binds = f->binds;
+		cfg->nbinds = k;
+	}
+	if (!cfg->chdir && ws_served)
+		cfg->chdir = s->workspace;
+	return 0;
+fail:
+	brk_fss_discard(f);
+	return r;
+}
+
+void
+brk_fss_spawned(struct brk_sbx *s)
+{
+	struct brk_fss *f = s->fss;
+
+	if (!f)
+		return;
+	for (unsigned i = 0; i < f->ntrees; i++) {
+		if (f->trees[i].mnt >= 0)
+			close(f->trees[i].mnt);
+		f->trees[i].mnt = -1;
+	}
+	free(f->binds);		/* cfg's binds pointed here until the spawn */
+	f->binds = NULL;
+}
+
+void
+brk_fss_stop(struct brk_sbx *s)
+{
+	struct brk_fss *f = s->fss;
+
+	if (!f)
+		return;
+	s->fss = NULL;
+	brk_fss_spawned(s);
+	/* Refuse everything from now on: from here the thread reads nothing of
+	 * the sandbox or the broker, and queues nothing more; then write what
+	 * it did so far. */
+	pthread_mutex_lock(&f->mu);
+	f->stopping = true;
+	f->inst = NULL;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->mu);
+	brk_fss_drain(f);
+	event_free(f->ev_aud);
+	close(f->aud_efd);
+	/* The thread frees everything itself once it has stopped: the loop
+	 * never waits for it (its last invalidations may take a moment), and
+	 * touches nothing of f once it has said stop. */
+	{
+		int wfd = f->stop_pipe[1];
+
+		pthread_detach(f->thr);
+		cb_ignore((int)write(wfd, "x", 1));
+		close(wfd);
+	}
+}

@@ -1,0 +1,68 @@
+/*
+ * fs_served.h - the broker's side of the file server (fsrv/): which trees a
+ * sandbox is served, the authorisation of every FUSE operation against the
+ * sandbox's live tokens, the mounts handed to the sandbox, the audit of
+ * what the server did, and the invalidation of the kernel's caches when a
+ * token stops counting.
+ *
+ * Trust domain: broker.  The operations come from a hostile agent through
+ * the kernel's FUSE driver; fsrv/ acts, this file decides.  See
+ * docs/fsrv.md ("Wired into the broker") and docs/sandbox.md.
+ *
+ * Threads: everything here runs on the broker's loop thread except the
+ * server itself, which runs on a thread of its own per sandbox (it serves,
+ * nothing else, so a slow disk or a request flood of one sandbox never
+ * stalls the loop or another sandbox).  The loop hands that thread a
+ * snapshot of the sandbox's fs.* grants (rebuilt on every token change,
+ * revocation and tick); the thread hands the loop audit records.
+ */
+#ifndef CB_BROKER_FS_SERVED_H
+#define CB_BROKER_FS_SERVED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/core.h"
+#include "sandbox-stub/sandbox.h"
+
+struct brk_fss;
+
+/* In brk_sbx_create, after the grants: when the sandbox's tier is medium or
+ * high and the workspace was named (serve_workspace, or the tier's own
+ * workspace), mint the workspace token: fs.read, fs.list, fs.write and
+ * fs.delete on WORKSPACE/ ** (which covers WORKSPACE itself), each only if
+ * inside the tier's ceiling (a policy narrows them there).  0, or an error
+ * with a sentence in why. */
+int brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, uint64_t now, uint64_t ttl,
+    const char *actor, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* In brk_sbx_create, before the spawn: start serving every tree the
+ * sandbox's tokens cover (the workspace; the root of every fs.* grant),
+ * medium and high tiers only, and in the high tier every writable bind (a
+ * token of its own, then served at its destination instead of bound: cfg's
+ * binds are replaced by the rest); fill cfg->mounts and (when it is NULL and the
+ * workspace is served) cfg->chdir.  The storage stays valid until
+ * brk_fss_spawned().  No tree: 0 and nothing changes.  A broker that cannot
+ * mount FUSE (not root, no /dev/fuse): CB_EUNSUPPORTED with the reason. */
+int brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
+    CB_WARN_UNUSED;
+
+/* The stub has the mounts (sbx_spawn_start returned): drop ours. */
+void brk_fss_spawned(struct brk_sbx *s);
+
+/* The sandbox's tokens changed (added, revoked, expired, a key retired):
+ * rebuild its grant snapshot; when a grant went away, drop every name and
+ * attribute the kernel caches for its trees.  Cheap; no-op without a server. */
+void brk_fss_refresh(struct brk_sbx *s);
+
+/* brk_fss_refresh for every sandbox (after a revocation; once a second). */
+void brk_fss_refresh_all(struct brk *b);
+
+/* Stop serving: from now on every operation is refused, the audit queue is
+ * written, and the server thread ends on its own (closing the FUSE
+ * connections: the agent sees ENOTCONN, never a hang).  Accepts a sandbox
+ * without a server. */
+void brk_fss_stop(struct brk_sbx *s);
+
+#endif
