@@ -56,7 +56,8 @@
 
 #define AUD_LOG_ID_LEN	16
 #define AUD_HASH_LEN	32
-#define AUD_FIELD_MAX	2048	/* longest string field kept; longer ones are cut and marked */
+#define AUD_FIELD_MAX	2048	/* longest JSON form of a string field: a longer one is cut,
+				 * ends in "...[cut: N bytes]" and the line says "cut":true */
 #define AUD_LINE_MAX	65536	/* longest line aud_verify and aud_open accept */
 
 enum aud_fsync {
@@ -125,8 +126,9 @@ enum aud_decision {
 };
 
 /* One record.  Every pointer may be NULL (field omitted); strings are
- * copied during aud_append, so they need live only for the call.  Strings
- * longer than AUD_FIELD_MAX are cut (the line then says "cut":true). */
+ * copied during aud_append, so they need live only for the call.  A string
+ * whose JSON form is longer than AUD_FIELD_MAX is cut to a prefix ending in
+ * "...[cut: N bytes]" (N its whole length; the line then says "cut":true). */
 struct aud_rec {
 	enum aud_kind kind;
 	enum aud_decision decision;
@@ -168,6 +170,11 @@ int aud_open(const char *path, const struct cap_keyring *kr, const struct aud_op
  * CB_EAUDIT when the log has failed or the ring stayed full for
  * full_wait_ms; CB_EINVAL on a NULL log or record. */
 int aud_append(struct aud_log *log, const struct aud_rec *r) CB_WARN_UNUSED;
+
+/* The bytes r's line takes in the log, at most (its strings cut as
+ * aud_append cuts them; the sequence number counted at its widest): what
+ * the broker charges to the audit budget of the sandbox that caused it. */
+size_t aud_rec_cost(const struct aud_rec *r);
 
 /* Convenience for administrative events: kind AUD_ADMIN, no decision. */
 int aud_admin(struct aud_log *log, const char *op, const char *sandbox, const char *actor,

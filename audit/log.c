@@ -48,6 +48,7 @@ enum {
 #define AUD_REC_FIXED	512
 #define AUD_ROOM_MIN	(2 * AUD_REC_FIXED + 6 * NSTR * AUD_FIELD_MAX)
 #define RING_ALIGN 8
+#define JSON_ESC_MAX 16		/* one escape (a surrogate pair: 12) and a NUL */
 #define OUTBUF_FLUSH (256 * 1024)
 
 /* One record in the ring, followed by its strings (not NUL-terminated). */
@@ -273,33 +274,120 @@ reserve_topup(struct aud_log *l)
 
 /* ---- producers ----------------------------------------------------- */
 
+static size_t utf8_seq(const unsigned char *s, size_t n);
+static uint32_t utf8_cp(const unsigned char *s, size_t k);
+static size_t json_piece(const unsigned char *u, size_t n, size_t i, char esc[JSON_ESC_MAX],
+    const char **out, size_t *in);
+
+/* The longest prefix of s (n bytes) whose JSON form takes at most max
+ * bytes, never ending inside a character or an escape: its length in
+ * bytes, and the length of its JSON form in *jlen. */
 static size_t
-bounded_len(const char *s, bool *cut)
+json_fit(const char *s, size_t n, size_t max, size_t *jlen)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char esc[JSON_ESC_MAX];
+	const char *out;
+	size_t i = 0, j = 0, in, k;
+
+	while (i < n) {
+		k = json_piece(u, n, i, esc, &out, &in);
+		if (j + k > max) {
+			if (out != esc) {
+				/* a plain run: as much of it as fits */
+				i += max - j;
+				j = max;
+			}
+			break;
+		}
+		j += k;
+		i += in;
+	}
+	*jlen = j;
+	return i;
+}
+
+/* What of string s is kept in a line: a string whose JSON form would take
+ * more than AUD_FIELD_MAX bytes is cut to a prefix that ends in a marker
+ * saying how long it was ("...[cut: 5000 bytes]"), and the line then says
+ * "cut":true.  So however long the paths or texts an agent sends, one
+ * line stays below AUD_REC_FIXED + NSTR x AUD_FIELD_MAX bytes. */
+struct aud_field {
+	size_t keep;		/* bytes of s kept */
+	size_t json;		/* bytes of the kept prefix's JSON form */
+	size_t mlen;		/* bytes of the marker after it (0: not cut) */
+	char mark[48];
+};
+
+static void
+field_plan(const char *s, struct aud_field *f)
 {
 	size_t n;
 
+	memset(f, 0, sizeof(*f));
 	if (s == NULL)
-		return 0;
-	n = strnlen(s, AUD_FIELD_MAX + 1);
-	if (n > AUD_FIELD_MAX) {
-		*cut = true;
-		n = AUD_FIELD_MAX;
+		return;
+	n = strlen(s);
+	f->keep = json_fit(s, n, AUD_FIELD_MAX, &f->json);
+	if (f->keep == n)
+		return;
+	f->mlen = (size_t)snprintf(f->mark, sizeof(f->mark), "...[cut: %zu bytes]", n);
+	f->keep = json_fit(s, f->keep, AUD_FIELD_MAX - f->mlen, &f->json);
+}
+
+/* Decimal digits of v. */
+static size_t
+digits(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
 	}
 	return n;
 }
 
-/* Bytes of s that json_str might write as a 6-byte escape. */
-static size_t
-escapes_in(const char *s, size_t n)
+size_t
+aud_rec_cost(const struct aud_rec *r)
 {
-	size_t k = 0;
+	static const char *const names[NSTR] = { "sandbox", "op", "resource", "actor", "detail" };
+	const char *strs[NSTR];
+	struct aud_field f;
+	size_t n;
+	bool cut = false;
 
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		k += c < 0x20 || c == '"' || c == '\\' || c >= 0x7f;
+	if (r == NULL)
+		return 0;
+	strs[0] = r->sandbox;
+	strs[1] = r->op;
+	strs[2] = r->resource;
+	strs[3] = r->actor;
+	strs[4] = r->detail;
+	/* {"prev":"<64 hex>","seq":<at most 20 digits>,"ts":"<24>","ev":"admin"} and a newline */
+	n = sizeof("{\"prev\":\"\",\"seq\":,\"ts\":\"\",\"ev\":\"admin\"}\n") - 1 +
+	    2 * AUD_HASH_LEN + 20 + AUD_TS_LEN;
+	for (size_t i = 0; i < NSTR; i++) {
+		if (strs[i] == NULL)
+			continue;
+		field_plan(strs[i], &f);
+		cut |= f.mlen != 0;
+		n += sizeof(",\"\":\"\"") - 1 + strlen(names[i]) + f.json + f.mlen;
 	}
-	return k;
+	if (r->token_id != NULL)
+		n += sizeof(",\"token\":\"\"") - 1 + 2 * CAP_ID_LEN;
+	if (r->decision != AUD_NONE)
+		n += sizeof(",\"decision\":\"allow\"") - 1;
+	if (r->reason != 0)
+		n += sizeof(",\"reason\":\"\"") - 1 + strlen(cb_errname(r->reason));
+	if (r->count != 0)
+		n += sizeof(",\"count\":,\"first\":\"\",\"last\":\"\"") - 1 + digits(r->count) +
+		    2 * AUD_TS_LEN;
+	if (r->dseq != 0)
+		n += sizeof(",\"dseq\":") - 1 + digits(r->dseq);
+	if (cut)
+		n += sizeof(",\"cut\":true") - 1;
+	return n;
 }
 
 /* Queue one entry.  The copy happens under the mutex; see the file comment. */
@@ -308,6 +396,7 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 {
 	const char *strs[NSTR] = { NULL };
 	size_t lens[NSTR] = { 0 };
+	struct aud_field f[NSTR];
 	struct slot s;
 	size_t need, off, room_end, i;
 	bool cut = false, waited = false;
@@ -338,20 +427,21 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		s.ts_ns = wall_ns();
 	s.kind = (uint8_t)kind;
 	need = sizeof(s);
+	/* an upper bound of the line: the JSON form of each string (at most
+	 * AUD_FIELD_MAX, field_plan); the fixed fields, a token, a reason and
+	 * a sequence fit in the rest */
+	s.est = AUD_REC_FIXED;
 	for (i = 0; i < NSTR; i++) {
-		lens[i] = bounded_len(strs[i], &cut);
+		field_plan(strs[i], &f[i]);
+		lens[i] = f[i].keep + f[i].mlen;
+		cut |= f[i].mlen != 0;
 		if (strs[i] != NULL)
 			s.present |= (uint16_t)(1u << i);
 		s.len[i] = (uint16_t)lens[i];
 		need += lens[i];
+		s.est += (uint32_t)(f[i].json + f[i].mlen);
 	}
 	s.cut = cut;
-	/* an upper bound of the line: each byte that may need an escape
-	 * counts 6; the fixed fields, a token, a reason and a sequence fit in
-	 * the rest */
-	s.est = AUD_REC_FIXED;
-	for (i = 0; i < NSTR; i++)
-		s.est += (uint32_t)(lens[i] + 5 * escapes_in(strs[i], lens[i]));
 	need = (need + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
 	s.size = (uint32_t)need;
 
@@ -414,8 +504,10 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 	memcpy(p, &s, sizeof(s));
 	p += sizeof(s);
 	for (i = 0; i < NSTR; i++) {
-		if (lens[i] > 0)
-			memcpy(p, strs[i], lens[i]);
+		if (f[i].keep > 0)
+			memcpy(p, strs[i], f[i].keep);
+		if (f[i].mlen > 0)
+			memcpy(p + f[i].keep, f[i].mark, f[i].mlen);
 		p += lens[i];
 	}
 	l->head += need;
@@ -640,66 +732,75 @@ utf8_cp(const unsigned char *s, size_t k)
 	return cp;
 }
 
-/* Write s as a JSON string.  Quotes, backslashes and control characters are
- * escaped; a byte that is not valid UTF-8 becomes \udcXX (Python's
- * surrogateescape), so a hostile path is kept exactly yet the line stays
- * valid, single-line JSON.  Every code point the one escaper for people
- * (cb_text_invisible: C1, bidi controls, zero-width and other invisible
- * format characters, tags) is written as a \u escape, above U+FFFF as a
- * surrogate pair: the text is the same to a JSON reader, and a person
- * reading the log with cat or grep sees it rather than being misled. */
+/* One piece of the JSON form of s (n bytes) at i: a run of characters
+ * that need nothing (returned in place) or one escape (written to esc).
+ * *in gets the input bytes the piece stands for; returns its length.
+ * Quotes, backslashes and control characters are escaped; a byte that is
+ * not valid UTF-8 becomes \udcXX (Python's surrogateescape), so a hostile
+ * path is kept exactly yet the line stays valid, single-line JSON.  Every
+ * code point the one escaper for people (cb_text_invisible: C1, bidi
+ * controls, zero-width and other invisible format characters, tags) is
+ * written as a \u escape, above U+FFFF as a surrogate pair: the text is
+ * the same to a JSON reader, and a person reading the log with cat or grep
+ * sees it rather than being misled.  The one walk behind json_str,
+ * json_fit and so the line bound (AUD_FIELD_MAX) and its cost. */
+static size_t
+json_piece(const unsigned char *u, size_t n, size_t i, char esc[JSON_ESC_MAX],
+    const char **out, size_t *in)
+{
+	unsigned char c = u[i];
+	size_t run = i, k;
+
+	/* A run of characters that need nothing, at once. */
+	while (run < n && u[run] >= 0x20 && u[run] < 0x7f && u[run] != '"' && u[run] != '\\')
+		run++;
+	if (run > i) {
+		*out = (const char *)u + i;
+		*in = run - i;
+		return run - i;
+	}
+	*out = esc;
+	*in = 1;
+	if (c == '"' || c == '\\') {
+		esc[0] = '\\';
+		esc[1] = (char)c;
+		return 2;
+	}
+	if (c < 0x20 || c == 0x7f)
+		return (size_t)snprintf(esc, JSON_ESC_MAX, "\\u%04x", c);
+	if ((k = utf8_seq(u + i, n - i)) > 0) {
+		uint32_t cp = k == 1 ? u[i] : utf8_cp(u + i, k);
+
+		*in = k;
+		if (cb_text_invisible(cp) || (cp >= 0x80 && cp <= 0x9f) ||
+		    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+			if (cp > 0xffff) {
+				cp -= 0x10000;
+				return (size_t)snprintf(esc, JSON_ESC_MAX, "\\u%04x\\u%04x",
+				    0xd800u + (unsigned)(cp >> 10), 0xdc00u + (unsigned)(cp & 0x3ffu));
+			}
+			return (size_t)snprintf(esc, JSON_ESC_MAX, "\\u%04x", (unsigned)cp);
+		}
+		*out = (const char *)u + i;
+		return k;
+	}
+	return (size_t)snprintf(esc, JSON_ESC_MAX, "\\udc%02x", c);
+}
+
+/* Write s as a JSON string (json_piece says how). */
 static void
 json_str(struct aud_log *l, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char esc[16];	/* one \uXXXX escape and its terminator, with room */
-	size_t i = 0, k;
+	char esc[JSON_ESC_MAX];
+	const char *out;
+	size_t i = 0, in, k;
 
 	lput(l, "\"", 1);
 	while (i < n) {
-		unsigned char c = u[i];
-		size_t run = i;
-
-		/* Copy a run of characters that need nothing at once. */
-		while (run < n && u[run] >= 0x20 && u[run] < 0x7f && u[run] != '"' &&
-		    u[run] != '\\')
-			run++;
-		if (run > i) {
-			lput(l, s + i, run - i);
-			i = run;
-			continue;
-		}
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			lput(l, esc, 2);
-			i++;
-		} else if (c < 0x20 || c == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			lput(l, esc, 6);
-			i++;
-		} else if ((k = utf8_seq(u + i, n - i)) > 0) {
-			uint32_t cp = k == 1 ? u[i] : utf8_cp(u + i, k);
-
-			if (cb_text_invisible(cp) || (cp >= 0x80 && cp <= 0x9f) ||
-			    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
-				if (cp > 0xffff) {
-					cp -= 0x10000;
-					snprintf(esc, sizeof(esc), "\\u%04x", 0xd800u + (unsigned)(cp >> 10));
-					lput(l, esc, 6);
-					cp = 0xdc00u + (cp & 0x3ffu);
-				}
-				snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
-				lput(l, esc, 6);
-			} else {
-				lput(l, s + i, k);
-			}
-			i += k;
-		} else {
-			snprintf(esc, sizeof(esc), "\\udc%02x", c);
-			lput(l, esc, 6);
-			i++;
-		}
+		k = json_piece(u, n, i, esc, &out, &in);
+		lput(l, out, k);
+		i += in;
 	}
 	lput(l, "\"", 1);
 }

@@ -10,6 +10,7 @@
  * means deny.
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/chan.h"
@@ -198,9 +199,9 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 
 		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
 		    (unsigned long long)p->rid, (unsigned long long)ttl, p->reason);
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .op = "request", .resource = p->cap->text, .actor = "agent",
-		    .detail = detail });
+		    .detail = detail }));
 	}
 	brk_admin_notify(b, "request", p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)

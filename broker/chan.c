@@ -260,6 +260,20 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 		evtimer_add(s->ev_rate, &wait);
 		return BRK_CHAN_STOP;
 	case BRK_BUDGET_STOP:
+		/* Its line before the stop, never after: should the log refuse
+		 * it for now (the writer behind a burst), nothing is read
+		 * meanwhile and the next check tries again.  A log that failed
+		 * for good takes no line at all. */
+		if (brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why }) != 0 &&
+		    aud_healthy(b->aud)) {
+			struct timeval again = { 0, 100000 };
+
+			event_del(s->ev_read);
+			evtimer_add(s->ev_rate, &again);
+			return BRK_CHAN_STOP;
+		}
+		s->close_noted = true;
 		brk_chan_close(s, why);
 		return BRK_CHAN_STOP;
 	}

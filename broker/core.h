@@ -133,11 +133,16 @@ struct brk_sbx {
 	unsigned inflight;
 	uint64_t nreq, nbad;
 
-	double aud_bucket;		/* audit budget (budget.c) */
+	double aud_bucket;		/* audit budget (budget.c): denials */
+	double aud_bytes;		/* ... and bytes of log, allowed or denied */
 	uint64_t aud_bucket_ns;
 	uint64_t throttled_since;	/* mono ns; 0: not throttled */
-	uint64_t dry_ns;		/* mono ns: the budget last ran dry */
+	bool throttle_noted;		/* its "sandbox.throttled" line is written */
+	bool close_noted;		/* its "sandbox.channel-closed" line is written */
+	uint64_t dry_ns;		/* mono ns: a budget last ran dry */
+	uint64_t calm_ns;		/* ... and how long it must not again to end the episode */
 	uint64_t ndenied;
+	uint64_t nbytes;		/* bytes of audit log it caused */
 	struct brk_coal coal[BRK_COAL_SLOTS];
 
 	struct brk_held held[BRK_HELD_MAX];

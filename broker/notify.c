@@ -441,9 +441,9 @@ brk_nconn_inet(struct brk_nconn *c, int family)
 		brk_notify_answer(nt, c->id, EACCES);
 		goto out;
 	}
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.connect", .resource = c->res, .token_id = h->tok->c.id, .actor = "agent",
-	    .detail = "mediated connect()" });
+	    .detail = "mediated connect()" }));
 	brk_nconn_go(c, family);
 	return;
 out:
@@ -710,8 +710,17 @@ brk_notify_budget(struct brk_notify *nt)
 		evtimer_add(nt->ev_pause, &wait);
 		return false;
 	case BRK_BUDGET_STOP:
-		brk_audit(nt->s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = nt->s->id,
-		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why });
+		/* Its line before the stop (as chan.c): refused for now, the
+		 * listener waits and the next check tries again. */
+		if (brk_audit_sbx(nt->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why }) != 0 &&
+		    aud_healthy(nt->s->b->aud)) {
+			wait = (struct timeval){ 0, 100000 };
+			event_del(nt->ev);
+			evtimer_add(nt->ev_pause, &wait);
+			return false;
+		}
+		nt->s->close_noted = true;
 		brk_sbx_kill(nt->s, "broker");
 		brk_notify_close(nt);
 		return false;

@@ -24,6 +24,7 @@
  *  - Created files get mode & 0777 (no set-id bits).
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/chan.h"
 #include "broker/ops.h"
 #include "broker/tokens.h"
@@ -300,9 +301,9 @@ brk_as_owner(const struct brk_fsctx *c)
 static void
 brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const struct brk_held *h)
 {
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = wire_op_name(q->op), .resource = res, .token_id = h ? h->tok->c.id : NULL,
-	    .actor = "agent" });
+	    .actor = "agent" }));
 }
 
 static void
@@ -745,7 +746,7 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 		rp.has_n = true;
 		rp.n = (uint64_t)n;
 	}
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
-	    .op = wire_op_name(q->op), .token_id = hd->tid, .actor = "agent" });
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	    .op = wire_op_name(q->op), .token_id = hd->tid, .actor = "agent" }));
 	brk_reply(s, &rp, -1);
 }

@@ -19,6 +19,7 @@
  *    the connected socket and nothing else.
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/chan.h"
 #include "broker/hostaddr.h"
 #include "broker/ops.h"
@@ -277,9 +278,9 @@ brk_net_resolved(void *arg)
 		cap_addr_format(&n->chosen, at, sizeof(at));
 		snprintf(detail, sizeof(detail), "connecting to %s", at);
 	}
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.connect", .resource = n->res, .token_id = n->h->tok->c.id, .actor = "agent",
-	    .detail = detail });
+	    .detail = detail }));
 	n->fd = socket(n->chosen.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (n->fd < 0) {
 		brk_net_fail(n, CB_EIO, strerror(errno));

@@ -19,6 +19,7 @@
  *    events: the loop never blocks on the child.
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/chan.h"
 #include "broker/ops.h"
 #include "broker/sbx.h"
@@ -216,9 +217,9 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(x->ev_status);
 	if (r != 0)
-		brk_audit(x->s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
-		    .sandbox = x->s->id, .op = "proc.exec.failed", .resource = x->res,
-		    .token_id = x->tid, .actor = "broker", .detail = why });
+		cb_ignore(brk_audit_sbx(x->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
+		    .op = "proc.exec.failed", .resource = x->res,
+		    .token_id = x->tid, .actor = "broker", .detail = why }));
 }
 
 /* Add a read-only bind of a directory or file outside what every sandbox
@@ -480,8 +481,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	}
 	/* Without data the program reads EOF at once. */
 	brk_proc_in(x->p.stdin_fd, EV_WRITE, x);
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW, .sandbox = s->id,
-	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" });
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" }));
 }
 
 /* The sandbox's channel closed: its children die with it (they are reaped

@@ -183,9 +183,9 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	event_del(s->ev_write);
 	event_del(s->ev_rate);
 	brk_budget_end(s);
-	if (!s->exited && strcmp(why, "agent closed its channel") != 0)
-		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
-		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why });
+	if (!s->exited && !s->close_noted && strcmp(why, "agent closed its channel") != 0)
+		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why }));
 	if (s->spawned && !s->exited) {
 		/* ev_rate is free now that reading has stopped: reuse it. */
 		event_free(s->ev_rate);
@@ -457,6 +457,7 @@ brk_sbx_alloc(struct brk *b, uid_t owner, uint64_t now)
 	s->bucket = BRK_BURST;
 	s->bucket_ns = cb_mono_ns();
 	s->aud_bucket = (double)pol_audit_budget(b->pol)->burst;
+	s->aud_bytes = (double)pol_audit_budget(b->pol)->bytes_burst;
 	s->aud_bucket_ns = s->bucket_ns;
 	s->proc.pid = -1;
 	s->proc.pidfd = s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;

@@ -23,6 +23,8 @@ const char pol_default_text[] =
     "  audit_fsync = \"batch\";\n"
     "  audit_budget = 100;\n"
     "  audit_burst = 1000;\n"
+    "  audit_bytes = \"1M\";\n"
+    "  audit_bytes_burst = \"32M\";\n"
     "  audit_throttle_max = 30;\n"
     "};\n"
     "admins = { uids = [ ]; gids = [ ]; };\n"

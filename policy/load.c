@@ -547,11 +547,15 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 			get_num(x, s, NUM_COUNT, false, &x->p->budget.rate);
 		} else if (strcmp(name, "audit_burst") == 0) {
 			get_num(x, s, NUM_COUNT, false, &x->p->budget.burst);
+		} else if (strcmp(name, "audit_bytes") == 0) {
+			get_num(x, s, NUM_BYTES, false, &x->p->budget.bytes);
+		} else if (strcmp(name, "audit_bytes_burst") == 0) {
+			get_num(x, s, NUM_BYTES, false, &x->p->budget.bytes_burst);
 		} else if (strcmp(name, "audit_throttle_max") == 0) {
 			get_num(x, s, NUM_SECONDS, false, &x->p->budget.throttle_max);
 		} else {
 			unknown_key(x, s, "defaults", "tier, ttl, request_expiry, audit_fsync, audit_budget, "
-			    "audit_burst, audit_throttle_max");
+			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max");
 		}
 	}
 	return 0;

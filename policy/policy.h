@@ -94,11 +94,15 @@ uint64_t pol_request_expiry(const struct pol *p);	/* seconds a request waits */
 enum pol_fsync pol_audit_fsync(const struct pol *p);
 
 /* The audit budget of each sandbox (docs/audit.md): denials a second it may
- * have audited (sustained), the burst above that, and how many seconds it
- * may stay throttled before it is stopped.  Every value is at least 1. */
+ * have audited (sustained) and the burst above that; bytes of audit log a
+ * second its operations may cause, allowed or denied, and the burst above
+ * that; and how many seconds it may stay throttled before it is stopped.
+ * Every value is at least 1. */
 struct pol_audit_budget {
 	uint64_t rate;
 	uint64_t burst;
+	uint64_t bytes;
+	uint64_t bytes_burst;
 	uint64_t throttle_max;
 };
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p);

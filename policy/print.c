@@ -192,6 +192,11 @@ pol_print(const struct pol *p, FILE *f)
 	put_int(f, p->budget.rate);
 	fputs(";\n  audit_burst = ", f);
 	put_int(f, p->budget.burst);
+	fputs(";\n  # ... and the bytes of audit log its operations cause (allowed or denied)\n"
+	    "  audit_bytes = ", f);
+	put_bytes(f, p->budget.bytes);
+	fputs(";\n  audit_bytes_burst = ", f);
+	put_bytes(f, p->budget.bytes_burst);
 	fputs(";\n  audit_throttle_max = ", f);
 	put_int(f, p->budget.throttle_max);
 	fputs(";\n};\n\n", f);

@@ -569,6 +569,21 @@ test_audit_budget(void)
 	    "budget: a negative burst is refused");
 	T_OK(!loads_quietly("b2.conf", "defaults = { audit_throttle_max = \"30\"; };\n"),
 	    "budget: a string is refused");
+	/* F5: the bytes of log any operation causes, allowed or denied */
+	T_ERR(pol_default(&p), 0, "budget: default policy again");
+	b = pol_audit_budget(p);
+	T_OK(b->bytes == 1024 * 1024 && b->bytes_burst == 32 * 1024 * 1024,
+	    "budget: 1 MiB of log a second, burst 32 MiB by default");
+	pol_free(p);
+	p = load_text("defaults = { audit_bytes = \"64K\"; audit_bytes_burst = 3000000; };\n");
+	b = p ? pol_audit_budget(p) : NULL;
+	T_OK(b && b->bytes == 65536 && b->bytes_burst == 3000000 && b->rate == 100,
+	    "budget: a file sets the bytes, as a size or a number; the rest stays default");
+	pol_free(p);
+	T_OK(!loads_quietly("b3.conf", "defaults = { audit_bytes = 0; };\n"),
+	    "budget: 0 bytes is refused");
+	T_OK(!loads_quietly("b4.conf", "defaults = { audit_bytes_burst = \"-1M\"; };\n"),
+	    "budget: a negative byte burst is refused");
 }
 
 static void
