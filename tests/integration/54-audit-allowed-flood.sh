@@ -38,7 +38,17 @@ t1=$(date +%s)
 t_is "the agent flooding allowed stats is stopped (137)" "$rc" 137
 echo "# stopped after $((t1 - t0)) s; agent: $(tail -n 1 "$T_TMP/flood.out")"
 
-count() { # SANDBOX -> "BYTES ALLOWLINES THROTTLED STOPPED CUT"
+# The writer writes a moment after the reply: once a sandbox's stop line
+# is in the log, every line before it is too.
+stopped() { # SANDBOX
+	for _ in $(seq 100); do
+		grep -q '"sandbox":"'"$1"'","op":"sandbox.stop"' "$S/audit.jsonl" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+t_ok "its stop is in the log" stopped flood
+count() { # SANDBOX -> "BYTES ALLOWLINES THROTTLED STOPPED LONGEST"
 	$PYTHON -c 'import json,sys
 raw=[l for l in open(sys.argv[1], "rb")]
 ls=[(len(r), json.loads(r)) for r in raw]
@@ -62,6 +72,7 @@ t_match "... naming the budget it spent" "$(grep '"sandbox":"flood"' "$S/audit.j
 # One line is bounded, whatever the path: a 4000-byte path is cut, marked.
 L="$W/$(printf 'x%.0s' $(seq 3990))"
 run --id long --grant "fs.read:$W/**" -- capcall fs.stat "$L" >/dev/null 2>&1
+stopped long
 line=$(grep '"sandbox":"long"' "$S/audit.jsonl" | grep '"op":"fs.stat"' | head -n 1)
 t_match "a 4000-byte path is cut in its line, with a marker saying how long it was" "$line" \
 	'xxx\.\.\.\[cut: 40[0-9][0-9] bytes\]",'
