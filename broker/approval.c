@@ -370,7 +370,8 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
  * terminal only through the one escaper (common/text.c), so an agent
  * cannot clear the screen, move the cursor, paint a prompt of its own or
  * reorder what the human reads with bidi controls.  Text too long for the
- * prompt is cut visibly. */
+ * prompt is cut visibly; the reason, free text, at CB_TEXT_SHOW_MAX
+ * (cb_text_show), so it cannot wrap into a block of its own. */
 static const char *
 brk_tty_clean(const char *in, char *out, size_t len)
 {
@@ -389,7 +390,7 @@ brk_tty_prompt_next(struct brk *b)
 {
 	struct brk_pending *p, *oldest = NULL;
 	char msg[CB_ESC_SIZE(ST_TEXT_MAX) + CB_ESC_SIZE(CAP_STR_MAX) + 1536], cmd[512];
-	char sid[CB_ESC_SIZE(CAP_AUD_MAX)], why[CB_ESC_SIZE(ST_TEXT_MAX)], capt[CB_ESC_SIZE(CAP_STR_MAX)];
+	char sid[CB_ESC_SIZE(CAP_AUD_MAX)], why[CB_TEXT_SHOW_SIZE], capt[CB_ESC_SIZE(CAP_STR_MAX)];
 	int n;
 
 	if (b->tty_fd < 0 && b->pending) {
@@ -420,7 +421,8 @@ brk_tty_prompt_next(struct brk *b)
 	    brk_tty_clean(oldest->s->id, sid, sizeof(sid)),
 	    brk_tty_clean(oldest->s->command ? oldest->s->command : "", cmd, sizeof(cmd)),
 	    brk_tty_clean(oldest->cap->text, capt, sizeof(capt)), (unsigned long long)oldest->ttl,
-	    oldest->reason[0] ? brk_tty_clean(oldest->reason, why, sizeof(why)) : "(none given)");
+	    oldest->reason[0] ? cb_text_show(why, sizeof(why), oldest->reason, CB_TEXT_SHOW_MAX) :
+	    "(none given)");
 	if (n > 0)
 		(void)!write(b->tty_fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }

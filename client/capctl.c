@@ -149,6 +149,17 @@ ctl_text(FILE *f, const char *s)
 	cb_ignore(cb_text_fputs(s, f));
 }
 
+/* A request's reason, free text an agent wrote: escaped and at most
+ * CB_TEXT_SHOW_MAX bytes, so a long one cannot wrap into a block that
+ * reads as more of the request (`--json` keeps it whole). */
+void
+ctl_reason(FILE *f, const char *s)
+{
+	char buf[CB_TEXT_SHOW_SIZE];
+
+	fputs(cb_text_show(buf, sizeof(buf), s, CB_TEXT_SHOW_MAX), f);
+}
+
 const char *
 ctl_time(uint64_t t, char *buf, size_t len)
 {

@@ -62,6 +62,9 @@ void ctl_json(struct ctl *c, json_t *v);
 #define J(s) cli_json_str(s)
 /* Text for a person, through the one escaper. */
 void ctl_text(FILE *f, const char *s);
+/* A request's reason through cb_text_show: escaped, at most
+ * CB_TEXT_SHOW_MAX bytes, cut visibly. */
+void ctl_reason(FILE *f, const char *s);
 /* t as an ISO 8601 UTC time in buf ("-" for 0). */
 const char *ctl_time(uint64_t t, char *buf, size_t len);
 /* A positive whole number argument; CTL_OK or CTL_USAGE (said). */

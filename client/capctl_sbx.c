@@ -190,7 +190,7 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 			printf("\n       command: ");
 			ctl_text(stdout, q.command);
 			printf("\n       reason:  ");
-			ctl_text(stdout, q.reason);
+			ctl_reason(stdout, q.reason);
 			putchar('\n');
 		}
 	}

@@ -91,7 +91,10 @@ ctl_watch_show(const struct ctl_req *q)
 	printf("\n  capability: ");
 	ctl_text(stdout, q->cap);
 	printf("\n  for:        %" PRIu64 " s\n  reason:     ", q->ttl);
-	ctl_text(stdout, q->reason[0] ? q->reason : "(none given)");
+	if (q->reason[0])
+		ctl_reason(stdout, q->reason);
+	else
+		fputs("(none given)", stdout);
 	printf("\n  asked:      %s (expires in %" PRIu64 " s)\n", ctl_time(q->asked, t, sizeof(t)),
 	    q->expires > now ? q->expires - now : 0);
 	printf("Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ");

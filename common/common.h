@@ -115,10 +115,12 @@ uint64_t cb_mono_ns(void);
 
 /* ---- text an agent wrote, shown to a person (text.c) ---- */
 
-/* The longest escape one character becomes ("\U000e0020"). */
-#define CB_ESC_UNIT	10
+/* The longest escape one unit becomes: a character ("\U000e0020") or a
+ * run of spaces ("\x20{65536}"). */
+#define CB_ESC_UNIT	24
 /* A buffer that holds the escaped form of n input bytes, whatever they are
- * (one byte becomes at most 4: "\xNN"). */
+ * (one byte becomes at most 4: "\xNN"; a character of 2 to 4 bytes at most
+ * 10, "\U000e0020"; a run of N > 3 spaces 6 and N's digits). */
 #define CB_ESC_SIZE(n)	(4 * (size_t)(n) + 1)
 
 /* Is code point cp one that must not reach a person's terminal as itself:
@@ -129,14 +131,25 @@ uint64_t cb_mono_ns(void);
  * as nothing, or a variation selector?  docs/approval.md lists the set. */
 bool cb_text_invisible(uint32_t cp);
 
+/* Is cp shown as an escape by the one escaper below: cb_text_invisible(),
+ * or a combining mark (Unicode's Mn and Me: drawn over, under or through
+ * the character before it), a space other than U+0020 or the braille
+ * blank U+2800 (which look like a space and are not one)?  The audit log
+ * escapes only cb_text_invisible(): its JSON is for programs, and a path
+ * there keeps its marks. */
+bool cb_text_escaped(uint32_t cp);
+
 /*
  * The one escaper for text an agent wrote (a reason, a command line, an
  * audience, a path) before a person sees it, used by every display: the
  * tty prompt of `capbroker run`, capctl's tables, `pending` and `watch`,
  * and check-policy's messages.  Visible text is copied; a character for
  * which cb_text_invisible() holds becomes \xNN (below U+0080) or \uXXXX /
- * \UXXXXXXXX; a byte that is not part of valid UTF-8 becomes \xNN; a
- * backslash becomes \\, so the display is unambiguous.
+ * \UXXXXXXXX, and so does a combining mark (Mn, Me), a space other than
+ * U+0020 (U+00A0, U+1680, U+2000-200A, U+202F, U+205F, U+3000) and the
+ * braille blank U+2800; a run of more than 3 spaces becomes \x20{N}; a byte
+ * that is not part of valid UTF-8 becomes \xNN; a backslash becomes \\, so
+ * the display is unambiguous.
  *
  * cb_text_esc writes at most len bytes including the terminating NUL to
  * dst (when len > 0), never splitting an escape or a character, and
@@ -146,6 +159,20 @@ bool cb_text_invisible(uint32_t cp);
  */
 size_t cb_text_esc(char *dst, size_t len, const char *s);
 int cb_text_fputs(const char *s, FILE *f);
+
+/* Free text an agent wrote (a request's reason) is shown at most this many
+ * bytes long (escaped), so however long it is it cannot fill the
+ * approver's screen with a block of its own under the real request. */
+#define CB_TEXT_SHOW_MAX	200
+/* Room for the marker of what was left out: "[... 65536 more bytes]". */
+#define CB_TEXT_SHOW_MARK	32
+#define CB_TEXT_SHOW_SIZE	(CB_TEXT_SHOW_MAX + CB_TEXT_SHOW_MARK + 1)
+/* cb_text_esc's display of s, cut visibly: when the escaped text is longer
+ * than max bytes (and than len - 1), a prefix (never half an escape or a
+ * character) and "[... N more bytes]", N the bytes of s not shown; the
+ * whole fits max bytes.  Writes to dst (len > 0 bytes, NUL-terminated);
+ * returns dst. */
+const char *cb_text_show(char *dst, size_t len, const char *s, size_t max);
 
 /* ---- the one path resolver (resolve.c) ----
  * Every host path the broker (and the launcher, on the broker's side) opens

@@ -9,13 +9,28 @@
  * invisible character in front of an approver can make the request read as
  * something it is not ("approve fs.read:/etc/passwd" rendered as
  * "approve fs.read:/tmp/x"), so everything that is not plainly visible is
- * shown as a visible escape instead.  The escape form is unambiguous (a
- * backslash is doubled), so what the human reads determines the bytes.
+ * shown as a visible escape instead.  So are the characters that draw
+ * where they should not: combining marks (stacked or overlaid on the
+ * character before them, or on the line above and below), spaces other
+ * than U+0020 and the braille blank (which look like one but are not, and
+ * break lines where the approver does not expect), and runs of spaces
+ * (which, in a long reason, wrap the text into a block that looks like a
+ * line of the prompt's own).  The escape form is unambiguous (a backslash
+ * is doubled), so what the human reads determines the bytes.
  */
 #include "common.h"
 
 #include <stdio.h>
 #include <string.h>
+
+struct cb_range {
+	uint32_t lo, hi;
+};
+
+#include "common/text_marks.inc"
+
+/* A run of more spaces than this is shown as "\x20{N}". */
+#define CB_SPACE_RUN	3
 
 /* Length of the valid, shortest-form UTF-8 sequence at s (1..4) with its
  * code point in *cp, or 0 if the bytes there are not valid UTF-8. */
@@ -62,7 +77,7 @@ cb_utf8_dec(const unsigned char *s, uint32_t *cp)
 bool
 cb_text_invisible(uint32_t cp)
 {
-	static const struct { uint32_t lo, hi; } r[] = {
+	static const struct cb_range r[] = {
 		{ 0x0000, 0x001f }, { 0x007f, 0x009f },	/* C0, DEL, C1 */
 		{ 0x00ad, 0x00ad },			/* soft hyphen */
 		{ 0x034f, 0x034f },			/* combining grapheme joiner */
@@ -93,13 +108,52 @@ cb_text_invisible(uint32_t cp)
 	return false;
 }
 
+/* Is cp a combining mark (Mn, Me): drawn over, under or through the
+ * character before it? */
+static bool
+cb_text_mark(uint32_t cp)
+{
+	size_t lo = 0, hi = sizeof(cb_text_marks) / sizeof(cb_text_marks[0]);
+
+	if (cp < cb_text_marks[0].lo)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cp < cb_text_marks[mid].lo)
+			hi = mid;
+		else if (cp > cb_text_marks[mid].hi)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* A space that is not U+0020 (Unicode's Zs: no-break, ogham, the en, em
+ * and other typographic spaces, narrow no-break, mathematical, ideographic)
+ * or the braille blank, which renders as one. */
+static bool
+cb_text_odd_space(uint32_t cp)
+{
+	return cp == 0x00a0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x202f ||
+	    cp == 0x205f || cp == 0x3000 || cp == 0x2800;
+}
+
+bool
+cb_text_escaped(uint32_t cp)
+{
+	return cb_text_invisible(cp) || cb_text_mark(cp) || cb_text_odd_space(cp);
+}
+
 /* The display form of the character at s: *in bytes of input become the
- * returned string (in esc, or s itself when it needs nothing). */
+ * returned string (in esc, or s itself when it needs nothing).  A run of
+ * more than CB_SPACE_RUN spaces is one unit, "\x20{N}". */
 static size_t
 cb_esc_one(const unsigned char *s, char esc[CB_ESC_UNIT + 1], const char **out, size_t *in)
 {
 	uint32_t cp = 0;
-	size_t n = cb_utf8_dec(s, &cp);
+	size_t n = cb_utf8_dec(s, &cp), run = 0;
 
 	*out = esc;
 	if (n == 0) {
@@ -107,11 +161,17 @@ cb_esc_one(const unsigned char *s, char esc[CB_ESC_UNIT + 1], const char **out, 
 		return (size_t)snprintf(esc, CB_ESC_UNIT + 1, "\\x%02x", s[0]);
 	}
 	*in = n;
+	while (s[run] == ' ')
+		run++;
+	if (run > CB_SPACE_RUN) {
+		*in = run;
+		return (size_t)snprintf(esc, CB_ESC_UNIT + 1, "\\x20{%zu}", run);
+	}
 	if (cp == '\\')
 		return (size_t)snprintf(esc, CB_ESC_UNIT + 1, "\\\\");
 	if (cp < 0x80 && cb_text_invisible(cp))
 		return (size_t)snprintf(esc, CB_ESC_UNIT + 1, "\\x%02x", (unsigned)cp);
-	if (cb_text_invisible(cp))
+	if (cb_text_escaped(cp))
 		return (size_t)snprintf(esc, CB_ESC_UNIT + 1, cp > 0xffff ? "\\U%08x" : "\\u%04x",
 		    (unsigned)cp);
 	*out = (const char *)s;
@@ -160,4 +220,33 @@ cb_text_fputs(const char *s, FILE *f)
 		p += in;
 	}
 	return 0;
+}
+
+const char *
+cb_text_show(char *dst, size_t len, const char *s, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char esc[CB_ESC_UNIT + 1];
+	const char *piece;
+	size_t o = 0, in, n;
+
+	if (len == 0)
+		return dst;
+	if (max > len - 1)
+		max = len - 1;
+	/* room for the marker when the text is cut */
+	if (cb_text_esc(NULL, 0, s) > max)
+		max = max > CB_TEXT_SHOW_MARK ? max - CB_TEXT_SHOW_MARK : 0;
+	while (*p) {
+		n = cb_esc_one(p, esc, &piece, &in);
+		if (o + n > max)
+			break;
+		memcpy(dst + o, piece, n);
+		o += n;
+		p += in;
+	}
+	dst[o] = '\0';
+	if (*p)
+		snprintf(dst + o, len - o, "[... %zu more bytes]", strlen((const char *)p));
+	return dst;
 }
