@@ -46,6 +46,18 @@ print(len(ls), sum(1 + l.get("count", 0) for l in d), len(d),
       sum(l.get("op") == "sandbox.channel-closed" and "audit budget spent" in l.get("detail", "") for l in ls))' \
 	"$S/audit.jsonl" "$1"
 }
+# The writer writes a moment after the broker queues a line: once a
+# sandbox's stop line is in the log, every line before it is too (its
+# "stopped" line is queued before it is stopped, broker/loop.c).
+stopped() { # SANDBOX
+	for _ in $(seq 100); do
+		grep -q '"sandbox":"'"$1"'","op":"sandbox.stop"' "$S/audit.jsonl" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+t_ok "vary: its end is in the log" stopped vary
+t_ok "same: its end is in the log" stopped same
 read -r vl vd vdl vt vs < <(count vary)
 read -r sl sd sdl st ss < <(count same)
 echo "# vary: $vl lines, $vdl denial lines for $vd denials; same: $sl lines, $sdl denial lines for $sd denials"
