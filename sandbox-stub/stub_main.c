@@ -833,7 +833,20 @@ send_with_fd(int sock, const void *buf, size_t len, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+	/* ETOOMANYREFS: the descriptors in flight of our host uid (shared by
+	 * every sandbox of that uid: nobody, under a root broker) exceed our
+	 * RLIMIT_NOFILE for a moment, while another agent sends a burst.  It
+	 * passes: wait for it (up to 3 s) rather than fail the start. */
+	for (int i = 0; i < 300; i++) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		if (sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len)
+			return 0;
+		if (errno != ETOOMANYREFS && errno != EINTR)
+			return -1;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
 }
 
 /* Hand the seccomp listener to pid 1 over the socket notify_sock. */
