@@ -34,9 +34,10 @@
  *    whose network namespace (the sandbox's) is checked first: abstract
  *    names are looked up there, never in the host's.
  *  - The loop never waits: reads are of pending notifications only, a
- *    blocking connect is an event with a time limit, at most
- *    BRK_NOTIFY_INFLIGHT of them per sandbox (more fail with EAGAIN), and
- *    the one connect that can block (AF_UNIX) runs in a worker thread.
+ *    blocking connect is an event with a time limit, and
+ *    the one connect that can block (AF_UNIX) runs in a worker thread; at
+ *    most BRK_NOTIFY_INFLIGHT of the two together per sandbox (more fail
+ *    with EAGAIN).
  *  - One audit line per mediated connect() to an address: allowed (before
  *    the broker connects) or denied, with the reason; denials are charged
  *    to the sandbox's audit budget like every other.
@@ -581,10 +582,17 @@ brk_nconn_unix(struct brk_nconn *c)
 			goto out;
 		}
 	}
-	if (brk_work(c->s->b, brk_nconn_unix_work, brk_nconn_unix_done, c) != 0) {
+	/* A worker blocked on a full listener stays blocked after the calling
+	 * thread is killed (the broker holds the socket), until that listener
+	 * accepts or closes: without this bound an agent that kills and
+	 * retries would pile up broker threads without end. */
+	if (nt->inflight >= BRK_NOTIFY_INFLIGHT ||
+	    brk_work(c->s->b, brk_nconn_unix_work, brk_nconn_unix_done, c) != 0) {
 		brk_notify_answer(nt, c->id, EAGAIN);
 		goto out;
 	}
+	nt->inflight++;
+	c->counted = true;
 	return;
 out:
 	brk_nconn_free(c);
