@@ -276,7 +276,13 @@ brk_nconn_install(struct brk_nconn *c)
 	struct seccomp_notif_addfd add = { .id = c->id, .flags = SECCOMP_ADDFD_FLAG_SETFD,
 		.srcfd = (uint32_t)c->sock, .newfd = (uint32_t)c->afd,
 		.newfd_flags = c->cloexec ? O_CLOEXEC : 0 };
+	int e;
 
+	/* connected for good before the agent has it (brk_net_settle) */
+	if ((e = brk_net_settle(c->sock)) != 0) {
+		brk_notify_answer(nt, c->id, e);
+		return;
+	}
 	if (!c->nonblock && fcntl(c->sock, F_SETFL, 0) != 0) {
 		brk_notify_answer(nt, c->id, EIO);
 		return;

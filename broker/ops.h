@@ -54,6 +54,11 @@ int brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hos
  * and of the names of the mediated connect() (hosts.c). */
 size_t brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *gai);
 
+/* (ops_net.c) Make a connected socket of the broker's, about to be handed
+ * to an agent, connected for good (see there).  0, or an errno: it is no
+ * longer connected and must not be handed over. */
+int brk_net_settle(int fd) CB_WARN_UNUSED;
+
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
 

@@ -113,6 +113,29 @@ brk_net_fail(struct brk_net *n, int e, const char *detail)
 	brk_net_free(n);
 }
 
+/* A non-blocking connect() that completed leaves the socket "connecting"
+ * to the kernel (SS_CONNECTING) until connect() is called on it again.
+ * Handed to an agent so, once its peer resets or closes it (sk_state
+ * TCP_CLOSE), the agent's own sendto(MSG_FASTOPEN) takes the kernel's error
+ * path for a connecting socket found closed, which disconnects it: an
+ * unconnected socket of the broker's network namespace, which the next
+ * sendto(MSG_FASTOPEN) connects anywhere (and listen() serves on the
+ * host), past every check.  A second connect() to its peer makes it
+ * SS_CONNECTED for good: from there only connect(AF_UNSPEC) disconnects,
+ * and an agent's connect() never reaches a broker's socket. */
+int
+brk_net_settle(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &l) != 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&ss, l) != 0 && errno != EISCONN)
+		return errno;
+	return 0;
+}
+
 static void
 brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 {
@@ -127,6 +150,8 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
 		err = errno;
+	if (!err)
+		err = brk_net_settle(fd);
 	if (err) {
 		brk_net_fail(n, err == ECONNREFUSED ? CB_ECONNREFUSED : CB_EIO,
 		    err == ECONNREFUSED ? NULL : strerror(err));	/* said once */
