@@ -13,6 +13,15 @@
  *    the covering capability names that range explicitly.  The host's
  *    addresses are read as of the judgment (hostaddr.c), so an interface
  *    that came up a moment ago is covered.
+ *  - A never rule that names a host means that host by any name or
+ *    address: for a connect an elevated token may cover, the worker also
+ *    resolves every never rule's host name whose port could match, with
+ *    the same resolver at the same moment, and the address connected to is
+ *    refused when any of its views (v4, mapped, NAT64, 6to4, Teredo) is one
+ *    of theirs.  A never name that cannot be resolved refuses the connect
+ *    (fail closed: the broker cannot show the address is not that host);
+ *    so does one not looked up at all, as in the mediated connect()
+ *    (brk_net_check), which judges in the loop and resolves nothing.
  *  - The broker connects to exactly the address it judged: there is no
  *    second lookup, so DNS rebinding cannot swap the target.
  *  - TCP only; the connect is non-blocking with a timeout; the agent gets
@@ -42,6 +51,14 @@
 #define BRK_NET_ADDRS 16
 #define BRK_NET_TIMEOUT_MS 10000
 
+/* A never rule's host name, resolved for one connect (the header above). */
+struct brk_net_never {
+	char name[BRK_HOST_LEN + 1];
+	int gai;
+	size_t naddr;
+	struct cap_addr addr[BRK_NET_ADDRS];
+};
+
 struct brk_net {
 	struct brk_sbx *s;
 	struct wire_req q;		/* scalars only; strings copied below */
@@ -57,6 +74,10 @@ struct brk_net {
 	struct event *ev;
 	struct brk_held *h;
 	struct cap_addr chosen;
+	bool literal;			/* host is an IP literal: no lookup of it */
+	size_t nnever;			/* never names to resolve with it */
+	struct brk_net_never *never;
+	struct pol_never_addrs *na;	/* what they resolved to, for the policy */
 };
 
 static void
@@ -68,6 +89,8 @@ brk_net_free(struct brk_net *n)
 		close(n->fd);
 	n->s->inflight--;
 	brk_sbx_release(n->s);
+	free(n->never);
+	free(n->na);
 	free(n);
 }
 
@@ -102,7 +125,13 @@ brk_net_resolve(void *arg)
 {
 	struct brk_net *n = arg;
 
-	n->naddr = brk_net_lookup(n->host, n->addr, BRK_NET_ADDRS, &n->gai);
+	if (!n->literal)
+		n->naddr = brk_net_lookup(n->host, n->addr, BRK_NET_ADDRS, &n->gai);
+	for (size_t i = 0; i < n->nnever; i++) {
+		struct brk_net_never *v = &n->never[i];
+
+		v->naddr = brk_net_lookup(v->name, v->addr, BRK_NET_ADDRS, &v->gai);
+	}
 }
 
 static void
@@ -170,10 +199,12 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
  * held) with a capability inside the ceiling that covers it and that the
  * policy's never-reachable ranges do not refuse.  On failure, the first
  * reason met.  The one judgment of net.connect: the explicit operation
- * and the mediated connect() (notify.c) both come here. */
+ * and the mediated connect() (notify.c) both come here.  na[0..nna): what
+ * the never rules' host names resolved to (pol_inst_never_match_net). */
 static int
 brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
-    const struct cap_addr *a, const struct cap_addr *host, size_t nhost, struct brk_held **out)
+    const struct cap_addr *a, const struct cap_addr *host, size_t nhost,
+    const struct pol_never_addrs *na, size_t nna, struct brk_held **out)
 {
 	struct cap_req r = { .op = CAP_NET_CONNECT, .host = hostname, .port = port, .addr = a };
 	int first = CB_ENOTCOVERED;
@@ -193,7 +224,8 @@ brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostnam
 
 			if (!cap_match(c, &r))
 				continue;
-			if (!(h->in_ceiling & (1u << j)) || brk_tok_never(s, h, &r)) {
+			if (!(h->in_ceiling & (1u << j)) ||
+			    (h->tok->c.elevated && pol_inst_never_match_net(s->inst, &r, na, nna))) {
 				if (first == CB_ENOTCOVERED) {
 					first = CB_EPOLICY;
 					*out = h;
@@ -225,7 +257,17 @@ brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hostnam
 	*out = NULL;
 	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0)
 		return e;
-	return brk_net_judge(s, presented, hostname, port, a, host, nhost, out);
+	return brk_net_judge(s, presented, hostname, port, a, host, nhost, NULL, 0, out);
+}
+
+/* The first never name that could not be resolved, or NULL. */
+static const char *
+brk_net_unresolved(const struct brk_net *n)
+{
+	for (size_t i = 0; i < n->nnever; i++)
+		if (!n->na[i].resolved)
+			return n->na[i].name;
+	return NULL;
 }
 
 static void
@@ -239,8 +281,9 @@ brk_net_resolved(void *arg)
 	} sa;
 	socklen_t salen;
 	int e = CB_ERESOLVE;
-	char detail[128] = "";
+	char detail[BRK_HOSTRES_MAX + 128] = "";
 	const struct cap_addr *host;
+	const char *un;
 	size_t nhost;
 
 	if (s->dead) {
@@ -252,6 +295,12 @@ brk_net_resolved(void *arg)
 		brk_net_fail(n, CB_ERESOLVE, detail);
 		return;
 	}
+	for (size_t i = 0; i < n->nnever; i++) {
+		struct brk_net_never *v = &n->never[i];
+
+		n->na[i] = (struct pol_never_addrs){ .name = v->name,
+			.resolved = v->gai == 0 && v->naddr > 0, .n = v->naddr, .a = v->addr };
+	}
 	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0) {
 		brk_net_fail(n, e, "the host's own addresses cannot be read");
 		return;
@@ -261,7 +310,7 @@ brk_net_resolved(void *arg)
 	for (size_t i = 0; i < n->naddr; i++) {
 		struct brk_held *h = NULL;
 		int r = brk_net_judge(s, n->presented ? &s->held[n->th] : NULL, n->host, n->port,
-		    &n->addr[i], host, nhost, &h);
+		    &n->addr[i], host, nhost, n->na, n->nnever, &h);
 		char at[INET6_ADDRSTRLEN];
 
 		if (r == 0) {
@@ -273,8 +322,13 @@ brk_net_resolved(void *arg)
 		if (i == 0 || e == CB_ERESOLVE) {
 			e = r;
 			n->h = h;
+			un = r == CB_EPOLICY ? brk_net_unresolved(n) : NULL;
 			cap_addr_format(&n->addr[i], at, sizeof(at));
-			snprintf(detail, sizeof(detail), "address %s", at);
+			if (un)
+				snprintf(detail, sizeof(detail),
+				    "address %s; a never rule's host %s cannot be resolved", at, un);
+			else
+				snprintf(detail, sizeof(detail), "address %s", at);
 		}
 	}
 	if (e != 0) {
@@ -341,6 +395,37 @@ brk_net_cap_could(const struct cap *c, const char *host, int port)
 	if (c->net.kind == CAP_HOST_IP || c->net.kind == CAP_HOST_ANY)
 		return true;
 	return cap_match(c, &r);
+}
+
+/* Copy into n the host names of the sandbox's never rules whose port could
+ * match this connect, to be resolved with it, when an elevated token could
+ * cover it (never rules bind only what approvals grant).  The names are the
+ * administrator's, not the agent's: looking them up tells no one anything. */
+static int
+brk_net_never_names(struct brk_net *n, struct brk_held *h)
+{
+	struct brk_sbx *s = n->s;
+	const struct cap *nc;
+	bool elevated = false;
+	size_t k = 0;
+
+	for (size_t i = 0; i < (h ? 1 : s->nheld); i++)
+		elevated |= (h ? h : &s->held[i])->tok->c.elevated;
+	if (!elevated)
+		return 0;
+	for (size_t i = 0; (nc = pol_inst_never_name(s->inst, i)) != NULL; i++)
+		if (nc->net.port < 0 || nc->net.port == n->port)
+			k++;
+	if (k == 0)
+		return 0;
+	n->never = calloc(k, sizeof(*n->never));
+	n->na = calloc(k, sizeof(*n->na));
+	if (!n->never || !n->na)
+		return CB_ENOMEM;
+	for (size_t i = 0; (nc = pol_inst_never_name(s->inst, i)) != NULL; i++)
+		if (nc->net.port < 0 || nc->net.port == n->port)
+			snprintf(n->never[n->nnever++].name, sizeof(n->never[0].name), "%s", nc->net.name);
+	return 0;
 }
 
 static int
@@ -434,12 +519,19 @@ brk_op_net(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 	snprintf(n->res, sizeof(n->res), "%s", res);
 	brk_sbx_hold(s);
 	s->inflight++;
+	if ((e = brk_net_never_names(n, h)) != 0) {
+		brk_net_fail(n, e, NULL);
+		return;
+	}
 	if (cap_addr_parse(q->host, &lit) == 0) {
-		/* A literal needs no lookup. */
+		/* A literal needs no lookup of its own (its never names may). */
 		n->addr[0] = lit;
 		n->naddr = 1;
-		brk_net_resolved(n);
-		return;
+		n->literal = true;
+		if (n->nnever == 0) {
+			brk_net_resolved(n);
+			return;
+		}
 	}
 	if (brk_work(s->b, brk_net_resolve, brk_net_resolved, n) != 0)
 		brk_net_fail(n, CB_EBUSY, "no worker thread");

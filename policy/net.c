@@ -219,6 +219,79 @@ pol_net_views(const struct cap_addr *addr, struct cap_addr *out)
 	return n;
 }
 
+/* ::ffff:0:0/96: for single addresses unmap() does this; a range wider
+ * than /96 can hold the whole mapped form and must be viewed through it. */
+static const struct pol_embed v6_mapped = { { [10] = 0xff, [11] = 0xff }, 96, 96, false };
+
+/* The IPv4 addresses range a/p holds through embedding e, as one IPv4
+ * range in *out; false when a/p holds no address of e's form.  A range
+ * holding the whole form holds every IPv4 address through it; a range
+ * inside the form fixes the embedded bits its prefix covers (a Teredo
+ * client's inverted: still a prefix, of the inverted bits). */
+static bool
+range_embed(const struct cap_addr *a, unsigned p, const struct pol_embed *e, struct pol_vrange *out)
+{
+	struct cap_addr en = embed_net(e);
+	unsigned k;
+
+	if (a->family != AF_INET6)
+		return false;
+	if (p <= e->prefix) {
+		if (!cap_addr_in(&en, a, p))
+			return false;
+		out->a = (struct cap_addr){ .family = AF_INET };
+		out->prefix = 0;
+		return true;
+	}
+	if (!cap_addr_in(a, &en, e->prefix))
+		return false;
+	k = p <= e->off ? 0 : p - e->off > 32 ? 32 : p - e->off;
+	out->a = embed_decode(a, e);
+	for (unsigned i = k; i < 32; i++)
+		out->a.b[i / 8] &= (uint8_t)~(0x80 >> (i % 8));
+	out->prefix = k;
+	return true;
+}
+
+size_t
+pol_net_range_views(const struct cap_addr *a, unsigned prefix, struct pol_vrange *out)
+{
+	struct cap_addr u = unmap(a);
+	size_t n = 0;
+
+	/* an IPv4-mapped single address (caps stores ranges already unmapped) */
+	if (u.family != a->family)
+		prefix = prefix >= 96 ? prefix - 96 : 0;
+	out[n].a = u;
+	out[n++].prefix = prefix;
+	if (range_embed(&u, prefix, &v6_mapped, &out[n]))
+		n++;
+	for (size_t i = 0; i < NEMB && n < POL_NET_VIEWS_MAX; i++)
+		if (range_embed(&u, prefix, &v6_embed[i], &out[n]))
+			n++;
+	return n;
+}
+
+bool
+pol_net_ranges_meet(const struct cap_addr *a, unsigned pa, const struct cap_addr *b, unsigned pb)
+{
+	struct pol_vrange va[POL_NET_VIEWS_MAX], vb[POL_NET_VIEWS_MAX];
+	size_t na = pol_net_range_views(a, pa, va), nb = pol_net_range_views(b, pb, vb);
+
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++) {
+			const struct pol_vrange *x = &va[i], *y = &vb[j];
+
+			/* two ranges of one family overlap iff the wider holds
+			 * the other's base */
+			if (x->a.family == y->a.family &&
+			    (x->prefix <= y->prefix ? cap_addr_in(&y->a, &x->a, x->prefix) :
+			    cap_addr_in(&x->a, &y->a, y->prefix)))
+				return true;
+		}
+	return false;
+}
+
 bool
 pol_net_blocked(const struct pol *p, const struct cap_addr *addr, const struct cap *granting)
 {

@@ -93,7 +93,26 @@ extern const char pol_default_text[];
  * its IPv4 form), then every IPv4 address an IPv6 form carries (NAT64,
  * compatible, translated, 6to4, Teredo server and client).  At most
  * POL_NET_VIEWS_MAX written to out; returns how many. */
-#define POL_NET_VIEWS_MAX 8
+#define POL_NET_VIEWS_MAX 9
 size_t pol_net_views(const struct cap_addr *addr, struct cap_addr *out);
+
+/* An address range as one view sees it. */
+struct pol_vrange {
+	struct cap_addr a;	/* host bits zero */
+	unsigned prefix;
+};
+
+/* The same for a range a/prefix: the range itself, then for each IPv6 form
+ * carrying an IPv4 address (those above and IPv4-mapped) that the range
+ * meets, the IPv4 range it holds through that form (every IPv4 address
+ * when it holds the whole form).  At most POL_NET_VIEWS_MAX. */
+size_t pol_net_range_views(const struct cap_addr *a, unsigned prefix, struct pol_vrange *out);
+
+/* Do two address ranges (a /32 or /128 for one address) share a host: is
+ * there an address in each with a view (pol_net_views) in common?  So a
+ * never rule's 93.184.216.0/24 meets 64:ff9b::5db8:d822 and
+ * [2002:5db8:d822::/48], and a never rule written in a NAT64 form meets
+ * the plain IPv4 address. */
+bool pol_net_ranges_meet(const struct cap_addr *a, unsigned pa, const struct cap_addr *b, unsigned pb);
 
 #endif

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 struct pol_irule {
 	size_t n;
@@ -452,6 +453,19 @@ pol_inst_within_ceiling(const struct pol_inst *pi, const struct cap *c)
 	return caps_contain(pi->ceil, pi->nceil, c);
 }
 
+/* Do two address capabilities share a host through some view of their
+ * ranges (cap_intersects compares each family with itself only)? */
+static bool
+pol_never_ranges_meet(const struct cap *nc, const struct cap *c)
+{
+	if (nc->op != CAP_NET_CONNECT || c->op != CAP_NET_CONNECT ||
+	    nc->net.kind != CAP_HOST_IP || c->net.kind != CAP_HOST_IP)
+		return false;
+	if (nc->net.port >= 0 && c->net.port >= 0 && nc->net.port != c->net.port)
+		return false;
+	return pol_net_ranges_meet(&nc->net.addr, nc->net.prefix, &c->net.addr, c->net.prefix);
+}
+
 /* Does c overlap any never rule?  Never rules win wherever they stand in
  * the list: a request that shares a single path (or port of an address or
  * name) with one is refused, not only one the rule contains, so that
@@ -465,7 +479,7 @@ pol_inst_never_meets(const struct pol_inst *pi, const struct cap *c)
 		if (ir->mode != POL_APPROVE_NEVER)
 			continue;
 		for (size_t k = 0; k < ir->n; k++)
-			if (cap_intersects(ir->caps[k], c))
+			if (cap_intersects(ir->caps[k], c) || pol_never_ranges_meet(ir->caps[k], c))
 				return true;
 	}
 	return false;
@@ -524,31 +538,79 @@ pol_never_moves(const struct cap *nc, const struct cap_req *r)
 	return cap_path_intersects(nc->res, sub);
 }
 
+static unsigned
+pol_addr_bits(const struct cap_addr *a)
+{
+	return a->family == AF_INET ? 32 : 128;
+}
+
+/* Could never capability nc (a host name) stand for the connect r, once
+ * nc's name is resolved: same port, an address to compare? */
+static bool
+pol_never_name_could(const struct cap *nc, const struct cap_req *r)
+{
+	return nc->op == CAP_NET_CONNECT && r->op == CAP_NET_CONNECT && r->addr &&
+	    nc->net.kind == CAP_HOST_NAME && (nc->net.port < 0 || nc->net.port == r->port);
+}
+
+/* Is r's address, in any of its views, an address never name nc resolved
+ * to?  A name missing from na, or one that could not be resolved, counts
+ * as a match: the broker cannot show that the address is not that host. */
+static bool
+pol_never_name_addr(const struct cap *nc, const struct cap_req *r, const struct pol_never_addrs *na,
+    size_t nna)
+{
+	if (!pol_never_name_could(nc, r))
+		return false;
+	for (size_t i = 0; i < nna; i++) {
+		if (strcmp(na[i].name, nc->net.name) != 0)
+			continue;
+		if (!na[i].resolved)
+			return true;
+		for (size_t j = 0; j < na[i].n; j++)
+			if (pol_net_ranges_meet(r->addr, pol_addr_bits(r->addr), &na[i].a[j],
+			    pol_addr_bits(&na[i].a[j])))
+				return true;
+		return false;
+	}
+	return true;
+}
+
 /* Does never capability nc meet the connect r through any address r's
  * address stands for?  A never rule for 93.184.216.0/24 must also stop
  * 64:ff9b::5db8:d822 (NAT64), ::5db8:d822 and the 6to4 and Teredo forms,
- * which reach the same IPv4 host where a gateway translates them. */
+ * which reach the same IPv4 host where a gateway translates them, and a
+ * never rule written in one of those forms the IPv4 address itself. */
 static bool
 pol_never_views(const struct cap *nc, const struct cap_req *r)
 {
-	struct cap_addr v[POL_NET_VIEWS_MAX];
-	size_t n;
-
-	if (nc->op != CAP_NET_CONNECT || r->op != CAP_NET_CONNECT || !r->addr)
+	if (nc->op != CAP_NET_CONNECT || r->op != CAP_NET_CONNECT || !r->addr ||
+	    nc->net.kind != CAP_HOST_IP)
 		return cap_match(nc, r);
-	n = pol_net_views(r->addr, v);
-	for (size_t i = 0; i < n; i++) {
-		struct cap_req rv = *r;
+	if (r->port < 1 || r->port > 65535 || (nc->net.port >= 0 && nc->net.port != r->port))
+		return false;
+	return pol_net_ranges_meet(r->addr, pol_addr_bits(r->addr), &nc->net.addr, nc->net.prefix);
+}
 
-		rv.addr = &v[i];
-		if (cap_match(nc, &rv))
-			return true;
+const struct cap *
+pol_inst_never_name(const struct pol_inst *pi, size_t i)
+{
+	for (size_t k = 0; k < pi->nrules; k++) {
+		const struct pol_irule *ir = &pi->rules[k];
+
+		if (ir->mode != POL_APPROVE_NEVER)
+			continue;
+		for (size_t j = 0; j < ir->n; j++)
+			if (ir->caps[j]->op == CAP_NET_CONNECT && ir->caps[j]->net.kind == CAP_HOST_NAME &&
+			    i-- == 0)
+				return ir->caps[j];
 	}
-	return false;
+	return NULL;
 }
 
 bool
-pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
+pol_inst_never_match_net(const struct pol_inst *pi, const struct cap_req *r,
+    const struct pol_never_addrs *na, size_t nna)
 {
 	bool moves = r->op == CAP_FS_WRITE || r->op == CAP_FS_DELETE;
 
@@ -559,10 +621,17 @@ pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
 			continue;
 		for (size_t k = 0; k < ir->n; k++)
 			if (pol_never_views(ir->caps[k], r) ||
+			    pol_never_name_addr(ir->caps[k], r, na, nna) ||
 			    (moves && pol_never_moves(ir->caps[k], r)))
 				return true;
 	}
 	return false;
+}
+
+bool
+pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r)
+{
+	return pol_inst_never_match_net(pi, r, NULL, 0);
 }
 
 bool

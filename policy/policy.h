@@ -172,6 +172,33 @@ int pol_inst_requestable(const struct pol_inst *pi, const struct cap *c,
  * rule's range, for one. */
 bool pol_inst_never_match(const struct pol_inst *pi, const struct cap_req *r);
 
+/* The i-th capability of pi's never rules that names a host by name
+ * (net.connect:NAME:PORT), or NULL past the end.  Such a rule means that
+ * host, whatever it is called: the broker resolves each of these names,
+ * with the resolver and at the moment it resolves a connect's own host,
+ * and passes what they resolved to to pol_inst_never_match_net.  A
+ * "*.domain" never rule cannot be resolved; it is judged by name only. */
+const struct cap *pol_inst_never_name(const struct pol_inst *pi, size_t i);
+
+/* What one never name (pol_inst_never_name) resolved to for one connect. */
+struct pol_never_addrs {
+	const char *name;		/* the capability's host name */
+	bool resolved;			/* false: the lookup failed */
+	size_t n;
+	const struct cap_addr *a;	/* its addresses, a[0..n) */
+};
+
+/* pol_inst_never_match for a connect whose never names were resolved
+ * (na[0..nna)): it also matches when r's address, in any of its views
+ * (IPv4, mapped, NAT64, 6to4, Teredo...), is one that a never name whose
+ * port covers r's port resolved to, in any of that address's views.  A
+ * never name that r's port could match but that is missing from na or
+ * could not be resolved matches too (fail closed): the broker cannot show
+ * that the address is not that host.  pol_inst_never_match(pi, r) is
+ * pol_inst_never_match_net(pi, r, NULL, 0). */
+bool pol_inst_never_match_net(const struct pol_inst *pi, const struct cap_req *r,
+    const struct pol_never_addrs *na, size_t nna);
+
 /* One-shot forms of the two above (they instantiate, check and free; the
  * broker should keep a pol_inst per sandbox instead).  pol_within_ceiling
  * is false on any error; pol_requestable returns CB_EPOLICY, CB_EINVAL

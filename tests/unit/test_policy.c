@@ -711,6 +711,106 @@ test_never_wins(void)
 	pol_free(p);
 }
 
+/* Red-team F1: a never rule meets every spelling of its host.  At request
+ * time an address range meets a never range through the IPv6 forms that
+ * carry an IPv4 address (both ways); at connect time a never rule naming
+ * a host meets that host's resolved addresses, in every view, and a name
+ * that could not be resolved refuses every connect its port could match. */
+static void
+test_never_views_names(void)
+{
+	struct pol *p;
+	struct pol_inst *pi = NULL;
+	enum pol_approval m;
+	uint64_t ttl;
+
+	p = load_text("tiers = { low = { requestable = (\n"
+	    "  { caps = [ \"net.connect:93.184.216.0/24:*\", \"net.connect:[64:ff9b::c633:6407]:*\" ];"
+	    " approval = \"never\"; },\n"
+	    "  { caps = [ \"net.connect:db.corp.example:5432\", \"net.connect:*.corp.example:22\" ];"
+	    " approval = \"never\"; },\n"
+	    "  { caps = [ \"net.connect:*:*\" ]; approval = \"human\"; }\n"
+	    "); }; };\n");
+	if (!T_OK(p != NULL, "never-names policy loads"))
+		return;
+	{
+		static const char *const meets[] = {
+			"net.connect:[64:ff9b::5db8:d822]:443", "net.connect:[2002:5db8:d822::/48]:*",
+			"net.connect:[::5db8:d822]:443", "net.connect:[::ffff:0:5db8:d822]:443",
+			"net.connect:[64:ff9b::/96]:443", "net.connect:[2001::/32]:443",
+			"net.connect:[2001:0:5db8:d822::/64]:443", "net.connect:[::/0]:443",
+			"net.connect:[2001:0:4136:e378:8000:63bf:a247:27dd]:443",	/* Teredo client ~93.184.216.34 */
+			"net.connect:198.51.100.7:80", "net.connect:[2002:c633:6407::]:80",
+		};
+		static const char *const misses[] = {
+			"net.connect:[64:ff9b::808:808]:443", "net.connect:[2002:808:808::/48]:443",
+			"net.connect:93.184.217.0/24:443", "net.connect:[64:ff9b::5db8:d900/120]:443",
+			"net.connect:198.51.100.8:80",
+		};
+
+		for (size_t i = 0; i < sizeof(meets) / sizeof(meets[0]); i++)
+			T_ERR(reqable(p, "low", NULL, meets[i], &m, &ttl), CB_EPOLICY,
+			    "a request for the never host in another spelling is refused at once: %s", meets[i]);
+		for (size_t i = 0; i < sizeof(misses) / sizeof(misses[0]); i++)
+			T_OK(reqable(p, "low", NULL, misses[i], &m, &ttl) == 0 && m == POL_APPROVE_HUMAN,
+			    "... another host goes to a human: %s", misses[i]);
+	}
+	if (T_OK(pol_tier_instantiate(pol_tier_get(p, "low"), NULL, &pi) == 0, "instantiate")) {
+		struct cap_addr db[2], dst;
+		struct pol_never_addrs na = { .name = "db.corp.example", .resolved = true, .n = 1, .a = db };
+		struct cap_req r = { .op = CAP_NET_CONNECT, .host = "10.1.2.3", .port = 5432, .addr = &dst };
+		const struct cap *nc;
+
+		nc = pol_inst_never_name(pi, 0);
+		T_OK(nc && strcmp(nc->net.name, "db.corp.example") == 0, "the one never name is listed");
+		T_OK(pol_inst_never_name(pi, 1) == NULL, "... and the *.domain never rule is not (no lookup)");
+		if (cap_addr_parse("10.1.2.3", &db[0]) != 0 || cap_addr_parse("2606:2800::1", &db[1]) != 0 ||
+		    cap_addr_parse("10.1.2.3", &dst) != 0)
+			abort();
+		T_OK(pol_inst_never_match_net(pi, &r, &na, 1), "the never name's address 10.1.2.3 is refused");
+		r.port = 22;
+		T_OK(!pol_inst_never_match_net(pi, &r, &na, 1), "... on another port it is not");
+		r.port = 5432;
+		{
+			static const char *const forms[] = { "64:ff9b::a01:203", "::ffff:10.1.2.3",
+				"2002:a01:203::1", "::a01:203", "2001:0:4136:e378:8000:63bf:f5fe:fdfc" };
+
+			for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+				if (cap_addr_parse(forms[f], &dst) != 0)
+					abort();
+				r.host = forms[f];
+				T_OK(pol_inst_never_match_net(pi, &r, &na, 1), "... in every spelling: %s", forms[f]);
+			}
+		}
+		if (cap_addr_parse("10.1.2.4", &dst) != 0)
+			abort();
+		T_OK(!pol_inst_never_match_net(pi, &r, &na, 1), "another address is not refused");
+		/* The name has only a NAT64 (DNS64) address: the plain IPv4 is it. */
+		if (cap_addr_parse("64:ff9b::a01:204", &db[0]) != 0)
+			abort();
+		T_OK(pol_inst_never_match_net(pi, &r, &na, 1), "a name known by its NAT64 form meets the IPv4");
+		if (cap_addr_parse("2606:2800::1", &dst) != 0)
+			abort();
+		na.n = 2;
+		T_OK(pol_inst_never_match_net(pi, &r, &na, 1), "... and its IPv6 address");
+		/* Fail closed: unresolved, or not looked up at all. */
+		if (cap_addr_parse("11.1.1.1", &dst) != 0)
+			abort();
+		T_OK(!pol_inst_never_match_net(pi, &r, &na, 1), "resolved elsewhere: 11.1.1.1 passes");
+		na.resolved = false;
+		T_OK(pol_inst_never_match_net(pi, &r, &na, 1), "an unresolvable never name refuses the port");
+		T_OK(pol_inst_never_match(pi, &r), "... so does one not looked up");
+		r.port = 443;
+		T_OK(!pol_inst_never_match(pi, &r), "... but not another port");
+		/* A never rule written in NAT64 form stops the plain IPv4. */
+		if (cap_addr_parse("198.51.100.7", &dst) != 0)
+			abort();
+		T_OK(pol_inst_never_match(pi, &r), "a NAT64-written never rule stops 198.51.100.7");
+		pol_inst_free(pi);
+	}
+	pol_free(p);
+}
+
 int
 main(void)
 {
@@ -722,6 +822,7 @@ main(void)
 	test_ceilings();
 	test_requestable();
 	test_never_wins();
+	test_never_views_names();
 	test_net();
 	test_net_views();
 	test_audit_budget();
