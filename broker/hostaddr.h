@@ -13,10 +13,12 @@ struct brk_hostaddr;
  * list is then read for every judgment). */
 int brk_hostaddr_open(struct brk *b) CB_WARN_UNUSED;
 void brk_hostaddr_close(struct brk *b);
-/* The addresses of every interface of the broker's network namespace, as
- * of now (re-read when the kernel said they changed).  The array belongs
- * to b and lives until the next call.  CB_EIO/CB_ENOMEM: unknown; the
- * caller must refuse what it was about to judge. */
-int brk_hostaddr_get(struct brk *b, const struct cap_addr **a, size_t *n) CB_WARN_UNUSED;
+/* The prefixes the broker's network namespace delivers to itself, as of
+ * now (re-read when the kernel said they changed): every interface address
+ * (a full-length prefix) and every route of type local in any routing
+ * table.  The array belongs to b and lives until the next call.
+ * CB_EIO/CB_ENOMEM/CB_ETOOBIG: unknown; the caller must refuse what it was
+ * about to judge. */
+int brk_hostaddr_get(struct brk *b, const struct pol_net_prefix **a, size_t *n) CB_WARN_UNUSED;
 
 #endif

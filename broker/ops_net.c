@@ -203,7 +203,7 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
  * the never rules' host names resolved to (pol_inst_never_match_net). */
 static int
 brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
-    const struct cap_addr *a, const struct cap_addr *host, size_t nhost,
+    const struct cap_addr *a, const struct pol_net_prefix *host, size_t nhost,
     const struct pol_never_addrs *na, size_t nna, struct brk_held **out)
 {
 	struct cap_req r = { .op = CAP_NET_CONNECT, .host = hostname, .port = port, .addr = a };
@@ -250,7 +250,7 @@ int
 brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
     const struct cap_addr *a, struct brk_held **out)
 {
-	const struct cap_addr *host;
+	const struct pol_net_prefix *host;
 	size_t nhost;
 	int e;
 
@@ -282,7 +282,7 @@ brk_net_resolved(void *arg)
 	socklen_t salen;
 	int e = CB_ERESOLVE;
 	char detail[BRK_HOSTRES_MAX + 128] = "";
-	const struct cap_addr *host;
+	const struct pol_net_prefix *host;
 	const char *un;
 	size_t nhost;
 

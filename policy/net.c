@@ -130,6 +130,16 @@ names_range(const struct cap *g, const struct cap_addr *a, const struct pol_embe
 	return cap_addr_in(&gv, net, prefix);
 }
 
+/* Clear the host bits of a beyond prefix. */
+static void
+pol_net_mask(struct cap_addr *a, unsigned prefix)
+{
+	unsigned bits = a->family == AF_INET ? 32 : 128;
+
+	for (unsigned i = prefix; i < bits; i++)
+		a->b[i / 8] &= (uint8_t)~(0x80 >> (i % 8));
+}
+
 /* One form for IPv4-mapped addresses, as caps.h stores them. */
 static struct cap_addr
 unmap(const struct cap_addr *addr)
@@ -146,11 +156,11 @@ unmap(const struct cap_addr *addr)
 }
 
 /* Is the view v (a itself when e is NULL, else the IPv4 address e carries
- * in a) in a never-reachable range or one of the host's addresses that g
+ * in a) in a never-reachable range or one of the host's prefixes that g
  * does not name? */
 static bool
 view_blocked(const struct cap_addr *a, const struct pol_embed *e, const struct cap_addr *v,
-    const struct cap *g, const struct cap_addr *host, size_t nhost)
+    const struct cap *g, const struct pol_net_prefix *host, size_t nhost)
 {
 	const struct pol_range *rs = v->family == AF_INET ? v4_ranges : v6_ranges;
 	size_t nr = v->family == AF_INET ? NV4 : NV6;
@@ -164,12 +174,19 @@ view_blocked(const struct cap_addr *a, const struct pol_embed *e, const struct c
 		if (cap_addr_in(v, &net, rs[i].prefix) && !names_range(g, a, e, &net, rs[i].prefix))
 			return true;
 	}
-	/* The host's own addresses: each a range of one address, named only
-	 * by a capability that names that very address. */
+	/* The host's own prefixes: an interface address is a range of one
+	 * address, named only by a capability that names that very address;
+	 * a local route's prefix is named by a capability inside it. */
 	for (size_t i = 0; i < nhost; i++) {
-		struct cap_addr h = unmap(&host[i]);
+		struct cap_addr h = unmap(&host[i].a);
+		unsigned hp = host[i].prefix;
 
-		if (cap_addr_in(v, &h, bits) && !names_range(g, a, e, &h, bits))
+		if (h.family != host[i].a.family)	/* an IPv4-mapped prefix */
+			hp = hp >= 96 ? hp - 96 : 0;
+		if (hp > bits || h.family != v->family)
+			continue;
+		pol_net_mask(&h, hp);
+		if (cap_addr_in(v, &h, hp) && !names_range(g, a, e, &h, hp))
 			return true;
 	}
 	return false;
@@ -177,7 +194,7 @@ view_blocked(const struct cap_addr *a, const struct pol_embed *e, const struct c
 
 bool
 pol_net_blocked_host(const struct pol *p, const struct cap_addr *addr, const struct cap *granting,
-    const struct cap_addr *host, size_t nhost)
+    const struct pol_net_prefix *host, size_t nhost)
 {
 	struct cap_addr a;
 
@@ -247,8 +264,7 @@ range_embed(const struct cap_addr *a, unsigned p, const struct pol_embed *e, str
 		return false;
 	k = p <= e->off ? 0 : p - e->off > 32 ? 32 : p - e->off;
 	out->a = embed_decode(a, e);
-	for (unsigned i = k; i < 32; i++)
-		out->a.b[i / 8] &= (uint8_t)~(0x80 >> (i % 8));
+	pol_net_mask(&out->a, k);
 	out->prefix = k;
 	return true;
 }

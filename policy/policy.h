@@ -209,11 +209,18 @@ int pol_requestable(const struct pol_tier *t, const char *workspace, const struc
 
 /* ---- network --------------------------------------------------------- */
 
+/* An address prefix: one address when prefix is its full length. */
+struct pol_net_prefix {
+	struct cap_addr a;	/* host bits may be set; only prefix bits count */
+	unsigned prefix;
+};
+
 /* Is address a in a never-reachable range (loopback, private, CGNAT,
  * link-local incl. 169.254.169.254, multicast, unspecified, broadcast,
  * reserved, documentation; IPv6 ::1, ::, fc00::/7, fe80::/10, fec0::/10,
- * ff00::/8, 2001:db8::/32, 3fff::/20), one of the host's own addresses
- * (host[0..nhost)), or an IPv6 form carrying such an IPv4 address
+ * ff00::/8, 2001:db8::/32, 3fff::/20), one of the host's own prefixes
+ * (host[0..nhost): its interface addresses, each a full-length prefix, and
+ * its local routes), or an IPv6 form carrying such an IPv4 address
  * (IPv4-mapped, -compatible, -translated, NAT64 64:ff9b::/96 and
  * 64:ff9b:1::/48, 6to4, Teredo server and client), that `granting` does not
  * name explicitly?  Explicitly means: granting is an IP or CIDR capability
@@ -221,10 +228,11 @@ int pol_requestable(const struct pol_tier *t, const char *workspace, const struc
  * any of those forms), fixes that whole range: its own range lies inside it.
  * So net.connect:127.0.0.1:8080 unlocks 127.0.0.1; net.connect:*:* ,
  * 0.0.0.0/0 or a host name resolving to 127.0.0.1 do not; a host address
- * is unlocked only by naming that very address.  granting may be NULL
+ * is unlocked only by naming that very address, an address of a local
+ * prefix by naming it or a range inside the prefix.  granting may be NULL
  * (nothing unlocked); host may be NULL when nhost is 0. */
 bool pol_net_blocked_host(const struct pol *p, const struct cap_addr *a, const struct cap *granting,
-    const struct cap_addr *host, size_t nhost);
+    const struct pol_net_prefix *host, size_t nhost);
 
 /* pol_net_blocked_host without host addresses. */
 bool pol_net_blocked(const struct pol *p, const struct cap_addr *a, const struct cap *granting);

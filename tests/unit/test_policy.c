@@ -447,16 +447,25 @@ test_net(void)
 static bool
 blocked_h(const char *addr, const char *granting, const char *hosts)
 {
-	struct cap_addr a, h[8];
+	struct cap_addr a;
+	struct pol_net_prefix h[8];
 	struct cap *g = granting ? C(granting) : NULL;
 	char buf[256], *save = NULL;
 	size_t nh = 0;
 	bool r;
 
+	/* ADDR (one address) or ADDR/LEN (a local route) */
 	snprintf(buf, sizeof(buf), "%s", hosts);
-	for (char *t = strtok_r(buf, ",", &save); t && nh < 8; t = strtok_r(NULL, ",", &save))
-		if (cap_addr_parse(t, &h[nh++]) != 0)
+	for (char *t = strtok_r(buf, ",", &save); t && nh < 8; t = strtok_r(NULL, ",", &save)) {
+		char *slash = strchr(t, '/');
+
+		if (slash)
+			*slash = '\0';
+		if (cap_addr_parse(t, &h[nh].a) != 0)
 			abort();
+		h[nh].prefix = slash ? (unsigned)atoi(slash + 1) : h[nh].a.family == AF_INET ? 32 : 128;
+		nh++;
+	}
 	if (cap_addr_parse(addr, &a) != 0) {
 		printf("# cannot parse address %s\n", addr);
 		abort();
@@ -518,6 +527,30 @@ test_net_views(void)
 	T_OK(!blocked_h("10.0.0.6", "net.connect:10.0.0.0/8:22", "10.0.0.5"), "... and still the LAN");
 	T_OK(!blocked_h("2606:4700::7", "net.connect:[2606:4700::7]:443", hosts), "naming the IPv6 host");
 	T_OK(blocked_h("2606:4700::7", "net.connect:[2606:4700::/32]:443", hosts), "not its /32");
+
+	/* Red-team F4: a local route (a prefix on lo, AnyIP) makes a whole
+	 * prefix the host's own. */
+	{
+		static const char *const local[] = { "93.184.216.35", "93.184.216.0", "93.184.216.255",
+			"::ffff:93.184.216.35", "64:ff9b::5db8:d823", "2002:5db8:d823::1", "::5db8:d823",
+			"2606:2800:220:1::99", "2606:2800:220:1:ffff:ffff:ffff:ffff" };
+		const char *routes = "93.184.216.34,93.184.216.0/24,2606:2800:220:1::/64";
+
+		for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+			T_OK(blocked_h(local[i], "net.connect:*:*", routes), "a local route's address: %s",
+			    local[i]);
+		T_OK(!blocked_h("93.184.217.1", "net.connect:*:*", routes), "... not beside it");
+		T_OK(!blocked_h("2606:2800:220:2::1", "net.connect:*:*", routes), "... nor beside the IPv6 one");
+		T_OK(!blocked_h("93.184.216.35", "net.connect:93.184.216.35:80", routes),
+		    "naming the address unlocks it");
+		T_OK(!blocked_h("93.184.216.35", "net.connect:93.184.216.0/24:80", routes),
+		    "... so does naming the whole local prefix");
+		T_OK(blocked_h("93.184.216.34", "net.connect:93.184.216.0/24:80", routes),
+		    "... but not the interface address inside it");
+		T_OK(blocked_h("93.184.216.35", "net.connect:93.184.0.0/16:80", routes),
+		    "... nor a wider range");
+		T_OK(blocked_h("1.2.3.4", "net.connect:*:*", "0.0.0.0/0"), "a local default route: everything");
+	}
 	T_OK(!blocked_h("64:ff9b::b00:7", "net.connect:[64:ff9b::b00:7]:80", hosts),
 	    "the NAT64 form unlocked by naming it");
 	T_OK(blocked_h("64:ff9b::b00:7", "net.connect:11.0.0.7:80", hosts),
