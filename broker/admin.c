@@ -679,6 +679,8 @@ adm_run_exit(struct brk_sbx *s, void *arg)
 	wire_map_begin(&e, NULL);
 	wire_put_str(&e, "event", "exit");
 	wire_put_i64(&e, "status", s->exit_code);
+	if (s->setup_why)
+		wire_put_str(&e, "reason", s->setup_why);
 	wire_map_end(&e);
 	(void)brk_admin_send(a, &e, NULL, 0);
 	a->run = NULL;

@@ -155,6 +155,8 @@ struct brk_sbx {
 	struct sbx_proc proc;		/* the agent's sandbox, if we spawned it */
 	bool spawned;
 	struct event *ev_status, *ev_exit;
+	bool status_read;		/* the stub's setup report was read */
+	char *setup_why;		/* why its setup failed (malloc'd), or NULL */
 	bool exited;
 	int exit_code;
 	void (*on_exit)(struct brk_sbx *, void *);

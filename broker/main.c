@@ -686,6 +686,7 @@ run_connect(struct run_opts *o)
 	struct wire_msg m;
 	int fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
 	int64_t v = 0;
+	const char *why = NULL;
 	bool got_pty = false;
 	/* As run_local: a pty of the agent's own when we are on a terminal. */
 	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
@@ -717,10 +718,18 @@ run_connect(struct run_opts *o)
 	while (!r.out_eof || !r.err_eof)
 		event_base_loop(base, EVLOOP_ONCE);
 	/* Then the exit event: the agent's status is ours. */
-	if (cc_adm_recv(a, &m, -1, NULL, NULL, 0) != CC_ADM_OK)
+	if (cc_adm_recv(a, &m, -1, NULL, NULL, 0) != CC_ADM_OK) {
 		fprintf(stderr, "capbroker: lost the broker before the sandbox ended\n");
-	else if (wire_get_i64(&m, "status", &v) == 0)
+		goto out;
+	}
+	if (wire_get_i64(&m, "status", &v) == 0)
 		code = (int)v;
+	/* The sandbox could not be set up: say why, as a local run does. */
+	if (wire_get_str(&m, "reason", &why) == 0 && why) {
+		fputs("capbroker: ", stderr);
+		cb_ignore(cb_text_fputs(why, stderr));
+		fputc('\n', stderr);
+	}
 	goto out;
 say:
 	fprintf(stderr, "capbroker: %s\n", a ? cc_adm_why(a) : "out of memory");

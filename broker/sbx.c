@@ -119,6 +119,7 @@ brk_sbx_free(struct brk_sbx *s)
 	pol_inst_free(s->inst);
 	brk_pol_release(s->b, s->pol);
 	free(s->command);
+	free(s->setup_why);
 	free(s);
 }
 
@@ -240,6 +241,8 @@ brk_sbx_kill(struct brk_sbx *s, const char *actor)
 		sbx_kill(&s->proc);
 }
 
+static void brk_sbx_status(evutil_socket_t fd, short ev, void *arg);
+
 static void
 brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
 {
@@ -251,6 +254,9 @@ brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	if (waitpid(s->proc.pid, &ws, WNOHANG) <= 0)
 		return;
+	/* The stub writes its report before it exits: read it now, so a
+	 * setup failure seen only as an exit still has its reason. */
+	brk_sbx_status(s->proc.status_fd, EV_READ, s);
 	event_del(s->ev_exit);
 	event_del(s->ev_status);
 	s->exited = true;
@@ -274,15 +280,20 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	if (s->status_read)
+		return;
 	r = sbx_spawn_finish(&s->proc, why, sizeof(why));
 	if (r == CB_EBUSY)
 		return;
+	s->status_read = true;
 	event_del(s->ev_status);
 	if (r != 0) {
 		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r, .sandbox = s->id,
 		    .op = "sandbox.failed", .actor = "broker", .detail = why });
 		if (!s->b->opts.quiet)
 			fprintf(stderr, "capbroker: sandbox %s: %s\n", s->id, why);
+		/* kept for whoever asked for the sandbox (run --connect) */
+		s->setup_why = strdup(why);
 		return;	/* the stub exits 125; brk_sbx_exited reports it */
 	}
 	if (s->proc.notify_fd >= 0) {
