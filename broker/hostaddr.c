@@ -224,6 +224,14 @@ brk_hostaddr_routes(struct brk_hostaddr_set *set, unsigned char family)
 			if (nh->nlmsg_seq != req.nh.nlmsg_seq)
 				continue;
 			if (nh->nlmsg_type == NLMSG_DONE) {
+				int st = 0;
+
+				/* the dump's own status follows: a dump that
+				 * failed part way ends with a negative one */
+				if (nh->nlmsg_len >= NLMSG_LENGTH(sizeof(st)))
+					memcpy(&st, NLMSG_DATA(nh), sizeof(st));
+				if (st < 0)
+					goto out;
 				done = true;
 				break;
 			}
