@@ -111,15 +111,16 @@ brk_foreign_link(const struct stat *st, uid_t owner)
  * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
 static int
-brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode, uid_t owner)
+brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t flags,
+    uint64_t mode, uid_t owner)
 {
 	struct stat pst, st;
 	bool probed = false;
 	int fd, e;
 
-	fd = brk_openat2(dirfd, rel, O_PATH, 0);
+	fd = cb_openat2_st(dirfd, dirst, rel, O_PATH, 0, &pst);
 	if (fd >= 0) {
-		e = fstat(fd, &pst) != 0 ? EIO : !S_ISREG(pst.st_mode) ?
+		e = !S_ISREG(pst.st_mode) ?
 		    (S_ISDIR(pst.st_mode) ? EISDIR : ENXIO) : brk_setid_write(&pst, flags) ||
 		    brk_foreign_link(&pst, owner) ? EPERM : 0;
 		close(fd);
@@ -131,10 +132,10 @@ brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode, uid_
 	} else if (errno != ENOENT || !(flags & O_CREAT)) {
 		return -1;
 	}
-	fd = brk_openat2(dirfd, rel, flags | O_NONBLOCK, mode);
+	fd = cb_openat2_st(dirfd, dirst, rel, (int)(flags | O_NONBLOCK), (unsigned)mode, &st);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || brk_setid_write(&st, flags) ||
+	if (!S_ISREG(st.st_mode) || brk_setid_write(&st, flags) ||
 	    brk_foreign_link(&st, owner) ||
 	    (probed && (st.st_dev != pst.st_dev || st.st_ino != pst.st_ino))) {
 		e = S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EPERM : ENXIO;
@@ -163,19 +164,41 @@ brk_open_regular(int dirfd, const char *rel, uint64_t flags, uint64_t mode, uid_
 static int
 brk_root(const char *root, int *fd, struct stat *st)
 {
+	/* "/" itself is opened once (cb_open_abs would open and close it on
+	 * every request): the broker never chroots or pivots, so its root
+	 * directory stays the same directory.  The walk from it still runs
+	 * through the resolver on every request. */
+	static int slash = -1;
+	static struct stat slash_st;
 	int f;
 
 	/* A root inside /proc/sys is the one read-only way into procfs. */
-	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0'))
-		f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY);
-	else
-		f = cb_open_abs(root, O_PATH | O_DIRECTORY);
-	if (f < 0)
-		return brk_errno(errno);
-	if (fstat(f, st) != 0) {
-		close(f);
-		return CB_EIO;
+	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0')) {
+		if ((f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY)) < 0)
+			return brk_errno(errno);
+		if (fstat(f, st) != 0) {
+			close(f);
+			return CB_EIO;
+		}
+		*fd = f;
+		return 0;
 	}
+	if (root[0] != '/')
+		return CB_EINVAL;
+	if (slash < 0) {
+		/* "/" passes the resolver's file system check like any fd it
+		 * hands out, so that cb_openat2_st may rely on it. */
+		if ((f = cb_open_abs("/", O_PATH | O_DIRECTORY)) < 0)
+			return brk_errno(errno);
+		if (fstat(f, &slash_st) != 0) {
+			close(f);
+			return CB_EIO;
+		}
+		slash = f;
+	}
+	if ((f = cb_openat2_st(slash, &slash_st, root[1] ? root + 1 : ".", O_PATH | O_DIRECTORY, 0,
+	    st)) < 0)
+		return brk_errno(errno);
 	*fd = f;
 	return 0;
 }
@@ -202,6 +225,7 @@ struct brk_fsctx {
 	struct brk_held *h;
 	size_t capi;
 	int rootfd;		/* owned: brk_fsctx_done closes it */
+	struct stat rootst;	/* its fstat: file system, owner */
 	uid_t owner;		/* the root's owner and group */
 	gid_t group;
 	const char *rel;
@@ -221,7 +245,6 @@ static int
 brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c)
 {
 	char root[CAP_STR_MAX + 1];
-	struct stat st;
 	int e;
 
 	memset(c, 0, sizeof(*c));
@@ -243,10 +266,10 @@ brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c
 	}
 	if ((e = brk_rel(root, path, &c->rel)) != 0)
 		return e;
-	if ((e = brk_root(root, &c->rootfd, &st)) != 0)
+	if ((e = brk_root(root, &c->rootfd, &c->rootst)) != 0)
 		return e;
-	c->owner = st.st_uid;
-	c->group = st.st_gid;
+	c->owner = c->rootst.st_uid;
+	c->group = c->rootst.st_gid;
 	return 0;
 }
 
@@ -371,7 +394,6 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	struct brk_fsctx c;
 	struct wire_reply rp = { .id = q->id };
 	uint64_t flags = O_NOCTTY | (wr ? O_WRONLY : O_RDONLY);
-	struct stat st;
 	int e, fd = -1;
 
 	if ((e = brk_fs_at(u->h, u->capi, q->path, &c)) != 0)
@@ -387,15 +409,12 @@ brk_fs_open(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	}
 	if ((e = brk_tok_commit(s, c.h)) != 0 || (wr && (e = brk_as_owner(&c)) != 0))
 		goto deny;
-	fd = brk_open_regular(c.rootfd, c.rel, flags, (q->mode ? q->mode : 0644) & 0777, c.owner);
+	fd = brk_open_regular(c.rootfd, &c.rootst, c.rel, flags, (q->mode ? q->mode : 0644) & 0777, c.owner);
 	if (fd < 0) {
 		e = brk_errno(errno);
 		goto deny;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		e = CB_EFTYPE;
-		goto deny;
-	}
+	/* brk_open_regular checked the type on this fd already. */
 	if (wr && q->has_data) {
 		size_t off = 0;
 

@@ -186,6 +186,16 @@ const char *cb_text_show(char *dst, size_t len, const char *s, size_t max);
  * file system, else what openat2 said. */
 int cb_openat2(int dirfd, const char *rel, int flags, unsigned mode);
 
+/* cb_openat2 that also returns the new fd's fstat in *st.  dirst is the
+ * fstat of dirfd, which must itself come from this resolver (cb_openat2,
+ * cb_open_abs, cb_open_proc_sys or this function), or NULL.  A read-only
+ * open that stays on dirfd's file system (same st_dev) skips the fstatfs
+ * check: it cannot say anything the check of dirfd did not.  Same returns
+ * as cb_openat2. */
+struct stat;
+int cb_openat2_st(int dirfd, const struct stat *dirst, const char *rel, int flags,
+    unsigned mode, struct stat *st);
+
 /* Open an absolute path with cb_openat2 from "/" (no symlink followed
  * anywhere on the way). */
 int cb_open_abs(const char *path, int flags);

@@ -111,6 +111,37 @@ cb_openat2(int dirfd, const char *rel, int flags, unsigned mode)
 	return fd;
 }
 
+int
+cb_openat2_st(int dirfd, const struct stat *dirst, const char *rel, int flags, unsigned mode,
+    struct stat *st)
+{
+	bool ro = (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) == O_RDONLY;
+	int fd, e;
+
+	fd = cb_openat2_how(dirfd, rel, flags, mode, CB_RESOLVE);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	/* Same st_dev as dirfd: the same superblock, so the same file system
+	 * type as dirfd, which the resolver handed out (it passed the check,
+	 * or it is the read-only /proc/sys exception, which a read-only open
+	 * from it keeps).  Only then is fstatfs skipped, and only for a
+	 * read-only open; anything else is checked as cb_openat2 does. */
+	if (ro && dirst != NULL && st->st_dev == dirst->st_dev)
+		return fd;
+	if (cb_fd_kernfs(fd) && !(ro && cb_fd_procfs(fd) && cb_fd_procfs(dirfd))) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	return fd;
+}
+
 /* path from "/" through the resolver flags, without the file system check. */
 static int
 cb_open_abs_raw(const char *path)

@@ -1,6 +1,6 @@
 /*
  * test_common_resolve.c - the one path resolver (common/resolve.c):
- * cb_openat2, cb_open_abs, cb_open_proc_sys and cb_fd_kernfs.
+ * cb_openat2, cb_openat2_st, cb_open_abs, cb_open_proc_sys and cb_fd_kernfs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +90,49 @@ main(void)
 	    "a procfs start directory never lets a write through");
 	if (fd >= 0)
 		close(fd);
+
+	/* cb_openat2_st skips fstatfs only on dirfd's own file system and
+	 * only for reading: everything else is still checked. */
+	{
+		struct stat rst, st, want;
+		int slash = cb_open_abs("/", O_PATH | O_DIRECTORY), psys;
+
+		T_OK(fstat(root, &rst) == 0, "fstat of the root");
+		fd = cb_openat2_st(root, &rst, "sub/f", O_RDONLY, 0, &st);
+		snprintf(path, sizeof(path), "%s/sub/f", dir);
+		T_OK(fd >= 0 && stat(path, &want) == 0 && st.st_ino == want.st_ino &&
+		    st.st_dev == want.st_dev && S_ISREG(st.st_mode),
+		    "cb_openat2_st: opens beneath the root and returns the fd's stat");
+		if (fd >= 0)
+			close(fd);
+		T_OK(fails(cb_openat2_st(root, &rst, "link/f", O_RDONLY, 0, &st), ELOOP),
+		    "cb_openat2_st: a symlink on the way: ELOOP");
+		T_OK(fails(cb_openat2_st(root, &rst, "../etc", O_PATH, 0, &st), EXDEV),
+		    "cb_openat2_st: ..: EXDEV");
+		fd = cb_openat2_st(root, &rst, "new", O_WRONLY | O_CREAT, 0600, &st);
+		T_OK(fd >= 0 && S_ISREG(st.st_mode), "cb_openat2_st: a created file (checked)");
+		if (fd >= 0)
+			close(fd);
+		T_OK(slash >= 0 && fstat(slash, &rst) == 0, "/ opens through the resolver");
+		T_OK(fails(cb_openat2_st(slash, &rst, "proc/1/status", O_RDONLY, 0, &st), EACCES),
+		    "cb_openat2_st: procfs below a checked directory: EACCES (another st_dev)");
+		T_OK(fails(cb_openat2_st(slash, &rst, "proc", O_PATH | O_DIRECTORY, 0, &st), EACCES),
+		    "cb_openat2_st: procfs, O_PATH too");
+		T_OK(fails(cb_openat2_st(slash, &rst, "sys/kernel", O_PATH, 0, &st), EACCES),
+		    "cb_openat2_st: sysfs: EACCES");
+		if (slash >= 0)
+			close(slash);
+		psys = cb_open_proc_sys("/proc/sys/kernel", O_PATH | O_DIRECTORY);
+		T_OK(psys >= 0 && fstat(psys, &rst) == 0, "/proc/sys/kernel for cb_openat2_st");
+		fd = cb_openat2_st(psys, &rst, "ostype", O_RDONLY, 0, &st);
+		T_OK(fd >= 0, "cb_openat2_st: reads beneath /proc/sys");
+		if (fd >= 0)
+			close(fd);
+		T_OK(fails(cb_openat2_st(psys, &rst, "hostname", O_WRONLY, 0, &st), EACCES),
+		    "cb_openat2_st: never writes beneath /proc/sys, same st_dev or not");
+		if (psys >= 0)
+			close(psys);
+	}
 
 	close(root);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
