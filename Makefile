@@ -151,7 +151,7 @@ define prog_rule
 $(BIN)/$(1): PKG_LIBS = $$(call mod_pkg_libs,$$($(1)_LIBS))
 $(BIN)/$(1): $$($(1)_SRCS:%.c=$(B)/%.o) $$(call modlibs,$$($(1)_LIBS)) $$(LINK_MK)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$(filter %.o %.a,$$^) -Wl,--end-group $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$(filter %.o %.a,$$^) $$(ALL_LIBS)
 endef
 # Programs that run inside a sandbox cannot carry AddressSanitizer: its
 # shadow memory needs terabytes of address space and the sandbox's
@@ -171,7 +171,7 @@ define unit_rule
 $(B)/t/$(1): PKG_LIBS = $$(call mod_pkg_libs,$$($(2)_LIBS))
 $(B)/t/$(1): $(B)/tests/unit/$(1).o $(B)/tests/tap.o $$(call modlibs,$$($(2)_LIBS))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(ALL_LIBS)
 endef
 $(foreach t,$(UNIT_SRCS:tests/unit/%.c=%),$(eval $(call unit_rule,$(t),$(word 2,$(subst _, ,$(t))))))
 

@@ -15,8 +15,8 @@ BENCH_PROGS := floor agent inproc
 BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 
 bench_floor_LIBS  := common
-bench_agent_LIBS  := client wire caps common
-bench_inproc_LIBS := broker fsrv sandbox policy audit state caps wire common
+bench_agent_LIBS  := client wire common
+bench_inproc_LIBS := broker fsrv policy sandbox audit state caps wire common
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_BINS)
@@ -24,6 +24,6 @@ bench-progs: $(BENCH_BINS)
 define bench_rule
 $(B)/bench/$(1): $(B)/bench/$(1).o $$(patsubst %,$(B)/lib%.a,$$(bench_$(1)_LIBS))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ -Wl,--start-group $$^ -Wl,--end-group $$(ALL_LIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(ALL_LIBS)
 endef
 $(foreach p,$(BENCH_PROGS),$(eval $(call bench_rule,$(p))))

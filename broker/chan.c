@@ -329,7 +329,7 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 		s->nbad++;
 		s->bucket -= BRK_BAD_COST - 1;
 		/* A known id lets the agent match the error to its call. */
-		brk_deny(s, q->id ? q : NULL, r, NULL, NULL, NULL);
+		brk_deny(s, q->id ? q : NULL, r, NULL, NULL, q->why);
 		return BRK_CHAN_NEXT;
 	}
 	return BRK_CHAN_REQ;

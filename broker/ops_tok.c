@@ -26,6 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* wire/ cannot see caps/ (caps/ is built on it), so it names its own bound
+ * on a derive request's capabilities: the two must agree. */
+_Static_assert(WIRE_CAPS_MAX == CAP_MAX_CAPS, "a derive request holds a token's capabilities");
 
 #define BRK_TOKINFO_CAPS_MAX 2048	/* a held token's capabilities, listed for tokens */
 

@@ -14,7 +14,8 @@
  *   proc.exec:/abs/path/glob
  *
  * Token text:  "cap1." base64url(body) "." base64url(signature), unpadded.
- * The body is a msgpack map (wire/wire.h); the signature is Ed25519 over
+ * The body is a msgpack map (encoded and decoded in caps/token.c on the
+ * primitives of wire/codec.h); the signature is Ed25519 over
  * CAP_SIG_DOMAIN_TOKEN || body.
  */
 #ifndef CB_CAPS_H
@@ -215,6 +216,10 @@ void cap_claims_clear(struct cap_claims *c);
 /* Sign claims with the keyring's signing key (fills c->kid and, if all
  * zero, a random c->id).  *text is malloc'd, NUL-terminated. */
 int cap_token_issue(const struct cap_keyring *kr, struct cap_claims *c, char **text) CB_WARN_UNUSED;
+
+/* The unsigned body of claims as cap_token_issue signs it (for golden
+ * vectors and forgery tests).  *out malloc'd; CB_ETOK_TOOBIG, CB_ENOMEM. */
+int cap_token_body_encode(const struct cap_claims *c, uint8_t **out, size_t *len) CB_WARN_UNUSED;
 
 /* Strictly decode token text (no signature check).  Distinct errors for
  * each defect: CB_ETOK_*.  *out freed with cap_token_free. */

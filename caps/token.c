@@ -1,11 +1,13 @@
 /*
- * token.c - signed capability tokens: issue, strict decode, verification.
+ * token.c - signed capability tokens: issue, strict decode, verification,
+ * and the codec of the token body.
  *
  * Runs in the broker on token text presented by agents (hostile).  Decoding
  * bounds the input first (CAP_TOKEN_MAX), checks the text framing, then
- * hands the body to wire/ for strict msgpack decoding.  Verification
- * answers with the one precise reason a token fails, so a denial can say
- * why.  The signature is checked last by callers that have cheaper tests.
+ * decodes the body strictly on wire/codec.h's bounded primitives, giving
+ * each fault its own CB_ETOK_* code.  Verification answers with the one
+ * precise reason a token fails, so a denial can say why.  The signature is
+ * checked last by callers that have cheaper tests.
  */
 #include "caps/caps.h"
 
@@ -13,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire/wire.h"
+#include "wire/codec.h"
 
 #define CAP_TEXT_PREFIX "cap1."
 #define CAP_B64 sodium_base64_VARIANT_URLSAFE_NO_PADDING
@@ -82,6 +84,227 @@ cap_is_zero(const uint8_t *b, size_t n)
 	return acc == 0;
 }
 
+/* ---- the token body: a msgpack map (docs/tokens.md) ---------------------- */
+
+enum {
+	CT_V = 1 << 0, CT_KID = 1 << 1, CT_ID = 1 << 2, CT_AUD = 1 << 3,
+	CT_NBF = 1 << 4, CT_EXP = 1 << 5, CT_USES = 1 << 6, CT_PAR = 1 << 7,
+	CT_ELEV = 1 << 8, CT_CAPS = 1 << 9,
+};
+#define CT_REQUIRED (CT_V | CT_KID | CT_ID | CT_AUD | CT_NBF | CT_EXP | CT_CAPS)
+/* A body is a map holding one array of strings: two levels. */
+#define CAP_BODY_DEPTH 2
+
+static const struct { const char *key; unsigned bit; } cap_body_fields[] = {
+	{ "v", CT_V }, { "kid", CT_KID }, { "id", CT_ID }, { "aud", CT_AUD },
+	{ "nbf", CT_NBF }, { "exp", CT_EXP }, { "uses", CT_USES }, { "par", CT_PAR },
+	{ "elev", CT_ELEV }, { "caps", CT_CAPS },
+};
+
+int
+cap_token_body_encode(const struct cap_claims *c, uint8_t **out, size_t *len)
+{
+	uint8_t *buf;
+	struct wire_enc e;
+	int r;
+
+	*out = NULL;
+	if (!(buf = malloc(CAP_TOKEN_MAX)))
+		return CB_ENOMEM;
+	wire_enc_init(&e, buf, CAP_TOKEN_MAX);
+	wire_map_begin(&e, NULL);
+	wire_put_u64(&e, "v", c->version);
+	wire_put_bin(&e, "kid", c->kid, CAP_KID_LEN);
+	wire_put_bin(&e, "id", c->id, CAP_ID_LEN);
+	wire_put_str(&e, "aud", c->aud);
+	wire_put_u64(&e, "nbf", c->nbf);
+	wire_put_u64(&e, "exp", c->exp);
+	if (c->has_uses)
+		wire_put_u64(&e, "uses", c->uses);
+	if (c->has_parent)
+		wire_put_bin(&e, "par", c->parent, CAP_ID_LEN);
+	if (c->elevated)
+		wire_put_bool(&e, "elev", true);
+	wire_arr_begin(&e, "caps");
+	for (size_t i = 0; i < c->ncaps; i++)
+		wire_put_str(&e, NULL, c->caps[i]->text);
+	wire_arr_end(&e);
+	wire_map_end(&e);
+	if ((r = wire_enc_finish(&e, len)) != 0) {
+		free(buf);
+		return r == CB_ETOOBIG ? CB_ETOK_TOOBIG : r;
+	}
+	*out = buf;
+	return 0;
+}
+
+static int
+cap_body_bin(struct wire_val v, uint8_t *dst, size_t n)
+{
+	const uint8_t *b;
+	size_t got;
+
+	if (wire_val_bin(v, &b, &got) != 0 || got != n)
+		return CB_ETOK_TYPE;
+	memcpy(dst, b, n);
+	return 0;
+}
+
+static int
+cap_body_caps(struct wire_val v, struct cap_claims *c)
+{
+	char buf[CAP_STR_MAX + 1];
+	uint32_t n;
+	int r;
+
+	if (wire_val_arr(v, &n) != 0 || n == 0 || n > CAP_MAX_CAPS)
+		return CB_ETOK_TYPE;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *s;
+		size_t len;
+
+		if (wire_val_str(wire_val_at(v, i), &s, &len) != 0)
+			return CB_ETOK_TYPE;
+		if (len > CAP_STR_MAX)
+			return CB_ECAP_TOOLONG;
+		if (memchr(s, '\0', len))
+			return CB_ECAP_NUL;
+		memcpy(buf, s, len);
+		buf[len] = '\0';
+		if ((r = cap_parse(buf, &c->caps[c->ncaps])) != 0)
+			return r;
+		c->ncaps++;
+	}
+	return 0;
+}
+
+static int
+cap_body_u64(struct wire_val v, uint64_t max, uint64_t *u)
+{
+	return wire_val_u64(v, u) != 0 || *u > max ? CB_ETOK_TYPE : 0;
+}
+
+static int
+cap_body_field(unsigned bit, struct wire_val v, struct cap_claims *c)
+{
+	const char *s;
+	uint64_t u = 0;
+	size_t n;
+	int r;
+
+	switch (bit) {
+	case CT_V:
+		r = cap_body_u64(v, UINT64_MAX, &u);
+		c->version = (uint32_t)u;
+		return r;
+	case CT_KID:
+		return cap_body_bin(v, c->kid, CAP_KID_LEN);
+	case CT_ID:
+		return cap_body_bin(v, c->id, CAP_ID_LEN);
+	case CT_PAR:
+		c->has_parent = true;
+		return cap_body_bin(v, c->parent, CAP_ID_LEN);
+	case CT_AUD:
+		if (wire_val_str(v, &s, &n) != 0 || !cap_aud_valid(s, n))
+			return CB_ETOK_TYPE;
+		memcpy(c->aud, s, n);
+		c->aud[n] = '\0';
+		return 0;
+	case CT_NBF:
+		return cap_body_u64(v, UINT64_MAX, &c->nbf);
+	case CT_EXP:
+		return cap_body_u64(v, UINT64_MAX, &c->exp);
+	case CT_USES:
+		r = cap_body_u64(v, UINT32_MAX, &u);
+		c->has_uses = (r == 0);
+		c->uses = (uint32_t)u;
+		return r;
+	case CT_ELEV:
+		return wire_val_bool(v, &c->elevated) != 0 ? CB_ETOK_TYPE : 0;
+	case CT_CAPS:
+		return cap_body_caps(v, c);
+	}
+	return CB_ETOK_UNKNOWN;
+}
+
+/* The version decides what the other fields mean: judge it first. */
+static int
+cap_body_version(struct wire_val body, uint32_t n)
+{
+	struct wire_val k, v;
+	uint64_t u;
+
+	for (uint32_t i = 0; i < n; i++) {
+		wire_val_entry(body, i, &k, &v);
+		if (wire_val_streq(k, "v") && wire_val_u64(v, &u) == 0 && u != CAP_TOKEN_VERSION)
+			return CB_ETOK_VERSION;
+	}
+	return 0;
+}
+
+static int
+cap_body_entry(struct wire_val k, struct wire_val v, unsigned *seen, struct cap_claims *c)
+{
+	const char *s;
+	unsigned bit = 0;
+	size_t n;
+
+	if (wire_val_str(k, &s, &n) != 0)
+		return CB_ETOK_TYPE;
+	for (size_t f = 0; f < sizeof(cap_body_fields) / sizeof(cap_body_fields[0]); f++)
+		if (wire_val_streq(k, cap_body_fields[f].key))
+			bit = cap_body_fields[f].bit;
+	if (!bit)
+		return CB_ETOK_UNKNOWN;
+	if (*seen & bit)
+		return CB_ETOK_DUPKEY;
+	*seen |= bit;
+	return cap_body_field(bit, v, c);
+}
+
+/* Strict: CB_ETOK_VERSION, _MISSING, _TYPE, _DUPKEY, _TRAILING, _UNKNOWN,
+ * _MALFORMED, or a CB_ECAP_* code for a malformed capability. */
+static int
+cap_body_decode(const uint8_t *buf, size_t len, struct cap_claims *out)
+{
+	struct wire_dec *d = NULL;
+	struct wire_val body, k, v;
+	size_t used = 0;
+	unsigned seen = 0;
+	uint32_t n;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (len > CAP_TOKEN_MAX)
+		return CB_ETOK_TOOBIG;
+	if ((r = wire_dec_new(CAP_TOKEN_MAX, &d)) != 0)
+		return r;
+	r = wire_decode_val(d, buf, len, CAP_BODY_DEPTH, &body, &used);
+	if (r == CB_ENOMEM)
+		goto out;
+	if (r != 0 || (used == len && wire_val_map(body, &n) != 0)) {
+		r = CB_ETOK_MALFORMED;
+		goto out;
+	}
+	if (used != len) {
+		r = CB_ETOK_TRAILING;
+		goto out;
+	}
+	if ((r = cap_body_version(body, n)) != 0)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		wire_val_entry(body, i, &k, &v);
+		if ((r = cap_body_entry(k, v, &seen, out)) != 0)
+			goto out;
+	}
+	r = (seen & CT_REQUIRED) == CT_REQUIRED ? 0 : CB_ETOK_MISSING;
+out:
+	wire_dec_free(d);
+	if (r != 0)
+		cap_claims_clear(out);
+	return r;
+}
+
 int
 cap_token_issue(const struct cap_keyring *kr, struct cap_claims *c, char **text)
 {
@@ -99,7 +322,7 @@ cap_token_issue(const struct cap_keyring *kr, struct cap_claims *c, char **text)
 	c->version = CAP_TOKEN_VERSION;
 	if (cap_is_zero(c->id, CAP_ID_LEN))
 		randombytes_buf(c->id, CAP_ID_LEN);
-	if ((r = wire_token_body_encode(c, &body, &blen)) != 0)
+	if ((r = cap_token_body_encode(c, &body, &blen)) != 0)
 		goto out;
 	if ((r = cap_sign(kr, CAP_SIG_DOMAIN_TOKEN, body, blen, sig, kid)) != 0)
 		goto out;
@@ -189,7 +412,7 @@ cap_token_decode(const char *text, size_t len, struct cap_token **out)
 		r = CB_ETOK_BASE64;
 		goto out;
 	}
-	if ((r = wire_token_body_decode(t->body, t->body_len, &t->c)) != 0)
+	if ((r = cap_body_decode(t->body, t->body_len, &t->c)) != 0)
 		goto out;
 	*out = t;
 	t = NULL;

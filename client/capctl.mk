@@ -4,5 +4,5 @@
 PROGS += capctl
 capctl_SRCS := client/capctl.c client/capctl_tok.c client/capctl_sbx.c client/capctl_watch.c \
 	client/capctl_audit.c
-capctl_LIBS := admin cli caps wire common audit state
+capctl_LIBS := admin cli audit state caps wire common
 MAN1 += docs/man/capctl.1

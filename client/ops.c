@@ -449,7 +449,7 @@ cc_token_derive(struct cc_conn *c, const struct cc_derive *d, struct cc_grant **
 	*out = NULL;
 	if (cc_need(c, d && d->caps && d->ncaps > 0, "no capabilities") != 0)
 		return CB_EINVAL;
-	if (d->ncaps > CAP_MAX_CAPS)
+	if (d->ncaps > WIRE_CAPS_MAX)
 		return cc_fail(c, CB_ETOOBIG, "more capabilities than a token may carry");
 	for (size_t i = 0; i < d->ncaps; i++)
 		r.caps[i] = d->caps[i];

@@ -10,6 +10,6 @@ fsrv_LIBS := fsrv common
 fsrv_saved_goal := $(.DEFAULT_GOAL)
 $(B)/fsrv/fsrv-serve: $(B)/tests/integration/fsrv_serve.o $(B)/libfsrv.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ -Wl,--start-group $^ -Wl,--end-group $(ALL_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 check: $(B)/fsrv/fsrv-serve
 .DEFAULT_GOAL := $(fsrv_saved_goal)

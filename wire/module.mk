@@ -1,3 +1,3 @@
 MODULES += wire
-wire_SRCS := wire/wire.c
-wire_LIBS := wire caps common
+wire_SRCS := wire/codec.c wire/agent.c
+wire_LIBS := wire common

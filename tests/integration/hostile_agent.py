@@ -45,6 +45,11 @@ expect_err("map32 of 268M pairs", b"\xdf\x0f\xff\xff\xff", -90)
 expect_err("NUL inside a path", msgpack.packb({"id": 4, "op": "fs.read", "path": "/a\0b"}), -90)
 expect_err("unknown key", msgpack.packb({"id": 5, "op": "ping", "evil": 1}), -90)
 expect_err("float id", msgpack.packb({"id": 1.5, "op": "ping"}), -90)
+expect_err("a key its op does not take", msgpack.packb({"id": 8, "op": "fs.read", "path": "/x", "mode": 0o777}), -90, 8)
+s.send(msgpack.packb({"id": 10, "op": "fs.stat", "path": "/x", "data": b"x"}))
+r = reply()
+check("the refusal names the foreign key", r.get("ok") is False and r.get("id") == 10 and
+      "data" in str(r.get("reason")), repr(r))
 expect_err("garbage token", msgpack.packb({"id": 6, "op": "fs.read", "path": "/x", "tok": "cap1.!!!"}), -21, 6)
 expect_err("token handle out of range", msgpack.packb({"id": 7, "op": "fs.read", "path": "/x", "th": 99999}), -49, 7)
 

@@ -12,7 +12,7 @@
 
 #include "caps/caps.h"
 #include "tests/tap.h"
-#include "wire/wire.h"
+#include "wire/codec.h"
 
 /* Golden vector: seed 01..20, the claims in golden_claims().  A change to
  * the token format must change this text deliberately. */
@@ -213,7 +213,7 @@ test_reasons(void)
 		cap_key_id(ok, c.kid);
 		cap_key_free(ok);
 		c.version = 1;
-		if (wire_token_body_encode(&c, &body, &blen) != 0)
+		if (cap_token_body_encode(&c, &body, &blen) != 0)
 			abort();
 		forged = mk(kr, body, blen);
 		T_ERR(check(other, forged, "sbx-a", 1500), CB_EBADSIG,

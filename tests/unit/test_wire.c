@@ -31,17 +31,21 @@ test_roundtrip(void)
 	struct wire_entry ents[2] = { { "a", 'f' }, { "b", 'd' } };
 	struct wire_reply rout;
 
-	in.argv[0] = "/usr/bin/ls";
-	in.argv[1] = "-l";
-	in.argc = 2;
 	T_ERR(wire_req_encode(&in, buf, sizeof(buf), &len), 0, "encode a request");
 	T_ERR(wire_req_decode(d, buf, len, &out), 0, "decode it");
 	T_OK(out.id == 7 && out.op == WIRE_OP_FS_WRITE && strcmp(out.path, "/w/a.txt") == 0 &&
 	    out.flags == (WIRE_F_CREATE | WIRE_F_TRUNC) && out.mode == 0644 &&
 	    out.data_len == 8 && memcmp(out.data, "hi\0there", 8) == 0 && out.has_th &&
-	    out.th == 3 && out.argc == 2 && strcmp(out.argv[1], "-l") == 0,
-	    "request fields survive the round trip (binary data with NUL included)");
+	    out.th == 3, "request fields survive the round trip (binary data with NUL included)");
 	T_ERR(wire_req_encode(&in, buf, 10, &len), CB_ETOOBIG, "encoding into a short buffer fails");
+	in = (struct wire_req){ .id = 8, .op = WIRE_OP_PROC_EXEC, .timeout_ms = 500, .tok = "t" };
+	in.argv[0] = "/usr/bin/ls";
+	in.argv[1] = "-l";
+	in.argc = 2;
+	T_ERR(wire_req_encode(&in, buf, sizeof(buf), &len), 0, "encode a proc.exec request");
+	T_OK(wire_req_decode(d, buf, len, &out) == 0 && out.op == WIRE_OP_PROC_EXEC &&
+	    out.argc == 2 && strcmp(out.argv[1], "-l") == 0 && out.timeout_ms == 500 &&
+	    strcmp(out.tok, "t") == 0, "argv, timeout and token survive the round trip");
 
 	rp.entries = ents;
 	rp.nentries = 2;
@@ -174,6 +178,78 @@ test_hostile(void)
 	T_ERR(wire_enc_finish(&e, &len), CB_EINVAL, "unbalanced encoder reports an error");
 }
 
+/* Each op takes only its own keys: one foreign key per op is refused, with
+ * the id kept and the reason naming the key. */
+static void
+test_op_keys(void)
+{
+	static const struct { const char *op, *key; } foreign[] = {
+		{ "ping", "path" }, { "fs.read", "mode" }, { "fs.read", "data" },
+		{ "fs.write", "argv" }, { "fs.list", "data" }, { "fs.stat", "flags" },
+		{ "fs.mkdir", "path2" }, { "fs.delete", "mode" }, { "fs.rename", "data" },
+		{ "net.connect", "path" }, { "proc.exec", "host" }, { "request", "caps" },
+		{ "tokens", "path" }, { "token.add", "path" }, { "derive", "cap" },
+		{ "io.read", "data" }, { "io.write", "len" }, { "io.close", "path" },
+	};
+	static const char *const ops[] = { "ping", "fs.read", "fs.write", "fs.list", "fs.stat",
+		"fs.mkdir", "fs.delete", "fs.rename", "net.connect", "proc.exec", "request",
+		"tokens", "token.add", "derive", "io.read", "io.write", "io.close" };
+	uint8_t buf[256];
+	struct wire_enc e;
+	struct wire_req r;
+	size_t len;
+	bool all = true;
+
+	for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++) {
+		int rc;
+
+		wire_enc_init(&e, buf, sizeof(buf));
+		wire_map_begin(&e, NULL);
+		wire_put_u64(&e, "id", 40 + i);
+		wire_put_str(&e, "op", foreign[i].op);
+		if (strcmp(foreign[i].key, "data") == 0)
+			wire_put_bin(&e, "data", "x", 1);
+		else if (strcmp(foreign[i].key, "argv") == 0 || strcmp(foreign[i].key, "caps") == 0) {
+			wire_arr_begin(&e, foreign[i].key);
+			wire_put_str(&e, NULL, "/x");
+			wire_arr_end(&e);
+		} else if (strcmp(foreign[i].key, "mode") == 0 || strcmp(foreign[i].key, "flags") == 0 ||
+		    strcmp(foreign[i].key, "len") == 0)
+			wire_put_u64(&e, foreign[i].key, 1);
+		else
+			wire_put_str(&e, foreign[i].key, "/x");
+		wire_map_end(&e);
+		if (wire_enc_finish(&e, &len) != 0)
+			abort();
+		rc = wire_req_decode(d, buf, len, &r);
+		T_OK(rc == CB_EPROTO && r.id == 40 + i && r.why && strstr(r.why, foreign[i].key) &&
+		    strstr(r.why, foreign[i].op), "%s refuses the key %s, naming it",
+		    foreign[i].op, foreign[i].key);
+	}
+	/* Clients attach their token to every call: every op takes tok and th. */
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		wire_enc_init(&e, buf, sizeof(buf));
+		wire_map_begin(&e, NULL);
+		wire_put_u64(&e, "id", 1);
+		wire_put_str(&e, "op", ops[i]);
+		wire_put_str(&e, "tok", "cap1.x");
+		wire_map_end(&e);
+		if (wire_enc_finish(&e, &len) != 0)
+			abort();
+		all = all && wire_req_decode(d, buf, len, &r) == 0 && r.why == NULL;
+		wire_enc_init(&e, buf, sizeof(buf));
+		wire_map_begin(&e, NULL);
+		wire_put_u64(&e, "id", 1);
+		wire_put_str(&e, "op", ops[i]);
+		wire_put_u64(&e, "th", 2);
+		wire_map_end(&e);
+		if (wire_enc_finish(&e, &len) != 0)
+			abort();
+		all = all && wire_req_decode(d, buf, len, &r) == 0 && r.has_th;
+	}
+	T_OK(all, "every op takes a token (tok) or a token handle (th)");
+}
+
 int
 main(void)
 {
@@ -181,6 +257,7 @@ main(void)
 		return 1;
 	test_roundtrip();
 	test_hostile();
+	test_op_keys();
 	wire_dec_free(d);
 	return t_done();
 }

@@ -635,7 +635,8 @@ class Client:
         flags = _MEDIATED
         if write:
             flags |= (CREATE | APPEND) if append else (CREATE | TRUNC)
-        r = self.call("fs.write" if write else "fs.read", path=path, flags=flags, mode=mode)
+        r = self.call("fs.write" if write else "fs.read", path=path, flags=flags,
+                      mode=mode if write else None)   # fs.read takes no mode
         return _get(r, "h", int, required=True)
 
     def io_read(self, h: int, n: int = DATA_MAX) -> bytes:
