@@ -49,47 +49,18 @@ struct brk_admin {
 
 static void brk_admin_drop(struct brk_admin *a);
 
-/* An optional field: absent is fine, present with the wrong type is not. */
-#define ADM_OPT(a, call) do { \
-		int _r = (call); \
-		if (_r != 0 && _r != CB_ENOENT) { \
-			brk_admin_err((a), CB_EPROTO, "a field has the wrong type"); \
-			return; \
-		} \
-	} while (0)
-
 static void brk_admin_err(struct brk_admin *a, int err, const char *reason);
 
 static int
 brk_admin_send(struct brk_admin *a, struct wire_enc *e, const int *fds, size_t nfds)
 {
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	size_t len;
 
 	if (wire_enc_finish(e, &len) != 0)
 		return CB_ETOOBIG;
-	iov.iov_base = e->buf;
-	iov.iov_len = len;
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
 	/* Administrators read their replies; one that does not is dropped
 	 * rather than waited for. */
-	if (sendmsg(a->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (wire_packet_send(a->fd, e->buf, len, fds, nfds, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return CB_EIO;
 	return 0;
 }
@@ -98,14 +69,7 @@ static void
 brk_admin_begin(struct brk_admin *a, struct wire_enc *e, int err, const char *reason)
 {
 	wire_enc_init(e, a->b->sbuf, WIRE_REPLY_MAX);
-	wire_map_begin(e, NULL);
-	wire_put_u64(e, "id", a->id);
-	wire_put_bool(e, "ok", err == 0);
-	if (err) {
-		wire_put_i64(e, "err", err);
-		wire_put_str(e, "name", cb_errname(err));
-		wire_put_str(e, "reason", reason ? reason : cb_strerror(err));
-	}
+	wire_adm_reply_begin(e, a->id, err, reason);
 }
 
 static void
@@ -145,13 +109,13 @@ brk_admin_ok(struct brk_admin *a)
 /* ---- commands --------------------------------------------------------- */
 
 static void
-adm_status(struct brk_admin *a, const struct wire_msg *m)
+adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
 	struct wire_enc e;
 	struct aud_stats as;
 
-	(void)m;
+	(void)q;
 	aud_stats(b->aud, &as);
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_put_str(&e, "state", b->state_dir);
@@ -166,33 +130,23 @@ adm_status(struct brk_admin *a, const struct wire_msg *m)
 }
 
 static void
-adm_issue(struct brk_admin *a, const struct wire_msg *m)
+adm_issue(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
-	const char *sid, *capv[CAP_MAX_CAPS];
 	struct cap *caps[CAP_MAX_CAPS];
-	size_t ncaps = 0, n = 0;
-	uint64_t ttl = 0, uses = 0, now = cb_now();
-	bool has_uses;
+	size_t ncaps = 0;
+	uint64_t ttl = q->ttl, now = cb_now();
 	struct brk_sbx *s;
 	char *text = NULL, tid[2 * CAP_ID_LEN + 1], why[CAP_STR_MAX + 100];
 	uint8_t id[CAP_ID_LEN];
 	struct wire_enc e;
 	int r;
 
-	if (wire_get_str(m, "sandbox", &sid) != 0 ||
-	    wire_get_strv(m, "caps", capv, CAP_MAX_CAPS, &n) != 0 || n == 0) {
+	if (!q->sandbox || q->ncaps == 0) {
 		brk_admin_err(a, CB_EINVAL, "issue needs --sandbox and at least one --cap");
 		return;
 	}
-	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
-	{
-		int ur = wire_get_u64(m, "uses", &uses);
-
-		ADM_OPT(a, ur);
-		has_uses = ur == 0;
-	}
-	if (has_uses && (uses == 0 || uses > UINT32_MAX)) {
+	if (q->has_uses && (q->uses == 0 || q->uses > UINT32_MAX)) {
 		brk_admin_err(a, CB_EINVAL, "--uses must be 1 or more");
 		return;
 	}
@@ -200,14 +154,14 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 		brk_admin_err(a, CB_EINVAL, "--ttl is at most 31622400 seconds (366 days)");
 		return;
 	}
-	if (!(s = brk_sbx_find(b, sid)) || s->dead) {
-		snprintf(why, sizeof(why), "no running sandbox '%s'", sid);
+	if (!(s = brk_sbx_find(b, q->sandbox)) || s->dead) {
+		snprintf(why, sizeof(why), "no running sandbox '%s'", q->sandbox);
 		brk_admin_err(a, CB_ENOENT, why);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if ((r = cap_parse(capv[i], &caps[ncaps])) != 0) {
-			snprintf(why, sizeof(why), "bad capability '%s': %s", capv[i], cb_strerror(r));
+	for (size_t i = 0; i < q->ncaps; i++) {
+		if ((r = cap_parse(q->caps[i], &caps[ncaps])) != 0) {
+			snprintf(why, sizeof(why), "bad capability '%s': %s", q->caps[i], cb_strerror(r));
 			brk_admin_err(a, r, why);
 			goto out;
 		}
@@ -225,7 +179,7 @@ adm_issue(struct brk_admin *a, const struct wire_msg *m)
 	if (!ttl)
 		ttl = pol_default_ttl(b->pol);
 	if ((r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = ncaps,
-		.nbf = now, .exp = now + ttl, .has_uses = has_uses, .uses = (uint32_t)uses,
+		.nbf = now, .exp = now + ttl, .has_uses = q->has_uses, .uses = (uint32_t)q->uses,
 		.by = a->actor }, &text, id)) != 0) {
 		brk_admin_err(a, r, brk_decide_why(b, r));
 		goto out;
@@ -285,16 +239,15 @@ brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, con
 }
 
 static void
-adm_revoke(struct brk_admin *a, const struct wire_msg *m)
+adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
-	const char *hex;
 	uint8_t id[CAP_ID_LEN];
 	size_t count = 0;
 	struct wire_enc e;
 	int r;
 
-	if (wire_get_str(m, "tid", &hex) != 0 || cap_unhex(hex, id, CAP_ID_LEN) != 0) {
+	if (!q->tid || cap_unhex(q->tid, id, CAP_ID_LEN) != 0) {
 		brk_admin_err(a, CB_EINVAL, "revoke needs a token id (32 hex digits)");
 		return;
 	}
@@ -349,18 +302,15 @@ adm_list_one(void *arg, const struct st_token *t)
 }
 
 static void
-adm_list(struct brk_admin *a, const struct wire_msg *m)
+adm_list(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
-	struct adm_list l = { .e = &e };
-	const char *sid = NULL;
+	struct adm_list l = { .e = &e, .skip = q->offset };
 	int r;
 
-	ADM_OPT(a, wire_get_u64(m, "offset", &l.skip));
-	ADM_OPT(a, wire_get_str(m, "sandbox", &sid));
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_arr_begin(&e, "tokens");
-	r = st_token_list(a->b->st, sid, adm_list_one, &l);
+	r = st_token_list(a->b->st, q->sandbox, adm_list_one, &l);
 	wire_arr_end(&e);
 	if (r < 0) {
 		brk_admin_err(a, r, NULL);
@@ -371,11 +321,11 @@ adm_list(struct brk_admin *a, const struct wire_msg *m)
 }
 
 static void
-adm_sandboxes(struct brk_admin *a, const struct wire_msg *m)
+adm_sandboxes(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
 
-	(void)m;
+	(void)q;
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_arr_begin(&e, "sandboxes");
 	for (struct brk_sbx *s = a->b->sbx; s; s = s->next) {
@@ -408,16 +358,15 @@ adm_kill_after(struct brk *b, void *arg)
 }
 
 static void
-adm_kill(struct brk_admin *a, const struct wire_msg *m)
+adm_kill(struct brk_admin *a, const struct wire_adm_req *q)
 {
-	const char *sid;
 	struct brk_sbx *s;
 
-	if (wire_get_str(m, "sandbox", &sid) != 0) {
+	if (!q->sandbox) {
 		brk_admin_err(a, CB_EINVAL, "kill needs a sandbox id");
 		return;
 	}
-	if (!(s = brk_sbx_find(a->b, sid)) || s->dead || s->exited) {
+	if (!(s = brk_sbx_find(a->b, q->sandbox)) || s->dead || s->exited) {
 		brk_admin_err(a, CB_ENOENT, "no such running sandbox");
 		return;
 	}
@@ -476,7 +425,7 @@ adm_pending_one(void *arg, const struct st_request *r)
 }
 
 static void
-adm_pending(struct brk_admin *a, const struct wire_msg *m)
+adm_pending(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
 
@@ -484,9 +433,8 @@ adm_pending(struct brk_admin *a, const struct wire_msg *m)
 	 * loop only times the ones it holds): lapse them here, so the list
 	 * never shows a request past its expiry as pending. */
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
-	struct adm_page pg = { .e = &e };
+	struct adm_page pg = { .e = &e, .skip = q->offset };
 
-	ADM_OPT(a, wire_get_u64(m, "offset", &pg.skip));
 	brk_admin_begin(a, &e, 0, NULL);
 	wire_arr_begin(&e, "requests");
 	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &pg));
@@ -496,28 +444,22 @@ adm_pending(struct brk_admin *a, const struct wire_msg *m)
 }
 
 static void
-adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
+adm_decide(struct brk_admin *a, const struct wire_adm_req *q, bool approve)
 {
-	uint64_t rid, ttl = 0;
-	bool session = false;
-	const char *reason = NULL;
 	int r;
 
-	if (wire_get_u64(m, "rid", &rid) != 0) {
+	if (!q->has_rid) {
 		brk_admin_err(a, CB_EINVAL, "need a request id");
 		return;
 	}
-	ADM_OPT(a, wire_get_u64(m, "ttl", &ttl));
-	ADM_OPT(a, wire_get_bool(m, "session", &session));
-	ADM_OPT(a, wire_get_str(m, "reason", &reason));
-	if (ttl > CB_DURATION_MAX) {
+	if (q->ttl > CB_DURATION_MAX) {
 		brk_admin_err(a, CB_EINVAL, "--ttl is at most 31622400 seconds (366 days)");
 		return;
 	}
 	/* As in adm_pending: a lapsed request is expired, not undecided. */
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
-	r = brk_pending_decide(a->b, &(struct brk_verdict){ .rid = rid, .approve = approve,
-	    .ttl = ttl, .session = session, .by = a->actor, .reason = reason });
+	r = brk_pending_decide(a->b, &(struct brk_verdict){ .rid = q->rid, .approve = approve,
+	    .ttl = q->ttl, .session = q->session, .by = a->actor, .reason = q->reason });
 	if (r == CB_ENOENT)
 		brk_admin_err(a, r, "no such pending request");
 	else if (r == CB_EEXIST)
@@ -530,13 +472,13 @@ adm_decide(struct brk_admin *a, const struct wire_msg *m, bool approve)
 		brk_admin_ok(a);
 }
 
-static void adm_approve(struct brk_admin *a, const struct wire_msg *m) { adm_decide(a, m, true); }
-static void adm_deny(struct brk_admin *a, const struct wire_msg *m) { adm_decide(a, m, false); }
+static void adm_approve(struct brk_admin *a, const struct wire_adm_req *q) { adm_decide(a, q, true); }
+static void adm_deny(struct brk_admin *a, const struct wire_adm_req *q) { adm_decide(a, q, false); }
 
 static void
-adm_watch(struct brk_admin *a, const struct wire_msg *m)
+adm_watch(struct brk_admin *a, const struct wire_adm_req *q)
 {
-	(void)m;
+	(void)q;
 	a->watch = true;
 	brk_admin_ok(a);
 }
@@ -548,14 +490,14 @@ adm_rotate_apply(struct brk *b, void *arg)
 }
 
 static void
-adm_rotate(struct brk_admin *a, const struct wire_msg *m)
+adm_rotate(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	uint8_t kid[CAP_KID_LEN];
 	char hex[2 * CAP_KID_LEN + 1];
 	struct wire_enc e;
 	int r;
 
-	(void)m;
+	(void)q;
 	{
 		struct brk_dec d = { .op = "rotate-key", .actor = a->actor, .apply = adm_rotate_apply,
 			.arg = kid };
@@ -578,19 +520,18 @@ adm_retire_apply(struct brk *b, void *arg)
 }
 
 static void
-adm_retire(struct brk_admin *a, const struct wire_msg *m)
+adm_retire(struct brk_admin *a, const struct wire_adm_req *q)
 {
-	const char *hex;
 	uint8_t kid[CAP_KID_LEN];
 	int r;
 
-	if (wire_get_str(m, "kid", &hex) != 0 || cap_unhex(hex, kid, CAP_KID_LEN) != 0) {
+	if (!q->kid || cap_unhex(q->kid, kid, CAP_KID_LEN) != 0) {
 		brk_admin_err(a, CB_EINVAL, "need a key id (16 hex digits)");
 		return;
 	}
 	{
 		/* Acknowledged only once durable in the state and the log. */
-		struct brk_dec d = { .op = "retire-key", .resource = hex, .actor = a->actor,
+		struct brk_dec d = { .op = "retire-key", .resource = q->kid, .actor = a->actor,
 			.apply = adm_retire_apply, .arg = kid };
 
 		if ((r = brk_decide(a->b, &d)) != 0) {
@@ -603,7 +544,7 @@ adm_retire(struct brk_admin *a, const struct wire_msg *m)
 }
 
 static void
-adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
+adm_audit_verify(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
 	struct cap_keyring *kr = NULL;
@@ -613,7 +554,7 @@ adm_audit_verify(struct brk_admin *a, const struct wire_msg *m)
 	char path[BRK_STATE_FILE_MAX];
 	int r;
 
-	(void)m;
+	(void)q;
 	/* Seal what is written so far, so the check covers it all. */
 	cb_ignore(aud_checkpoint(b->aud));
 	memset(&head, 0, sizeof(head));
@@ -687,12 +628,16 @@ adm_run_exit(struct brk_sbx *s, void *arg)
 }
 
 static void
-adm_run(struct brk_admin *a, const struct wire_msg *m)
+adm_run(struct brk_admin *a, const struct wire_adm_req *q)
 {
-	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor };
-	const char *argv[WIRE_ARGV_MAX + 1], *grants[CAP_MAX_CAPS], *binds[BRK_RO_BINDS_MAX];
-	const char *setenv[2 * SBX_ENV_MAX], *unsetenv[SBX_ENV_MAX];
-	size_t argc = 0, nset = 0;
+	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor, .id = q->sandbox,
+		.tier = q->tier, .workspace = q->workspace, .ttl = q->ttl, .timeout = q->timeout,
+		.grants = q->grants, .ngrants = q->ngrants, .ro_binds = q->ro_binds,
+		.nro_binds = q->nro_binds, .chdir = q->chdir, .want_pty = q->pty,
+		.serve_workspace = q->serve_workspace,
+		.setenv = q->setenv, .nsetenv = q->nsetenv / 2, .unsetenv = q->unsetenv,
+		.nunsetenv = q->nunsetenv };
+	const char *argv[WIRE_ARGV_MAX + 1];
 	char why[1024];
 	struct adm_count c;
 	struct brk_sbx *s;
@@ -703,38 +648,19 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 		brk_admin_err(a, CB_EBUSY, "this connection already runs a sandbox");
 		return;
 	}
-	if (wire_get_strv(m, "argv", argv, WIRE_ARGV_MAX, &argc) != 0 || argc == 0) {
+	if (q->argc == 0) {
 		brk_admin_err(a, CB_EINVAL, "run needs a command");
 		return;
 	}
-	argv[argc] = NULL;
+	memcpy(argv, q->argv, q->argc * sizeof(argv[0]));
+	argv[q->argc] = NULL;
 	spec.argv = (char *const *)argv;
-	/* "id" is the message id; the sandbox's name travels as "sandbox". */
-	ADM_OPT(a, wire_get_str(m, "sandbox", &spec.id));
-	ADM_OPT(a, wire_get_str(m, "tier", &spec.tier));
-	ADM_OPT(a, wire_get_str(m, "workspace", &spec.workspace));
-	ADM_OPT(a, wire_get_bool(m, "serve_workspace", &spec.serve_workspace));
-	ADM_OPT(a, wire_get_u64(m, "ttl", &spec.ttl));
-	ADM_OPT(a, wire_get_u64(m, "timeout", &spec.timeout));
-	if (wire_get_strv(m, "grants", grants, CAP_MAX_CAPS, &spec.ngrants) == CB_ETOOBIG ||
-	    wire_get_strv(m, "ro_binds", binds, 32, &spec.nro_binds) == CB_ETOOBIG) {
-		brk_admin_err(a, CB_ETOOBIG, "too many grants or binds");
-		return;
-	}
-	spec.grants = grants;
-	spec.ro_binds = binds;
-	ADM_OPT(a, wire_get_str(m, "chdir", &spec.chdir));
-	ADM_OPT(a, wire_get_bool(m, "pty", &spec.want_pty));
-	/* Names and counts are checked again by the launcher (CB_EINVAL). */
-	if (wire_get_strv(m, "setenv", setenv, 2 * SBX_ENV_MAX, &nset) == CB_ETOOBIG ||
-	    wire_get_strv(m, "unsetenv", unsetenv, SBX_ENV_MAX, &spec.nunsetenv) == CB_ETOOBIG ||
-	    nset % 2 != 0) {
+	/* Names and counts are checked again by the launcher (CB_EINVAL);
+	 * the decoder bounded the lists. */
+	if (q->nsetenv % 2 != 0) {
 		brk_admin_err(a, CB_EINVAL, "setenv takes NAME, VALUE pairs; at most 64 of each");
 		return;
 	}
-	spec.setenv = setenv;
-	spec.nsetenv = nset / 2;
-	spec.unsetenv = unsetenv;
 	/* From here the connection counts as a sandbox, not as an idle
 	 * connection (adm_count): its own bounds, checked before spawning. */
 	adm_count(a->b, a->uid, &c);
@@ -775,26 +701,29 @@ adm_run(struct brk_admin *a, const struct wire_msg *m)
 	s->proc.stdin_fd = s->proc.stdout_fd = s->proc.stderr_fd = -1;
 }
 
-/* The single list of what an administrator may ask. */
-static const struct {
-	const char *cmd;
-	void (*fn)(struct brk_admin *, const struct wire_msg *);
-} adm_table[] = {
-	{ "status", adm_status },
-	{ "issue", adm_issue },
-	{ "revoke", adm_revoke },
-	{ "list", adm_list },
-	{ "sandboxes", adm_sandboxes },
-	{ "kill", adm_kill },
-	{ "pending", adm_pending },
-	{ "approve", adm_approve },
-	{ "deny", adm_deny },
-	{ "watch", adm_watch },
-	{ "rotate-key", adm_rotate },
-	{ "retire-key", adm_retire },
-	{ "audit-verify", adm_audit_verify },
-	{ "run", adm_run },
+/* The single list of what an administrator may ask (wire/admin.c says
+ * which keys each command takes). */
+static void (*const adm_table[WIRE_ADM_COUNT])(struct brk_admin *, const struct wire_adm_req *) = {
+	[WIRE_ADM_STATUS] = adm_status,
+	[WIRE_ADM_ISSUE] = adm_issue,
+	[WIRE_ADM_REVOKE] = adm_revoke,
+	[WIRE_ADM_LIST] = adm_list,
+	[WIRE_ADM_SANDBOXES] = adm_sandboxes,
+	[WIRE_ADM_KILL] = adm_kill,
+	[WIRE_ADM_PENDING] = adm_pending,
+	[WIRE_ADM_APPROVE] = adm_approve,
+	[WIRE_ADM_DENY] = adm_deny,
+	[WIRE_ADM_WATCH] = adm_watch,
+	[WIRE_ADM_ROTATE_KEY] = adm_rotate,
+	[WIRE_ADM_RETIRE_KEY] = adm_retire,
+	[WIRE_ADM_AUDIT_VERIFY] = adm_audit_verify,
+	[WIRE_ADM_RUN] = adm_run,
 };
+
+/* wire/ cannot see sandbox-stub/ or broker/: its bounds on run's lists
+ * must be the launcher's and the broker's. */
+_Static_assert(WIRE_ADM_ENV_MAX == SBX_ENV_MAX, "run --setenv/--unsetenv bound");
+_Static_assert(WIRE_ADM_BINDS_MAX == BRK_RO_BINDS_MAX, "run --ro-bind bound");
 
 /* ---- connections ------------------------------------------------------ */
 
@@ -823,9 +752,9 @@ brk_admin_readable(evutil_socket_t fd, short ev, void *arg)
 {
 	struct brk_admin *a = arg;
 	struct brk *b = a->b;
-	struct wire_msg m;
-	const char *cmd;
+	struct wire_adm_req q;
 	ssize_t n;
+	int r;
 
 	(void)ev;
 	n = recv(fd, b->rbuf, WIRE_REQ_MAX + 1, MSG_DONTWAIT);
@@ -835,19 +764,13 @@ brk_admin_readable(evutil_socket_t fd, short ev, void *arg)
 		brk_admin_drop(a);
 		return;
 	}
-	a->id = 0;
-	if (wire_decode(b->dec, b->rbuf, (size_t)n, &m) != 0 || wire_get_u64(&m, "id", &a->id) != 0 ||
-	    wire_get_str(&m, "cmd", &cmd) != 0) {
-		brk_admin_err(a, CB_EPROTO, NULL);
+	r = wire_adm_decode(b->dec, b->rbuf, (size_t)n, &q);
+	a->id = q.id;
+	if (r != 0) {
+		brk_admin_err(a, r, q.why);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(adm_table) / sizeof(adm_table[0]); i++) {
-		if (strcmp(adm_table[i].cmd, cmd) == 0) {
-			adm_table[i].fn(a, &m);
-			return;
-		}
-	}
-	brk_admin_err(a, CB_EUNKNOWNOP, "unknown admin command");
+	adm_table[q.cmd](a, &q);
 }
 
 /* One line to a peer we will not serve, then hang up: a refusal always

@@ -46,26 +46,8 @@ brk_chan_close(struct brk_sbx *s, const char *why)
 static int
 brk_send(int sock, const uint8_t *buf, size_t len, int fd)
 {
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return wire_packet_send(sock, buf, len, &fd, fd >= 0 ? 1 : 0,
+	    MSG_DONTWAIT | MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
 static int
@@ -239,14 +221,8 @@ enum brk_chan_got
 brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 {
 	struct brk *b = s->b;
-	union {
-		char buf[CMSG_SPACE(BRK_RECV_FDS * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = b->rbuf, .iov_len = WIRE_REQ_MAX + 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	bool fds = false;
+	struct wire_packet pk;
+	bool fds;
 	ssize_t n;
 	int r;
 	struct timeval wait;
@@ -284,38 +260,27 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 		evtimer_add(s->ev_rate, &tv);
 		return BRK_CHAN_STOP;
 	}
-	n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	n = wire_packet_recv(sock, b->rbuf, WIRE_REQ_MAX + 1, MSG_DONTWAIT, &pk);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
 			brk_chan_close(s, "receive failed");
 		return BRK_CHAN_STOP;
 	}
 	/* An agent has no business sending descriptors: close them. */
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-			for (size_t j = 0; j < k; j++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
-				close(fd);
-			}
-			fds = true;
-		}
-	}
+	fds = pk.nfds > 0;
+	wire_packet_close(&pk);
 	if (n == 0 && !fds && brk_peer_closed(sock)) {
 		brk_chan_close(s, "agent closed its channel");
 		return BRK_CHAN_STOP;
 	}
 	s->nreq++;
-	if (fds || (m.msg_flags & MSG_CTRUNC)) {
+	if (fds || pk.ctrunc) {
 		s->nbad++;
 		s->bucket -= BRK_BAD_COST - 1;
 		brk_deny(s, NULL, CB_EPROTO, NULL, NULL, "descriptors sent to the broker were closed");
 		return BRK_CHAN_NEXT;
 	}
-	if (m.msg_flags & MSG_TRUNC) {
+	if (pk.trunc) {
 		s->nbad++;
 		s->bucket -= BRK_BAD_COST - 1;
 		brk_deny(s, NULL, CB_ETOOBIG, NULL, NULL, "packet larger than the 64 KiB limit");

@@ -11,8 +11,6 @@
 
 #include "broker/core.h"
 
-#define BRK_RECV_FDS	16	/* descriptors one receive can see (to close them) */
-
 /* Send a reply (with an optional fd, which is consumed). */
 void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
 /* Reply with an error and audit the denial. */

@@ -624,50 +624,48 @@ out:
 	return code;
 }
 
-/* The "run" request of `run --connect`: the command and run's options. */
-static void
-run_connect_request(const struct run_opts *o, struct cc_adm *a, struct wire_enc *e, bool pty)
+/* The "run" request of `run --connect`: the command and run's options
+ * (cwd: room for the default workspace, which rq points to).  0, or (said
+ * on stderr) CB_EINVAL or CB_ETOOBIG when a list does not fit the
+ * protocol, as the daemon would answer it. */
+static int
+run_connect_request(const struct run_opts *o, struct cc_adm *a, struct wire_adm_req *rq, bool pty,
+    char *cwd, size_t cwdlen)
 {
-	char cwd[4096];
+	size_t argc = 0;
 
-	cc_adm_begin(a, e, "run");
-	wire_arr_begin(e, "argv");
-	for (size_t i = 0; o->argv[i]; i++)
-		wire_put_str(e, NULL, o->argv[i]);
-	wire_arr_end(e);
-	if (o->id)
-		wire_put_str(e, "sandbox", o->id);
-	if (o->tier)
-		wire_put_str(e, "tier", o->tier);
-	if (o->workspace) {
-		wire_put_str(e, "workspace", o->workspace);
-		wire_put_bool(e, "serve_workspace", true);
-	} else if (getcwd(cwd, sizeof(cwd)))
-		wire_put_str(e, "workspace", cwd);
-	if (o->ttl)
-		wire_put_u64(e, "ttl", o->ttl);
-	if (o->timeout)
-		wire_put_u64(e, "timeout", o->timeout);
-	wire_arr_begin(e, "grants");
-	for (size_t i = 0; i < o->ngrants; i++)
-		wire_put_str(e, NULL, o->grants[i]);
-	wire_arr_end(e);
-	wire_arr_begin(e, "ro_binds");
-	for (size_t i = 0; i < o->nbinds; i++)
-		wire_put_str(e, NULL, o->binds[i]);
-	wire_arr_end(e);
-	if (o->chdir)
-		wire_put_str(e, "chdir", o->chdir);
-	wire_arr_begin(e, "setenv");
-	for (size_t i = 0; i < 2 * o->nsetenv; i++)
-		wire_put_str(e, NULL, o->setenv[i]);
-	wire_arr_end(e);
-	wire_arr_begin(e, "unsetenv");
-	for (size_t i = 0; i < o->nunsetenv; i++)
-		wire_put_str(e, NULL, o->unsetenv[i]);
-	wire_arr_end(e);
-	if (pty)
-		wire_put_bool(e, "pty", true);
+	while (o->argv[argc])
+		argc++;
+	if (argc > WIRE_ARGV_MAX) {
+		fprintf(stderr, "capbroker: a command of at most %d words\n", WIRE_ARGV_MAX);
+		return CB_EINVAL;
+	}
+	if (o->ngrants > WIRE_CAPS_MAX || o->nbinds > WIRE_ADM_BINDS_MAX) {
+		fprintf(stderr, "capbroker: too many grants or binds\n");
+		return CB_ETOOBIG;
+	}
+	cc_adm_begin(a, rq, WIRE_ADM_RUN);
+	rq->sandbox = o->id;
+	rq->tier = o->tier;
+	rq->workspace = o->workspace;
+	rq->serve_workspace = o->workspace != NULL;
+	if (!rq->workspace && getcwd(cwd, cwdlen))
+		rq->workspace = cwd;
+	rq->ttl = o->ttl;
+	rq->timeout = o->timeout;
+	rq->chdir = o->chdir;
+	rq->pty = pty;
+	rq->argc = argc;
+	memcpy(rq->argv, o->argv, argc * sizeof(rq->argv[0]));
+	rq->ngrants = o->ngrants;
+	memcpy(rq->grants, o->grants, o->ngrants * sizeof(rq->grants[0]));
+	rq->nro_binds = o->nbinds;
+	memcpy(rq->ro_binds, o->binds, o->nbinds * sizeof(rq->ro_binds[0]));
+	rq->nsetenv = 2 * o->nsetenv;
+	memcpy(rq->setenv, o->setenv, 2 * o->nsetenv * sizeof(rq->setenv[0]));
+	rq->nunsetenv = o->nunsetenv;
+	memcpy(rq->unsetenv, o->unsetenv, o->nunsetenv * sizeof(rq->unsetenv[0]));
+	return 0;
 }
 
 /*
@@ -682,9 +680,10 @@ run_connect(struct run_opts *o)
 	struct cc_adm *a = NULL;
 	struct event_base *base = NULL;
 	struct event *sigwinch = NULL;
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
-	int fds[3] = { -1, -1, -1 }, code = EXIT_SETUP;
+	char cwd[4096];
+	int fds[3] = { -1, -1, -1 }, code = EXIT_SETUP, rc;
 	int64_t v = 0;
 	const char *why = NULL;
 	bool got_pty = false;
@@ -693,8 +692,11 @@ run_connect(struct run_opts *o)
 
 	if (cc_adm_new(&a) != 0 || cc_adm_connect(a, o->connect) != CC_ADM_OK)
 		goto say;
-	run_connect_request(o, a, &e, pty);
-	if (cc_adm_call(a, &e, &m, fds, 3) != CC_ADM_OK) {
+	if ((rc = run_connect_request(o, a, &rq, pty, cwd, sizeof(cwd))) != 0) {
+		code = run_create_exit(rc);
+		goto out;
+	}
+	if (cc_adm_call(a, &rq, &m, fds, 3) != CC_ADM_OK) {
 		if (cc_adm_refused(a) && wire_get_i64(&m, "err", &v) == 0)
 			code = run_create_exit((int)v);
 		goto say;

@@ -3,11 +3,11 @@ broker_SRCS := broker/broker.c broker/sbx.c broker/chan.c broker/dispatch.c \
 	broker/work.c broker/approval.c broker/tokens.c broker/ops_fs.c broker/ops_net.c \
 	broker/ops_proc.c broker/ops_tok.c broker/admin.c broker/hostaddr.c \
 	broker/budget.c broker/commit.c broker/notify.c broker/hosts.c broker/fs_served.c
-broker_LIBS := broker fsrv sandbox policy audit state caps wire common
+broker_LIBS := broker fsrv policy sandbox audit state caps wire common
 PROGS += capbroker
 MAN1 += docs/man/capbroker.1
 capbroker_SRCS := broker/main.c broker/service.c
-capbroker_LIBS := admin broker fsrv sandbox policy audit state caps wire common
+capbroker_LIBS := admin broker fsrv policy sandbox audit state caps wire common
 # libsystemd (sd_notify, sd_listen_fds, the journal) only for the program:
 # not for the broker module, nor for anything that runs in a sandbox.
 $(BIN)/capbroker: ALL_LIBS += $(SYSTEMD_LIBS)

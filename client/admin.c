@@ -159,12 +159,11 @@ cc_adm_connect(struct cc_adm *a, const char *path)
 }
 
 void
-cc_adm_begin(struct cc_adm *a, struct wire_enc *e, const char *cmd)
+cc_adm_begin(struct cc_adm *a, struct wire_adm_req *rq, enum wire_adm_cmd cmd)
 {
-	wire_enc_init(e, a->tx, WIRE_REQ_MAX);
-	wire_map_begin(e, NULL);
-	wire_put_u64(e, "id", ++a->next_id);
-	wire_put_str(e, "cmd", cmd);
+	memset(rq, 0, sizeof(*rq));
+	rq->id = ++a->next_id;
+	rq->cmd = cmd;
 }
 
 /* The broker hung up.  One that refuses the connection itself (too many
@@ -188,13 +187,12 @@ cc_adm_hangup(struct cc_adm *a)
 }
 
 int
-cc_adm_send(struct cc_adm *a, struct wire_enc *e)
+cc_adm_send(struct cc_adm *a, const struct wire_adm_req *rq)
 {
 	size_t len;
 
 	a->refused = false;
-	wire_map_end(e);
-	if (wire_enc_finish(e, &len) != 0)
+	if (wire_adm_encode(rq, a->tx, WIRE_REQ_MAX, &len) != 0)
 		return cc_adm_fail(a, CC_ADM_USAGE, "request too large");
 	if (send(a->fd, a->tx, len, MSG_NOSIGNAL) < 0) {
 		if (errno == EPIPE || errno == ECONNRESET)
@@ -207,40 +205,24 @@ cc_adm_send(struct cc_adm *a, struct wire_enc *e)
 /* Take the descriptors a message carried: up to nfds into fds, in order;
  * the rest are closed, as is everything when the message was cut. */
 static void
-cc_adm_take_fds(struct msghdr *mh, int *fds, size_t nfds)
+cc_adm_take_fds(struct wire_packet *pk, int *fds, size_t nfds)
 {
 	size_t got = 0;
 
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		const unsigned char *p = CMSG_DATA(c);
-		size_t n;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, p + i * sizeof(int), sizeof(int));
-			if (got < nfds && !(mh->msg_flags & (MSG_CTRUNC | MSG_TRUNC)))
-				fds[got++] = fd;
-			else
-				close(fd);
-		}
+	for (size_t i = 0; i < pk->nfds; i++) {
+		if (got < nfds && !pk->trunc && !pk->ctrunc)
+			fds[got++] = pk->fds[i];
+		else
+			close(pk->fds[i]);
 	}
+	pk->nfds = 0;
 }
 
 int
 cc_adm_recv(struct cc_adm *a, struct wire_msg *m, int timeout_ms, bool *timedout, int *fds,
     size_t nfds)
 {
-	union {
-		char c[CMSG_SPACE(CC_ADM_FDS_MAX * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = a->rx, .iov_len = WIRE_REPLY_MAX };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.c,
-		.msg_controllen = sizeof(u.c) };
+	struct wire_packet pk;
 	struct pollfd p = { .fd = a->fd, .events = POLLIN };
 	ssize_t n;
 	int r;
@@ -261,9 +243,11 @@ cc_adm_recv(struct cc_adm *a, struct wire_msg *m, int timeout_ms, bool *timedout
 		return cc_adm_fail(a, CC_ADM_UNAVAIL, "the broker did not answer in %d s",
 		    timeout_ms / 1000);
 	}
-	n = recvmsg(a->fd, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	/* MSG_TRUNC: n is the packet's whole length, so a longer one shows. */
+	n = wire_packet_recv(a->fd, a->rx, WIRE_REPLY_MAX, MSG_TRUNC, &pk);
 	if (n > 0)
-		cc_adm_take_fds(&mh, fds, nfds < CC_ADM_FDS_MAX ? nfds : CC_ADM_FDS_MAX);
+		cc_adm_take_fds(&pk, fds, nfds < CC_ADM_FDS_MAX ? nfds : CC_ADM_FDS_MAX);
+	wire_packet_close(&pk);
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		return cc_adm_hangup(a);
 	if (n < 0)
@@ -286,15 +270,16 @@ cc_adm_close_fds(int *fds, size_t nfds)
 }
 
 int
-cc_adm_call(struct cc_adm *a, struct wire_enc *e, struct wire_msg *m, int *fds, size_t nfds)
+cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_msg *m, int *fds,
+    size_t nfds)
 {
-	uint64_t want = a->next_id, id;
+	uint64_t want = rq->id, id;
 	int64_t err = CB_EINTERNAL;
 	const char *reason = "failed";
 	bool ok, has_id;
 	int r;
 
-	if ((r = cc_adm_send(a, e)) != CC_ADM_OK)
+	if ((r = cc_adm_send(a, rq)) != CC_ADM_OK)
 		return r;
 	for (;;) {
 		if ((r = cc_adm_recv(a, m, CC_ADM_TIMEOUT_MS, NULL, fds, nfds)) != CC_ADM_OK)

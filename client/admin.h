@@ -62,14 +62,15 @@ bool cc_adm_refused(const struct cc_adm *a);
 /* The socket, for poll() (an event stream, such as capctl watch). */
 int cc_adm_fd(const struct cc_adm *a);
 
-/* Begin request cmd in e (a new id, see cc_adm_id()); the caller adds
- * its fields and sends it with cc_adm_send() or cc_adm_call(). */
-void cc_adm_begin(struct cc_adm *a, struct wire_enc *e, const char *cmd);
+/* Begin a request of command cmd in rq (cleared, a new id: see
+ * cc_adm_id()); the caller sets the fields the command takes
+ * (wire/admin.h) and sends it with cc_adm_send() or cc_adm_call(). */
+void cc_adm_begin(struct cc_adm *a, struct wire_adm_req *rq, enum wire_adm_cmd cmd);
 /* The id of the request begun last. */
 uint64_t cc_adm_id(const struct cc_adm *a);
 
-/* Finish and send the request begun in e. */
-int cc_adm_send(struct cc_adm *a, struct wire_enc *e) CB_WARN_UNUSED;
+/* Encode and send the request rq. */
+int cc_adm_send(struct cc_adm *a, const struct wire_adm_req *rq) CB_WARN_UNUSED;
 
 /*
  * Receive one message within timeout_ms (-1: no limit) into *m (valid
@@ -80,10 +81,10 @@ int cc_adm_send(struct cc_adm *a, struct wire_enc *e) CB_WARN_UNUSED;
 int cc_adm_recv(struct cc_adm *a, struct wire_msg *m, int timeout_ms, bool *timedout,
     int *fds, size_t nfds) CB_WARN_UNUSED;
 
-/* Send the request begun in e and wait for its reply, skipping events
+/* Send the request rq and wait for its reply, skipping events
  * interleaved on the connection (nfds, fds: as cc_adm_recv, for the
  * reply).  CC_ADM_OK with *m an ok reply; else the failure's status. */
-int cc_adm_call(struct cc_adm *a, struct wire_enc *e, struct wire_msg *m, int *fds,
+int cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_msg *m, int *fds,
     size_t nfds) CB_WARN_UNUSED;
 
 /* The exit status for the broker's error code err (CB_E*). */

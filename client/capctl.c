@@ -208,15 +208,15 @@ ctl_connect(struct ctl *c, bool quiet)
 }
 
 void
-ctl_begin(struct ctl *c, struct wire_enc *e, const char *cmd)
+ctl_begin(struct ctl *c, struct wire_adm_req *rq, enum wire_adm_cmd cmd)
 {
-	cc_adm_begin(c->adm, e, cmd);
+	cc_adm_begin(c->adm, rq, cmd);
 }
 
 int
-ctl_send(struct ctl *c, struct wire_enc *e)
+ctl_send(struct ctl *c, const struct wire_adm_req *rq)
 {
-	int r = cc_adm_send(c->adm, e);
+	int r = cc_adm_send(c->adm, rq);
 
 	if (r != CTL_OK)
 		ctl_err("%s", cc_adm_why(c->adm));
@@ -270,9 +270,9 @@ ctl_report_err(struct ctl *c, const struct wire_msg *m)
 }
 
 int
-ctl_call(struct ctl *c, struct wire_enc *e, struct wire_msg *m)
+ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_msg *m)
 {
-	int r = cc_adm_call(c->adm, e, m, NULL, 0);
+	int r = cc_adm_call(c->adm, rq, m, NULL, 0);
 
 	if (r == CTL_OK)
 		return r;
@@ -319,7 +319,7 @@ ctl_u64_arg(const char *s, const char *what, uint64_t *v)
 static int
 ctl_status(struct ctl *c, int argc, char **argv)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	const char *state = "", *policy = "";
 	uint64_t pid = 0, nsbx = 0, lines = 0, afail = 0, arefused = 0;
@@ -331,8 +331,8 @@ ctl_status(struct ctl *c, int argc, char **argv)
 		return ctl_usage("status takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "status");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_STATUS);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	cb_ignore(wire_get_str(&m, "state", &state));
 	cb_ignore(wire_get_str(&m, "policy", &policy));

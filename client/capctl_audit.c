@@ -21,7 +21,7 @@
 static int
 ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	const char *state;
 	int r;
@@ -35,8 +35,8 @@ ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 	if (r != CTL_OK)
 		return r;
 	*online = true;
-	ctl_begin(c, &e, "status");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_STATUS);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	if (wire_get_str(&m, "state", &state) != 0) {
 		ctl_err("the broker did not say where its state is");
@@ -382,7 +382,7 @@ out:
 static int
 ctl_audit_verify(struct ctl *c)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	const char *problem = "unknown", *what = "", *path = "";
 	uint64_t line = 0, lines = 0, checkpoints = 0, unsealed = 0;
@@ -394,8 +394,8 @@ ctl_audit_verify(struct ctl *c)
 		return ctl_offline_verify(c);
 	if (r != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "audit-verify");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_AUDIT_VERIFY);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	if (wire_get_bool(&m, "intact", &intact) != 0) {
 		ctl_err("malformed audit-verify reply");

@@ -77,13 +77,13 @@ int ctl_done(struct ctl *c, const char *what, const char *id);
 /* Connect; quiet leaves "no broker there" to a caller with an offline
  * fallback.  CTL_OK or an exit status. */
 int ctl_connect(struct ctl *c, bool quiet);
-/* Begin request cmd in e. */
-void ctl_begin(struct ctl *c, struct wire_enc *e, const char *cmd);
-/* Send e and wait for its ok reply in *m; a refusal is reported (also as
+/* Begin a request of command cmd in rq (wire/admin.h). */
+void ctl_begin(struct ctl *c, struct wire_adm_req *rq, enum wire_adm_cmd cmd);
+/* Send rq and wait for its ok reply in *m; a refusal is reported (also as
  * --json) and its exit status returned. */
-int ctl_call(struct ctl *c, struct wire_enc *e, struct wire_msg *m);
-/* Send e without waiting (watch reads the reply among events). */
-int ctl_send(struct ctl *c, struct wire_enc *e);
+int ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_msg *m);
+/* Send rq without waiting (watch reads the reply among events). */
+int ctl_send(struct ctl *c, const struct wire_adm_req *rq);
 /* One message within timeout_ms (-1: no limit); see cc_adm_recv(). */
 int ctl_recv(struct ctl *c, struct wire_msg *m, int timeout_ms, bool *timedout);
 

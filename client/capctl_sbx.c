@@ -17,7 +17,7 @@ int
 ctl_sandboxes(struct ctl *c, int argc, char **argv)
 {
 	static struct wire_msg v[CTL_PAGE_MAX];
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	size_t n = 0;
 	json_t *arr = NULL;
@@ -28,8 +28,8 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 		return ctl_usage("sandboxes takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "sandboxes");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_SANDBOXES);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	if (wire_get_maps(&m, "sandboxes", v, CTL_PAGE_MAX, &n) != 0) {
 		ctl_err("malformed reply");
@@ -76,7 +76,7 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 int
 ctl_kill(struct ctl *c, int argc, char **argv)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	int r;
 
@@ -84,9 +84,9 @@ ctl_kill(struct ctl *c, int argc, char **argv)
 		return ctl_usage("kill needs one SANDBOX_ID");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "kill");
-	wire_put_str(&e, "sandbox", argv[1]);
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_KILL);
+	rq.sandbox = argv[1];
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	return ctl_done(c, "killed", argv[1]);
 }
@@ -138,7 +138,7 @@ int
 ctl_pending(struct ctl *c, int argc, char **argv)
 {
 	static struct wire_msg v[CTL_PAGE_MAX];
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	uint64_t offset = 0;
 	size_t n = 0;
@@ -158,9 +158,9 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 		    "TTL", "ASKED", "EXPIRES");
 	/* The broker pages by size: many long requests never hide the rest. */
 	while (more) {
-		ctl_begin(c, &e, "pending");
-		wire_put_u64(&e, "offset", offset);
-		if ((r = ctl_call(c, &e, &m)) != CTL_OK) {
+		ctl_begin(c, &rq, WIRE_ADM_PENDING);
+		rq.offset = offset;
+		if ((r = ctl_call(c, &rq, &m)) != CTL_OK) {
 			json_decref(arr);
 			return r;
 		}
@@ -226,7 +226,7 @@ ctl_decide(struct ctl *c, int argc, char **argv, bool approve)
 	const char *reason = NULL;
 	uint64_t rid = 0, ttl = 0;
 	bool session = false;
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	char ridtext[24];
 	int o, r;
@@ -261,15 +261,16 @@ ctl_decide(struct ctl *c, int argc, char **argv, bool approve)
 		return r;
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, approve ? "approve" : "deny");
-	wire_put_u64(&e, "rid", rid);
+	ctl_begin(c, &rq, approve ? WIRE_ADM_APPROVE : WIRE_ADM_DENY);
+	rq.has_rid = true;
+	rq.rid = rid;
 	if (ttl)
-		wire_put_u64(&e, "ttl", ttl);
+		rq.ttl = ttl;
 	if (session)
-		wire_put_bool(&e, "session", true);
+		rq.session = true;
 	if (reason)
-		wire_put_str(&e, "reason", reason);
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+		rq.reason = reason;
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	snprintf(ridtext, sizeof(ridtext), "%" PRIu64, rid);
 	return ctl_done(c, approve ? "approved request" : "denied request", ridtext);

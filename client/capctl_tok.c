@@ -28,7 +28,7 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 	const char *sid = NULL, *caps[CAP_MAX_CAPS], *token = "", *tid = "";
 	size_t ncaps = 0;
 	uint64_t ttl = 0, uses = 0, exp = 0;
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	int o, r;
 
@@ -77,17 +77,14 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 	}
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "issue");
-	wire_put_str(&e, "sandbox", sid);
-	wire_arr_begin(&e, "caps");
-	for (size_t i = 0; i < ncaps; i++)
-		wire_put_str(&e, NULL, caps[i]);
-	wire_arr_end(&e);
-	if (ttl)
-		wire_put_u64(&e, "ttl", ttl);
-	if (uses)
-		wire_put_u64(&e, "uses", uses);
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_ISSUE);
+	rq.sandbox = sid;
+	memcpy(rq.caps, caps, ncaps * sizeof(caps[0]));
+	rq.ncaps = ncaps;
+	rq.ttl = ttl;
+	rq.has_uses = uses != 0;
+	rq.uses = uses;
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	if (wire_get_str(&m, "token", &token) != 0 || wire_get_str(&m, "tid", &tid) != 0) {
 		ctl_err("the broker's reply has no token");
@@ -127,7 +124,7 @@ int
 ctl_revoke(struct ctl *c, int argc, char **argv)
 {
 	char hex[2 * CAP_ID_LEN + 1];
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	uint64_t count = 0;
 	int r;
@@ -138,9 +135,9 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 		return r;
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "revoke");
-	wire_put_str(&e, "tid", hex);
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_REVOKE);
+	rq.tid = hex;
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	cb_ignore(wire_get_u64(&m, "count", &count));
 	if (c->json)
@@ -244,15 +241,15 @@ ctl_list(struct ctl *c, int argc, char **argv)
 	if (c->json && !(arr = json_array()))
 		return CTL_FAIL;
 	while (more) {
-		struct wire_enc e;
+		struct wire_adm_req rq;
 		struct wire_msg m;
 		size_t n = 0;
 
-		ctl_begin(c, &e, "list");
-		wire_put_u64(&e, "offset", offset);
+		ctl_begin(c, &rq, WIRE_ADM_LIST);
+		rq.offset = offset;
 		if (sid)
-			wire_put_str(&e, "sandbox", sid);
-		if ((r = ctl_call(c, &e, &m)) != CTL_OK) {
+			rq.sandbox = sid;
+		if ((r = ctl_call(c, &rq, &m)) != CTL_OK) {
 			json_decref(arr);
 			return r;
 		}
@@ -335,7 +332,7 @@ ctl_keygen(struct ctl *c, int argc, char **argv)
 int
 ctl_rotate(struct ctl *c, int argc, char **argv)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	const char *kid = "";
 	int r;
@@ -345,8 +342,8 @@ ctl_rotate(struct ctl *c, int argc, char **argv)
 		return ctl_usage("rotate-key takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "rotate-key");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_ROTATE_KEY);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	cb_ignore(wire_get_str(&m, "kid", &kid));
 	if (c->json) {
@@ -362,7 +359,7 @@ ctl_rotate(struct ctl *c, int argc, char **argv)
 int
 ctl_retire(struct ctl *c, int argc, char **argv)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	uint8_t kid[CAP_KID_LEN];
 	int r;
@@ -373,9 +370,9 @@ ctl_retire(struct ctl *c, int argc, char **argv)
 		return ctl_usage("'%s' is not a key id (16 hex digits)", argv[1]);
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &e, "retire-key");
-	wire_put_str(&e, "kid", argv[1]);
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_RETIRE_KEY);
+	rq.kid = argv[1];
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	return ctl_done(c, "retired key", argv[1]);
 }

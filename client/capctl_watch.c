@@ -156,7 +156,7 @@ ctl_watch_answer(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, ch
 static int
 ctl_watch_decide(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, const char *line)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	unsigned long long secs = 0;
 	bool approve, session = false, got = false, ok = false;
@@ -177,16 +177,17 @@ ctl_watch_decide(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, co
 	} else {
 		return -1;	/* ask again */
 	}
-	ctl_begin(c, &e, approve ? "approve" : "deny");
-	wire_put_u64(&e, "rid", q->rid);
+	ctl_begin(c, &rq, approve ? WIRE_ADM_APPROVE : WIRE_ADM_DENY);
+	rq.has_rid = true;
+	rq.rid = q->rid;
 	if (secs)
-		wire_put_u64(&e, "ttl", secs);
+		rq.ttl = secs;
 	if (session)
-		wire_put_bool(&e, "session", true);
+		rq.session = true;
 	if (!approve)
-		wire_put_str(&e, "reason", "refused by the administrator");
+		rq.reason = "refused by the administrator";
 	want = cc_adm_id(c->adm);
-	if ((r = ctl_send(c, &e)) != CTL_OK)
+	if ((r = ctl_send(c, &rq)) != CTL_OK)
 		return r;
 	while (!got)
 		if ((r = ctl_watch_pump(c, w, CTL_TIMEOUT_MS, want, &m, &got)) != CTL_OK)
@@ -212,7 +213,7 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 {
 	static struct ctl_watch w;
 	static struct wire_msg v[CTL_PAGE_MAX];
-	struct wire_enc e;
+	struct wire_adm_req rq;
 	struct wire_msg m;
 	size_t n = 0;
 	int r;
@@ -224,15 +225,15 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 		return r;
 	/* Watch first, then list what is already pending: a request made
 	 * in between shows in both and is queued once. */
-	ctl_begin(c, &e, "watch");
-	if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+	ctl_begin(c, &rq, WIRE_ADM_WATCH);
+	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	for (uint64_t offset = 0, more = 1; more;) {
 		bool mb = false;
 
-		ctl_begin(c, &e, "pending");
-		wire_put_u64(&e, "offset", offset);
-		if ((r = ctl_call(c, &e, &m)) != CTL_OK)
+		ctl_begin(c, &rq, WIRE_ADM_PENDING);
+		rq.offset = offset;
+		if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 			return r;
 		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
 			ctl_err("malformed reply");

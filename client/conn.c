@@ -23,9 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Room for a few fds: a broker that sends more than one is wrong, but the
- * extra ones must still be received so they can be closed, not leaked. */
-#define CC_CMSG_FDS	8
 /* How long a call waits for its own reply after one to an unknown id. */
 #define CC_STALE_GRACE_MS 1000
 
@@ -319,16 +316,9 @@ cc_send(struct cc_conn *c, struct wire_req *r, uint32_t *id)
 static int
 cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(CC_CMSG_FDS * sizeof(int))];
-	} ctl;
-	struct iovec iov = { .iov_base = c->rx, .iov_len = WIRE_REPLY_MAX };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *cm;
+	struct wire_packet pk;
 	ssize_t n;
-	int r = 0, extra = 0;
+	int r = 0;
 
 	*fd = -1;
 	*len = 0;
@@ -352,7 +342,7 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 			if (pr < 0)
 				continue;
 		}
-		n = recvmsg(c->fd, &msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+		n = wire_packet_recv(c->fd, c->rx, WIRE_REPLY_MAX, wait ? 0 : MSG_DONTWAIT, &pk);
 		if (n >= 0)
 			break;
 		if (errno == EINTR)
@@ -368,32 +358,21 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 		}
 		return cc_break(c, errno == ECONNRESET ? CB_ECLOSED : CB_EIO, strerror(errno));
 	}
-	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		size_t nfds;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < nfds; i++) {
-			int got;
-
-			memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*fd < 0) {
-				*fd = got;
-			} else {
-				close(got);
-				extra++;
-			}
-		}
+	/* The first descriptor is the reply's; any other is refused below. */
+	if (pk.nfds > 0) {
+		*fd = pk.fds[0];
+		pk.fds[0] = -1;
 	}
 	if (n == 0 && *fd < 0)
 		return cc_break(c, CB_ECLOSED, "the broker closed the channel");
-	if (msg.msg_flags & MSG_TRUNC)
+	if (pk.trunc)
 		r = cc_break(c, CB_ETOOBIG, "reply larger than the protocol allows");
-	else if (msg.msg_flags & MSG_CTRUNC)
+	else if (pk.ctrunc)
 		r = cc_break(c, CB_EPROTO, "reply carried more descriptors than allowed");
-	else if (extra)
+	else if (pk.nfds > 1)
 		r = cc_break(c, CB_EPROTO, "reply carried more than one descriptor");
+	for (size_t i = 1; i < pk.nfds; i++)
+		close(pk.fds[i]);
 	if (r != 0) {
 		cc_close_fd(fd);
 		return r;

@@ -28,6 +28,7 @@
 #include "common/common.h"
 #include "sandbox-stub/sandbox.h"
 #include "sandbox-stub/stub_int.h"
+#include "wire/packet.h"
 
 #ifndef CB_LIBEXECDIR
 #define CB_LIBEXECDIR "/usr/local/libexec/capbroker"
@@ -840,34 +841,20 @@ out:
 static ssize_t
 recv_report(int sock, char *buf, size_t len, int *fd)
 {
-	union {
-		char b[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-	    .msg_controllen = sizeof(u.b) };
+	struct wire_packet pk;
 	ssize_t n;
 
 	*fd = -1;
 	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		n = wire_packet_recv(sock, buf, len, MSG_DONTWAIT, &pk);
 	while (n == -1 && errno == EINTR);
 	if (n < 0)
 		return n;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*fd == -1)
-				*fd = f;
-			else
-				close(f);
-		}
+	if (pk.nfds > 0) {
+		*fd = pk.fds[0];
+		pk.fds[0] = pk.fds[--pk.nfds];
 	}
+	wire_packet_close(&pk);
 	return n;
 }
 

@@ -2,16 +2,16 @@
 # program it spawns (installed in LIBEXECDIR).
 MODULES += sandbox
 sandbox_SRCS := sandbox-stub/launch.c
-sandbox_LIBS := sandbox common
+sandbox_LIBS := sandbox wire common
 
 LIBEXEC_PROGS += capbroker-stub
 capbroker-stub_SRCS := sandbox-stub/stub_main.c sandbox-stub/stub_mount.c \
 	sandbox-stub/stub_landlock.c sandbox-stub/stub_seccomp_load.c sandbox-stub/launch.c
-capbroker-stub_LIBS := common
+capbroker-stub_LIBS := wire common
 
 # The escape suite's stand-in for "capbroker run" (tests/escape/launch.c)
 # links the launcher, not the client library the other attempts may use.
-$(B)/escape/launch: $(B)/tests/escape/launch.o $(B)/libsandbox.a $(B)/libcommon.a
+$(B)/escape/launch: $(B)/tests/escape/launch.o $(B)/libsandbox.a $(B)/libwire.a $(B)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(ALL_LIBS)
 

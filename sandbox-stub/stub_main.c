@@ -47,6 +47,7 @@
 #include <sys/wait.h>
 
 #include "sandbox-stub/stub_int.h"
+#include "wire/packet.h"
 
 #define STUB_NOBODY		SBX_ROOT_AGENT_ID	/* the agent's uid and gid when started as root */
 #ifndef CB_VERSION
@@ -818,21 +819,6 @@ agent_env(const struct stub_cfg *c)
 static int
 send_with_fd(int sock, const void *buf, size_t len, int fd)
 {
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-	    .msg_controllen = sizeof(u.b) };
-	struct cmsghdr *cm;
-
-	memset(&u, 0, sizeof(u));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	/* ETOOMANYREFS: the descriptors in flight of our host uid (shared by
 	 * every sandbox of that uid: nobody, under a root broker) exceed our
 	 * RLIMIT_NOFILE for a moment, while another agent sends a burst.  It
@@ -840,7 +826,7 @@ send_with_fd(int sock, const void *buf, size_t len, int fd)
 	for (int i = 0; i < 300; i++) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 
-		if (sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len)
+		if (wire_packet_send(sock, buf, len, &fd, 1, MSG_NOSIGNAL) == (ssize_t)len)
 			return 0;
 		if (errno != ETOOMANYREFS && errno != EINTR)
 			return -1;
@@ -862,26 +848,22 @@ send_listener(int notify_sock, int listener)
 static int
 recv_listener(int notify_sock)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct wire_packet pk;
 	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-	    .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
 	ssize_t n;
-	int fd;
 
 	do
-		n = recvmsg(notify_sock, &mh, MSG_CMSG_CLOEXEC);
+		n = wire_packet_recv(notify_sock, &byte, 1, 0, &pk);
 	while (n == -1 && errno == EINTR);
-	if (n != 1)
+	if (n != 1) {
+		wire_packet_close(&pk);
 		return -1;	/* the agent failed before: it reported why */
-	cm = CMSG_FIRSTHDR(&mh);
-	if (cm == NULL || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+	}
+	if (pk.nfds != 1 || pk.ctrunc || pk.trunc) {
+		wire_packet_close(&pk);
 		stub_die(0, "bad seccomp listener message");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
+	}
+	return pk.fds[0];
 }
 
 static void __attribute__((noreturn))

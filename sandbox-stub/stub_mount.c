@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 
 #include "sandbox-stub/stub_int.h"
+#include "wire/packet.h"
 
 #define NR		"/tmp"		/* where the new root is built */
 #define NR_PATH(p)	NR p
@@ -118,41 +119,23 @@ capture(struct stub_tree *t, const char *src, const char *dst, uint64_t attr,
 static void
 send_tree(int sock, int fd)
 {
-	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
 	char b = 'T';
-	struct iovec io = { &b, 1 };
-	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
 
-	memset(u.buf, 0, sizeof(u.buf));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &m, MSG_NOSIGNAL) != 1)
+	if (wire_packet_send(sock, &b, 1, &fd, 1, MSG_NOSIGNAL) != 1)
 		stub_die(errno, "passing a bind tree");
 }
 
 static int
 recv_tree(int sock)
 {
-	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct wire_packet pk;
 	char b;
-	struct iovec io = { &b, 1 };
-	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1, .msg_control = u.buf,
-		.msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm;
-	int fd;
 
-	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+	if (wire_packet_recv(sock, &b, 1, 0, &pk) != 1 || pk.nfds != 1 || pk.ctrunc || pk.trunc) {
+		wire_packet_close(&pk);
 		return -1;
-	cm = CMSG_FIRSTHDR(&m);
-	if (cm == NULL || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
-	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
+	}
+	return pk.fds[0];
 }
 
 /* The helper: clone src (see the top of this file) and send the tree. */

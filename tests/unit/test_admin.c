@@ -105,10 +105,10 @@ reply(int srv, int64_t id, bool ok, int err, const char *reason, int nfds)
 static int
 call(struct cc_adm *a, struct wire_msg *m, int *fds, size_t nfds)
 {
-	struct wire_enc e;
+	struct wire_adm_req rq;
 
-	cc_adm_begin(a, &e, "status");
-	return cc_adm_call(a, &e, m, fds, nfds);
+	cc_adm_begin(a, &rq, WIRE_ADM_STATUS);
+	return cc_adm_call(a, &rq, m, fds, nfds);
 }
 
 static void
