@@ -68,55 +68,56 @@ wire_op_name(enum wire_op op)
 /* Optional fields: absent is fine, present must have the right type. */
 #define WIRE_OPT(call) do { int _r = (call); if (_r != 0 && _r != CB_ENOENT) return _r; } while (0)
 
-/* Refuse a key the op does not take, saying which. */
+/* Refuse a key the op does not take (present: the keys the request
+ * has, as bits of wire_req_keys), saying which. */
 static int
-wire_req_op_keys(const struct wire_msg *m, struct wire_req *out)
+wire_req_op_keys(const struct wire_msg *m, uint64_t present, struct wire_req *out)
 {
-	uint32_t keys = wire_ops[out->op].keys;
+	uint64_t foreign = present & ((UINT64_C(1) << WIRE_KEY_COUNT) - 1) & ~wire_ops[out->op].keys;
+	int i;
+	char *why;
 
-	for (size_t i = 0; i < WIRE_KEY_COUNT; i++) {
-		char *why;
-
-		if ((keys & (1u << i)) || !wire_has(m, wire_req_keys[i]))
-			continue;
-		if ((why = wire_msg_alloc(m, 64, 1)))
-			snprintf(why, 64, "%s does not take the key \"%s\"", wire_ops[out->op].name,
-			    wire_req_keys[i]);
-		out->why = why;
-		return CB_EPROTO;
-	}
-	return 0;
+	if (!foreign)
+		return 0;
+	i = __builtin_ctzll(foreign);
+	if ((why = wire_msg_alloc(m, 64, 1)))
+		snprintf(why, 64, "%s does not take the key \"%s\"", wire_ops[out->op].name,
+		    wire_req_keys[i]);
+	out->why = why;
+	return CB_EPROTO;
 }
 
-static int
-wire_req_fields(const struct wire_msg *m, struct wire_req *out)
-{
-	int r;
+/* A field the request has (present: bits of wire_req_keys) must decode;
+ * one it lacks stays zero, so only present keys are looked up. */
+#define WIRE_FIELD(bit, call) do { \
+		if (present & (bit)) { int _r = (call); if (_r != 0) return _r; } \
+	} while (0)
 
-	WIRE_OPT(wire_get_str(m, "tok", &out->tok));
-	WIRE_OPT(wire_get_u32(m, "th", &out->th, &out->has_th));
-	WIRE_OPT(wire_get_str(m, "path", &out->path));
-	WIRE_OPT(wire_get_str(m, "path2", &out->path2));
-	WIRE_OPT(wire_get_u32(m, "flags", &out->flags, NULL));
-	WIRE_OPT(wire_get_u32(m, "mode", &out->mode, NULL));
-	r = wire_get_bin(m, "data", &out->data, &out->data_len);
-	if (r != 0 && r != CB_ENOENT)
-		return r;
-	out->has_data = (r == 0);
+static int
+wire_req_fields(const struct wire_msg *m, uint64_t present, struct wire_req *out)
+{
+	WIRE_FIELD(WK_TOK, wire_get_str(m, "tok", &out->tok));
+	WIRE_FIELD(WK_TH, wire_get_u32(m, "th", &out->th, &out->has_th));
+	WIRE_FIELD(WK_PATH, wire_get_str(m, "path", &out->path));
+	WIRE_FIELD(WK_PATH2, wire_get_str(m, "path2", &out->path2));
+	WIRE_FIELD(WK_FLAGS, wire_get_u32(m, "flags", &out->flags, NULL));
+	WIRE_FIELD(WK_MODE, wire_get_u32(m, "mode", &out->mode, NULL));
+	WIRE_FIELD(WK_DATA, wire_get_bin(m, "data", &out->data, &out->data_len));
+	out->has_data = (present & WK_DATA) != 0;
 	if (out->has_data && out->data_len > WIRE_DATA_MAX)
 		return CB_ETOOBIG;
-	WIRE_OPT(wire_get_str(m, "host", &out->host));
-	WIRE_OPT(wire_get_u32(m, "port", &out->port, NULL));
-	WIRE_OPT(wire_get_strv(m, "argv", out->argv, WIRE_ARGV_MAX, &out->argc));
-	WIRE_OPT(wire_get_str(m, "cap", &out->cap));
-	WIRE_OPT(wire_get_strv(m, "caps", out->caps, WIRE_CAPS_MAX, &out->ncaps));
-	WIRE_OPT(wire_get_u64(m, "ttl", &out->ttl));
-	WIRE_OPT(wire_get_u32(m, "uses", &out->uses, &out->has_uses));
-	WIRE_OPT(wire_get_str(m, "reason", &out->reason));
-	WIRE_OPT(wire_get_str(m, "aud", &out->aud));
-	WIRE_OPT(wire_get_u32(m, "h", &out->h, NULL));
-	WIRE_OPT(wire_get_u32(m, "len", &out->len, NULL));
-	WIRE_OPT(wire_get_u32(m, "timeout", &out->timeout_ms, NULL));
+	WIRE_FIELD(WK_HOST, wire_get_str(m, "host", &out->host));
+	WIRE_FIELD(WK_PORT, wire_get_u32(m, "port", &out->port, NULL));
+	WIRE_FIELD(WK_ARGV, wire_get_strv(m, "argv", out->argv, WIRE_ARGV_MAX, &out->argc));
+	WIRE_FIELD(WK_CAP, wire_get_str(m, "cap", &out->cap));
+	WIRE_FIELD(WK_CAPS, wire_get_strv(m, "caps", out->caps, WIRE_CAPS_MAX, &out->ncaps));
+	WIRE_FIELD(WK_TTL, wire_get_u64(m, "ttl", &out->ttl));
+	WIRE_FIELD(WK_USES, wire_get_u32(m, "uses", &out->uses, &out->has_uses));
+	WIRE_FIELD(WK_REASON, wire_get_str(m, "reason", &out->reason));
+	WIRE_FIELD(WK_AUD, wire_get_str(m, "aud", &out->aud));
+	WIRE_FIELD(WK_H, wire_get_u32(m, "h", &out->h, NULL));
+	WIRE_FIELD(WK_LEN, wire_get_u32(m, "len", &out->len, NULL));
+	WIRE_FIELD(WK_TIMEOUT, wire_get_u32(m, "timeout", &out->timeout_ms, NULL));
 	if (out->flags & ~WIRE_F_ALL)
 		return CB_EPROTO;
 	return 0;
@@ -127,13 +128,13 @@ wire_req_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wire_
 {
 	struct wire_msg m;
 	const char *op;
-	uint64_t id;
+	uint64_t id, present;
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	if ((r = wire_decode(d, buf, len, &m)) != 0)
 		return r;
-	if ((r = wire_only_keys(&m, wire_req_keys)) != 0)
+	if ((r = wire_key_set(&m, wire_req_keys, &present)) != 0)
 		return r;
 	if (wire_get_u64(&m, "id", &id) != 0 || id > UINT32_MAX)
 		return CB_EPROTO;
@@ -146,9 +147,9 @@ wire_req_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wire_
 			out->op = (enum wire_op)i;
 	if (out->op == WIRE_OP_COUNT)
 		return CB_EUNKNOWNOP;
-	if ((r = wire_req_op_keys(&m, out)) != 0)
+	if ((r = wire_req_op_keys(&m, present, out)) != 0)
 		return r;
-	return wire_req_fields(&m, out);
+	return wire_req_fields(&m, present, out);
 }
 
 int

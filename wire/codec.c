@@ -368,12 +368,16 @@ wire_arena(struct wire_dec *d, size_t n, size_t align)
 }
 
 static bool
-wire_keyeq(const msgpack_object *k, const char *key)
+wire_keyeqn(const msgpack_object *k, const char *key, size_t n)
 {
-	size_t n = strlen(key);
-
 	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
 	    wire_memeq(k->via.str.ptr, key, n);
+}
+
+static bool
+wire_keyeq(const msgpack_object *k, const char *key)
+{
+	return wire_keyeqn(k, key, strlen(key));
 }
 
 static int
@@ -424,27 +428,40 @@ static const msgpack_object *
 wire_find(const struct wire_msg *m, const char *key)
 {
 	const msgpack_object_kv *kv = m->kv;
+	size_t n = strlen(key);	/* once: a decoder looks up many keys per message */
 
 	for (uint32_t i = 0; i < m->n; i++)
-		if (wire_keyeq(&kv[i].key, key))
+		if (wire_keyeqn(&kv[i].key, key, n))
 			return &kv[i].val;
 	return NULL;
 }
 
 int
-wire_only_keys(const struct wire_msg *m, const char *const *keys)
+wire_key_set(const struct wire_msg *m, const char *const *keys, uint64_t *present)
 {
 	const msgpack_object_kv *kv = m->kv;
 
+	*present = 0;
 	for (uint32_t i = 0; i < m->n; i++) {
-		bool known = false;
+		size_t k;
 
-		for (size_t k = 0; keys[k] && !known; k++)
-			known = wire_keyeq(&kv[i].key, keys[k]);
-		if (!known)
+		for (k = 0; keys[k] && k < 64; k++)
+			if (kv[i].key.type == MSGPACK_OBJECT_STR && kv[i].key.via.str.size > 0 &&
+			    kv[i].key.via.str.ptr[0] == keys[k][0] && wire_keyeq(&kv[i].key, keys[k]))
+				break;
+		if (!keys[k] || k == 64)
 			return CB_EPROTO;
+		*present |= UINT64_C(1) << k;
 	}
 	return 0;
+}
+
+int
+wire_only_keys(const struct wire_msg *m, const char *const *keys)
+{
+	uint64_t present;
+
+	return wire_key_set(m, keys, &present);
 }
 
 int

@@ -101,6 +101,9 @@ int wire_get_maplist(const struct wire_msg *m, const char *key, size_t max, stru
 bool wire_has(const struct wire_msg *m, const char *key);
 /* CB_EPROTO if the map has a key not in the NULL-terminated list. */
 int wire_only_keys(const struct wire_msg *m, const char *const *keys) CB_WARN_UNUSED;
+/* The same in one pass, for a list of at most 64 keys: 0 and in *present
+ * bit i set for each keys[i] the map has. */
+int wire_key_set(const struct wire_msg *m, const char *const *keys, uint64_t *present) CB_WARN_UNUSED;
 /* n bytes aligned to align in the arena of m's dec, valid until its next
  * decode; NULL when the arena is full. */
 void *wire_msg_alloc(const struct wire_msg *m, size_t n, size_t align);
