@@ -454,6 +454,47 @@ def bench_revoke():
     return d
 
 
+# ---- the broker-served file system (issue 14) -------------------------------------
+
+FUSE_OPS = (("read4k", 1e3), ("read1m", 1e3), ("stat", 1e3), ("git", 1e6), ("catloop", 1e3))
+
+
+def bench_fuse():
+    """bench/fsrv.sh, once: open+read(4 KiB)+close, a 1 MiB read, stat,
+    `git status` in a 5,000-file repository and a loop of `cat` (a process
+    per file), on the host, on libfuse's passthrough_ll (built by the
+    script), on the file server alone (fsrv-serve, "harness") and through
+    the broker-served workspace of a real `capbroker run --tier high`
+    sandbox ("broker"), all pinned to CPU 0.  It needs root (it mounts
+    FUSE file systems in a private mount namespace); otherwise the rows
+    are reported as n/a.  Each figure is one mean over many operations
+    (git: the median of several runs), so n is 1."""
+    if os.geteuid() != 0:
+        log("file server rows skipped: bench/fsrv.sh needs root (FUSE mounts)")
+        return
+    env = dict(os.environ, FSRV_BENCH_CPU="0", FSRV_BENCH_QUICK="1" if QUICK else "0")
+    p = subprocess.run(["bash", os.path.join(TOP, "bench", "fsrv.sh")], cwd=TOP, env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench/fsrv.sh: exit {p.returncode}: {p.stderr.strip()[-500:]}")
+    with open(os.path.join(BB, "fsrv.json")) as f:
+        got = json.load(f)
+    # fsrv.sh's columns, renamed for the table: fsrv -> harness (fsrv-serve
+    # alone, direct I/O), fsrvc -> harness_cache (its --cache-data), pll ->
+    # passthrough_ll; host and broker keep their names.
+    names = {"host": "host", "pll": "passthrough_ll", "fsrv": "harness",
+             "fsrvc": "harness_cache", "broker": "broker"}
+    for col, name in names.items():
+        for op, scale in FUSE_OPS:
+            k = f"fuse.{col}.{op}"
+            if k in got:
+                put(f"fuse.{name}.{op}", "ns", [float(got[k]) * scale])
+    if "fuse.fsrv.read4k_split" in got:
+        put("fuse.harness.read4k_split", "ns", [float(got["fuse.fsrv.read4k_split"]) * 1e3])
+    log("file server (FUSE) done")
+
+
 # ---- report --------------------------------------------------------------------------
 
 def fmt(v, unit):
@@ -544,6 +585,22 @@ def summary():
     worst = max(per.values()) if per else float("nan")
     target("<= 64 KiB broker memory per idle sandbox", worst, 65536, fmt(worst, "bytes"))
     ratio("fair.p99", "fair.p99.flood", "fair.p99.quiet")
+    # Issue 14: the broker-served mount, as an agent in a sandbox sees it,
+    # against the host and passthrough_ll measured in the same run.  The
+    # harness.* ratios are fsrv-serve alone (no broker, no sandbox).
+    if "fuse.broker.read4k" in fig:
+        ratio("fuse.read4k_vs_passthrough_ll", "fuse.broker.read4k", "fuse.passthrough_ll.read4k")
+        ratio("fuse.read4k_vs_host", "fuse.broker.read4k", "fuse.host.read4k")
+        ratio("fuse.read1m_vs_host", "fuse.broker.read1m", "fuse.host.read1m")
+        ratio("fuse.read1m_vs_passthrough_ll", "fuse.broker.read1m",
+              "fuse.passthrough_ll.read1m")
+        ratio("fuse.git_status_vs_host", "fuse.broker.git", "fuse.host.git")
+        ratio("fuse.git_status_vs_passthrough_ll", "fuse.broker.git", "fuse.passthrough_ll.git")
+        ratio("fuse.catloop_vs_host", "fuse.broker.catloop", "fuse.host.catloop")
+        ratio("fuse.harness.read4k_vs_passthrough_ll", "fuse.harness.read4k",
+              "fuse.passthrough_ll.read4k")
+        ratio("fuse.harness.read4k_vs_host", "fuse.harness.read4k", "fuse.host.read4k")
+        ratio("fuse.harness.git_status_vs_host", "fuse.harness.git", "fuse.host.git")
     target("p99 under flood <= 5x unloaded p99", ratios["fair.p99"], 5.0,
            f"{ratios['fair.p99']:.2f}x")
     return fig, ratios, targets
@@ -624,6 +681,22 @@ ROWS = [
         ("p50, another sandbox flooding", "fair.p50.flood"),
         ("p99, another sandbox flooding", "fair.p99.flood"),
         ("flooder's packets sent", "fair.flood.sent_per_s")]),
+    ("8. file server (FUSE), pinned to CPU 0: host / passthrough_ll / broker mount", [
+        ("open+read 4 KiB+close, host", "fuse.host.read4k"),
+        ("open+read 4 KiB+close, passthrough_ll", "fuse.passthrough_ll.read4k"),
+        ("open+read 4 KiB+close, fsrv-serve alone", "fuse.harness.read4k"),
+        ("open+read 4 KiB+close, broker mount in sandbox", "fuse.broker.read4k"),
+        ("open+read 1 MiB+close, host", "fuse.host.read1m"),
+        ("open+read 1 MiB+close, passthrough_ll", "fuse.passthrough_ll.read1m"),
+        ("open+read 1 MiB+close, broker mount in sandbox", "fuse.broker.read1m"),
+        ("stat, host", "fuse.host.stat"),
+        ("stat, broker mount in sandbox", "fuse.broker.stat"),
+        ("git status (5,000 files), host", "fuse.host.git"),
+        ("git status (5,000 files), passthrough_ll", "fuse.passthrough_ll.git"),
+        ("git status (5,000 files), fsrv-serve alone", "fuse.harness.git"),
+        ("git status (5,000 files), broker mount in sandbox", "fuse.broker.git"),
+        ("cat loop, per process, host", "fuse.host.catloop"),
+        ("cat loop, per process, broker mount in sandbox", "fuse.broker.catloop")]),
 ]
 
 
@@ -647,7 +720,11 @@ def table(fig, ratios, targets):
               "shape_vs_open.split", "read_vs_shape.onecpu", "read_vs_shape.split",
               "cpu.read_vs_echo", "cpu.read_vs_open", "tput.1", "tput.8", "tput.64",
               "start.run_vs_bwrap", "start.run_tmpfs_vs_bwrap", "start.launcher_vs_bwrap",
-              "start.exec_vs_bwrap", "fair.p99"):
+              "start.exec_vs_bwrap", "fair.p99", "fuse.read4k_vs_passthrough_ll",
+              "fuse.read4k_vs_host", "fuse.read1m_vs_host", "fuse.read1m_vs_passthrough_ll",
+              "fuse.git_status_vs_host", "fuse.git_status_vs_passthrough_ll",
+              "fuse.catloop_vs_host", "fuse.harness.read4k_vs_passthrough_ll",
+              "fuse.harness.read4k_vs_host", "fuse.harness.git_status_vs_host"):
         if k in ratios:
             out.append(f"  {k:<50} {ratios[k]:>11.2f}x")
     for k in ("mem.per_sandbox.100", "mem.per_sandbox.1000"):
@@ -691,6 +768,8 @@ def main():
             bench_latency(ws)
         if want("cpu"):
             bench_cpu(ws)
+        if want("fuse"):
+            bench_fuse()
         if want("net"):
             bench_net(ws, wd)
         if want("tokens"):

@@ -2,7 +2,8 @@
 # bench/fsrv.sh - the file server's speed (fsrv/, docs/fsrv.md) against the
 # host and libfuse's own example server, passthrough_ll (built here from
 # libfuse3-dev's examples), with the server and the client pinned to the
-# same CPU.  Not part of `make check` or `make bench` yet; run as root:
+# same CPU.  `make bench` runs it (bench/bench.py, part "fuse", section 8
+# of its table; docs/performance.md); on its own, as root:
 #
 #   bench/fsrv.sh            (FSRV_BENCH_CPU=N to pick the CPU, default 0;
 #                             FSRV_BENCH_QUICK=1 for fewer repetitions)
@@ -28,7 +29,7 @@ fi
 B=${CB_BUILD:-$PWD/build}
 CPU=${FSRV_BENCH_CPU:-0}
 EX=/usr/share/doc/libfuse3-dev/examples
-make -s "$B/fsrv/fsrv-serve" >/dev/null
+make -s "${B#"$PWD"/}/fsrv/fsrv-serve" >/dev/null	# the Makefile names its targets relative
 mkdir -p "$B/bench"
 cc -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$B/bench/fsrv-io" bench/fsrv_io.c
 cc -O2 -w -I"$EX" -o "$B/bench/passthrough_ll" "$EX/passthrough_ll.c" $(pkg-config --cflags --libs fuse3)

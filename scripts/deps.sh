@@ -13,7 +13,7 @@ case "${1:-build}" in
 build|demo) want="$build" ;;
 check) want="$build python3-venv python3-setuptools python3-wheel python3-pytest" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
-bench) want="$build bubblewrap" ;;
+bench) want="$build bubblewrap git" ;;
 power-cut) want="$build strace" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
