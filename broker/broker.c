@@ -456,6 +456,7 @@ brk_start_loop(struct brk *b)
 		return CB_ENOMEM;
 	if ((r = brk_hostaddr_open(b)) != 0)
 		return r;
+	brk_hosts_sweep(b);
 	event_add(b->ev_tick, &tv);
 	return 0;
 }

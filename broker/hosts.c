@@ -17,9 +17,10 @@
  *    agent gains nothing by lying to itself, and DNS rebinding after the
  *    lookup cannot move a connection (the broker connects to the address
  *    it judged).
- *  - The directory is the broker's (mode 0755, file 0644), shown read-only
- *    in the sandbox (sandbox-stub: --hosts-fd); a new file replaces the old
- *    by rename, so a reader never sees half of it.
+ *  - The directory is the broker's (STATE/net/sbx.XXXXXX, mode 0755, file
+ *    0644: it holds nothing but the list), shown read-only in the sandbox
+ *    (sandbox-stub: --hosts-fd); a new file replaces the old by rename, so
+ *    a reader never sees half of it.
  *  - Revocation and expiry: the set of names is recomputed every second and
  *    the file rewritten when it changed; a connect() is judged against the
  *    live tokens whatever the file says.
@@ -31,6 +32,7 @@
 #include "broker/tokens.h"
 #include "broker/work.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -149,18 +151,62 @@ brk_hosts_write(const char *dir, const struct brk_hname *v, size_t n)
 	return r;
 }
 
+/* STATE/net: the sandboxes' directories live in the broker's state, so a
+ * broker that was killed leaves nothing behind in /tmp: its successor on
+ * the same state sweeps them (brk_hosts_sweep), and `run`'s private state
+ * goes as a whole. */
+static int
+brk_hosts_base(const struct brk *b, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (snprintf(buf, len, "%s/net", b->state_dir) >= (int)len)
+		return CB_EINVAL;
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return CB_EIO;
+	/* ours, a directory, readable on the way to a bind (never a link) */
+	if (lstat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    chmod(buf, 0755) != 0)
+		return CB_EIO;
+	return 0;
+}
+
+void
+brk_hosts_sweep(struct brk *b)
+{
+	char base[3800], p[4200];
+	struct dirent *e;
+	DIR *d;
+
+	if (brk_hosts_base(b, base, sizeof(base)) != 0 || !(d = opendir(base)))
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "sbx.", 4) != 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/hosts", base, e->d_name);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%s/hosts.new", base, e->d_name);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/%s", base, e->d_name);
+		rmdir(p);
+	}
+	closedir(d);
+}
+
 int
 brk_hosts_open(struct brk_sbx *s, const char **dir)
 {
 	struct brk_hosts *h = calloc(1, sizeof(*h));
-	const char *base = getenv("TMPDIR");
+	char base[3800];
 
 	*dir = NULL;
 	if (!h)
 		return CB_ENOMEM;
-	if (!base || base[0] != '/')
-		base = "/tmp";
-	snprintf(h->dir, sizeof(h->dir), "%s/capbroker-net.XXXXXX", base);
+	if (brk_hosts_base(s->b, base, sizeof(base)) != 0) {
+		free(h);
+		return CB_EIO;
+	}
+	snprintf(h->dir, sizeof(h->dir), "%s/sbx.XXXXXX", base);
 	/* readable by the agent's uid (nobody, under a root broker) */
 	if (!mkdtemp(h->dir)) {
 		free(h);

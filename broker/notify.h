@@ -9,6 +9,7 @@
 #ifndef CB_BROKER_NOTIFY_H
 #define CB_BROKER_NOTIFY_H
 
+struct brk;
 struct brk_sbx;
 struct brk_held;
 struct cap_addr;
@@ -40,6 +41,10 @@ int brk_hosts_open(struct brk_sbx *s, const char **dir);
  * (rename).  Cheap when nothing changed: called after the sandbox starts
  * and every second. */
 void brk_hosts_refresh(struct brk_sbx *s);
+
+/* At the broker's start (its state locked): remove the directories a
+ * broker killed on the same state left in STATE/net. */
+void brk_hosts_sweep(struct brk *b);
 
 /* Remove s's directory and forget its names. */
 void brk_hosts_close(struct brk_sbx *s);
