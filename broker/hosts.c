@@ -17,8 +17,9 @@
  *    agent gains nothing by lying to itself, and DNS rebinding after the
  *    lookup cannot move a connection (the broker connects to the address
  *    it judged).
- *  - The directory is the broker's (STATE/net/sbx.XXXXXX, mode 0755, file
- *    0644: it holds nothing but the list), shown read-only in the sandbox
+ *  - The directory is in the broker's state (STATE/net/sbx.XXXXXX, holding
+ *    nothing but the list; dir 0700 and file 0400, the agent's uid's, so
+ *    no other host user reads them), shown read-only in the sandbox
  *    (sandbox-stub: --hosts-fd); a new file replaces the old by rename, so
  *    a reader never sees half of it.
  *  - Revocation and expiry: the set of names is recomputed every second and
@@ -117,6 +118,8 @@ brk_hosts_names(struct brk_sbx *s, struct brk_hname **vout, size_t *nout)
 	return key;
 }
 
+static int brk_hosts_own(int dirfd, const char *path, mode_t mode);
+
 /* Write dir/hosts anew: localhost, then every name's addresses. */
 static int
 brk_hosts_write(const char *dir, const struct brk_hname *v, size_t n)
@@ -127,9 +130,9 @@ brk_hosts_write(const char *dir, const struct brk_hname *v, size_t n)
 
 	snprintf(tmp, sizeof(tmp), "%s/hosts.new", dir);
 	snprintf(dst, sizeof(dst), "%s/hosts", dir);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0)
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
 		return CB_EIO;
-	if (fchmod(fd, 0644) != 0 || !(f = fdopen(fd, "w"))) {
+	if (brk_hosts_own(fd, "", 0400) != 0 || !(f = fdopen(fd, "w"))) {
 		close(fd);
 		unlink(tmp);
 		return CB_EIO;
@@ -166,9 +169,22 @@ brk_hosts_base(const struct brk *b, char *buf, size_t len)
 		return CB_EIO;
 	/* ours, a directory, readable on the way to a bind (never a link) */
 	if (lstat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    chmod(buf, 0755) != 0)
+	    chmod(buf, 0700) != 0)
 		return CB_EIO;
 	return 0;
+}
+
+/* Nothing in the state is open to group or others: a sandbox's directory
+ * and file are the agent's own instead (a root broker's agent is nobody;
+ * an unprivileged broker's is the broker's uid), so it reads them through
+ * its read-only view, and no other host user can. */
+static int
+brk_hosts_own(int dirfd, const char *path, mode_t mode)
+{
+	if (geteuid() == 0 && fchownat(dirfd, path, SBX_ROOT_AGENT_ID, SBX_ROOT_AGENT_ID,
+	    AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) != 0)
+		return -1;
+	return path[0] ? fchmodat(dirfd, path, mode, 0) : fchmod(dirfd, mode);
 }
 
 void
@@ -212,7 +228,7 @@ brk_hosts_open(struct brk_sbx *s, const char **dir)
 		free(h);
 		return CB_EIO;
 	}
-	if (chmod(h->dir, 0755) != 0 || brk_hosts_write(h->dir, NULL, 0) != 0) {
+	if (brk_hosts_own(AT_FDCWD, h->dir, 0700) != 0 || brk_hosts_write(h->dir, NULL, 0) != 0) {
 		char p[4200];
 
 		snprintf(p, sizeof(p), "%s/hosts", h->dir);
