@@ -726,6 +726,50 @@ proc_nonblock(const struct sbx_proc *p)
 	return 0;
 }
 
+/* The agent's stdio: one pty (all three on its slave) or three pipes.
+ * The child's ends go to SRC[0..2]; the caller closes everything. */
+static int
+make_stdio(const struct sbx_config *cfg, int src[static 3], int *master, int *slave,
+    int in[2], int o[2], int e[2])
+{
+	if (cfg->want_pty) {
+		if (open_pty(master, slave) != 0)
+			return CB_EIO;
+		src[0] = high_dup(*slave);
+		src[1] = high_dup(*slave);
+		src[2] = high_dup(*slave);
+	} else {
+		if (pipe2(in, O_CLOEXEC) == -1 || pipe2(o, O_CLOEXEC) == -1 ||
+		    pipe2(e, O_CLOEXEC) == -1)
+			return CB_EIO;
+		src[0] = high_dup(in[0]);
+		src[1] = high_dup(o[1]);
+		src[2] = high_dup(e[1]);
+	}
+	return 0;
+}
+
+/* The broker's ends of the agent's stdio move into OUT; each one moved is
+ * set to -1 so the caller's cleanup does not close it. */
+static int
+hand_over_stdio(const struct sbx_config *cfg, struct sbx_proc *out, int *master,
+    int in[2], int o[2], int e[2])
+{
+	if (cfg->want_pty) {
+		out->stdin_fd = *master;
+		out->stdout_fd = fcntl(*master, F_DUPFD_CLOEXEC, 0);
+		*master = -1;
+		if (out->stdout_fd == -1)
+			return CB_EIO;
+	} else {
+		out->stdin_fd = in[1];
+		out->stdout_fd = o[0];
+		out->stderr_fd = e[0];
+		in[1] = o[0] = e[0] = -1;
+	}
+	return 0;
+}
+
 int
 sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 {
@@ -754,20 +798,8 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	 * message, as one write() to a pipe was. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st) == -1)
 		goto out;
-	if (cfg->want_pty) {
-		if (open_pty(&master, &slave) != 0)
-			goto out;
-		src[0] = high_dup(slave);
-		src[1] = high_dup(slave);
-		src[2] = high_dup(slave);
-	} else {
-		if (pipe2(in, O_CLOEXEC) == -1 || pipe2(o, O_CLOEXEC) == -1 ||
-		    pipe2(e, O_CLOEXEC) == -1)
-			goto out;
-		src[0] = high_dup(in[0]);
-		src[1] = high_dup(o[1]);
-		src[2] = high_dup(e[1]);
-	}
+	if (make_stdio(cfg, src, &master, &slave, in, o, e) != 0)
+		goto out;
 	src[3] = cfg->broker_fd >= 0 ? high_dup(cfg->broker_fd) : -1;
 	src[4] = high_dup(st[1]);
 	ncg = make_cgroups(cfg, out, cg);
@@ -792,18 +824,8 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	rc = CB_EIO;
 	if (spawn_stub(stub, src, nsrc, a->argv, &out->pid) != 0 || watch_pid(out) != 0)
 		goto out;
-	if (cfg->want_pty) {
-		out->stdin_fd = master;
-		out->stdout_fd = fcntl(master, F_DUPFD_CLOEXEC, 0);
-		master = -1;
-		if (out->stdout_fd == -1)
-			goto out;
-	} else {
-		out->stdin_fd = in[1];
-		out->stdout_fd = o[0];
-		out->stderr_fd = e[0];
-		in[1] = o[0] = e[0] = -1;
-	}
+	if (hand_over_stdio(cfg, out, &master, in, o, e) != 0)
+		goto out;
 	out->status_fd = st[0];
 	st[0] = -1;
 	if (proc_nonblock(out) != 0)

@@ -171,39 +171,175 @@ parse_src(struct stub_cfg *c, int argc, char **argv, const char *opt, struct stu
 		c->max_fd = src->fd;
 }
 
+/* The whole option list in one table: anything not in it is a usage
+ * error. */
+static const struct option stub_opts[] = {
+	{ "tier", required_argument, NULL, OPT_TIER },
+	{ "id", required_argument, NULL, OPT_ID },
+	{ "parent-pid", required_argument, NULL, OPT_PARENT },
+	{ "broker-fd", no_argument, NULL, OPT_BROKER_FD },
+	{ "cgroups", required_argument, NULL, OPT_CGROUPS },
+	{ "ro-bind-fd", required_argument, NULL, OPT_RO_BIND },
+	{ "bind-fd", required_argument, NULL, OPT_BIND },
+	{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
+	{ "mount-fd", required_argument, NULL, OPT_MOUNT },
+	{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
+	{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
+	{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
+	{ "pty", no_argument, NULL, OPT_PTY },
+	{ "notify", no_argument, NULL, OPT_NOTIFY },
+	{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
+	{ "mem", required_argument, NULL, OPT_MEM },
+	{ "nproc", required_argument, NULL, OPT_NPROC },
+	{ "nofile", required_argument, NULL, OPT_NOFILE },
+	{ "fsize", required_argument, NULL, OPT_FSIZE },
+	{ "cpu", required_argument, NULL, OPT_CPU },
+	{ "timeout", required_argument, NULL, OPT_WALL },
+	{ "tmp-size", required_argument, NULL, OPT_TMP },
+	{ "chdir", required_argument, NULL, OPT_CHDIR },
+	{ "setenv", required_argument, NULL, OPT_SETENV },
+	{ "unsetenv", required_argument, NULL, OPT_UNSETENV },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* "--ro-bind-fd/--bind-fd DIRFD FD NAME DST": the destination is checked
+ * here, before any mount, so a refused one fails the whole launch. */
+static void
+parse_bind(struct stub_cfg *c, int argc, char **argv, bool writable)
+{
+	const char *why;
+
+	if (c->nbinds == STUB_MAX_BINDS)
+		stub_die(0, "too many binds (max %d)", STUB_MAX_BINDS);
+	parse_src(c, argc, argv, "--ro-bind-fd/--bind-fd", &c->bsrc[c->nbinds]);
+	if (optind >= argc)
+		stub_die(0, "--ro-bind-fd/--bind-fd need DIRFD FD NAME DST");
+	c->binds[c->nbinds].dst = argv[optind++];
+	c->binds[c->nbinds].src = c->binds[c->nbinds].dst;
+	c->binds[c->nbinds].writable = writable;
+	if ((why = sbx_bind_dst_refusal(c->binds[c->nbinds].dst)) != NULL)
+		stub_die(0, "bind destination %.200s refused: %s",
+		    c->binds[c->nbinds].dst, why);
+	c->nbinds++;
+}
+
+/* "--mount-fd FD DST": a detached mount (the broker's file server for a
+ * granted tree), attached by pid 1 after the binds. */
+static void
+parse_mount(struct stub_cfg *c, int argc, char **argv)
+{
+	const char *why;
+
+	if (c->nmounts == SBX_MOUNTS_MAX)
+		stub_die(0, "too many --mount-fd (max %d)", SBX_MOUNTS_MAX);
+	if (optind >= argc)
+		stub_die(0, "--mount-fd needs FD DST");
+	c->mounts[c->nmounts].fd = (int)parse_u64("--mount-fd", optarg,
+	    STUB_FD_CGROUP0, 1 << 20);
+	c->mounts[c->nmounts].dst = argv[optind++];
+	if ((why = sbx_bind_dst_refusal(c->mounts[c->nmounts].dst)) != NULL)
+		stub_die(0, "mount destination %.200s refused: %s",
+		    c->mounts[c->nmounts].dst, why);
+	if (c->mounts[c->nmounts].fd > c->max_fd)
+		c->max_fd = c->mounts[c->nmounts].fd;
+	c->nmounts++;
+}
+
+/* "--setenv NAME VALUE" and "--unsetenv NAME": names are checked here so
+ * the agent's environment never holds a malformed entry. */
+static void
+parse_env_opt(struct stub_cfg *c, int argc, char **argv, int o)
+{
+	if (o == OPT_UNSETENV) {
+		if (c->nunsetenv == STUB_MAX_ENV)
+			stub_die(0, "too many --unsetenv (max %d)", STUB_MAX_ENV);
+		if (!sbx_env_name_ok(optarg))
+			stub_die(0, "--unsetenv: bad variable name: %.40s", optarg);
+		c->unsetenv[c->nunsetenv++] = optarg;
+		return;
+	}
+	if (c->nsetenv == STUB_MAX_ENV)
+		stub_die(0, "too many --setenv (max %d)", STUB_MAX_ENV);
+	if (optind >= argc)
+		stub_die(0, "--setenv needs NAME and VALUE");
+	if (!sbx_env_name_ok(optarg))
+		stub_die(0, "--setenv: bad variable name: %.40s", optarg);
+	c->setenv[2 * c->nsetenv] = optarg;
+	c->setenv[2 * c->nsetenv + 1] = argv[optind++];
+	c->nsetenv++;
+}
+
+/* The resource-limit options; false if O is not one of them. Each has its
+ * own bounds so a launcher mistake is refused rather than applied. */
+static bool
+parse_limit_opt(struct stub_cfg *c, int o)
+{
+	switch (o) {
+	case OPT_MEM:
+		c->lim.mem_bytes = parse_u64("--mem", optarg, 16ULL << 20, 1ULL << 44);
+		return true;
+	case OPT_NPROC:
+		c->lim.nproc = parse_u64("--nproc", optarg, 1, 1ULL << 20);
+		return true;
+	case OPT_NOFILE:
+		c->lim.nofile = parse_u64("--nofile", optarg, 16, SBX_NOFILE_MAX);
+		return true;
+	case OPT_FSIZE:
+		c->lim.fsize_bytes = parse_u64("--fsize", optarg, 4096, 1ULL << 50);
+		return true;
+	case OPT_CPU:
+		c->lim.cpu_secs = parse_u64("--cpu", optarg, 1, 1ULL << 32);
+		return true;
+	case OPT_WALL:
+		c->lim.wall_secs = parse_u64("--timeout", optarg, 1, 1ULL << 32);
+		return true;
+	case OPT_TMP:
+		c->lim.tmp_bytes = parse_u64("--tmp-size", optarg, 64ULL << 10, 1ULL << 40);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Options that only make sense in some tiers are refused in the others,
+ * so a launcher mistake never silently widens or narrows the sandbox. */
+static void
+check_tier_options(const struct stub_cfg *c)
+{
+	for (size_t i = 0; i < c->nbinds; i++) {
+		if (c->binds[i].writable && c->tier != SBX_TIER_HIGH)
+			stub_die(0, "writable bind %.200s refused below the high tier",
+			    c->binds[i].dst);
+	}
+	if (c->nmounts != 0 && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--mount-fd refused in the low tier");
+	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
+		stub_die(0, "--exec-allow applies to the medium tier only");
+	if (c->notify && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--notify applies to the medium and high tiers only");
+	if (c->hosts != NULL && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--hosts-fd applies to the medium and high tiers only");
+}
+
+/* A limit the launcher did not give gets the documented default. */
+static void
+default_limits(struct stub_cfg *c)
+{
+#define DEF(f, v) do { if (c->lim.f == 0) c->lim.f = (v); } while (0)
+	DEF(mem_bytes, SBX_DEFAULT_MEM_BYTES);
+	DEF(nproc, SBX_DEFAULT_NPROC);
+	DEF(nofile, SBX_DEFAULT_NOFILE);
+	DEF(fsize_bytes, SBX_DEFAULT_FSIZE_BYTES);
+	DEF(cpu_secs, SBX_DEFAULT_CPU_SECS);
+	DEF(wall_secs, SBX_DEFAULT_WALL_SECS);
+	DEF(tmp_bytes, SBX_DEFAULT_TMP_BYTES);
+#undef DEF
+}
+
 static void
 parse_args(int argc, char **argv, struct stub_cfg *c)
 {
-	static const struct option opts[] = {
-		{ "tier", required_argument, NULL, OPT_TIER },
-		{ "id", required_argument, NULL, OPT_ID },
-		{ "parent-pid", required_argument, NULL, OPT_PARENT },
-		{ "broker-fd", no_argument, NULL, OPT_BROKER_FD },
-		{ "cgroups", required_argument, NULL, OPT_CGROUPS },
-		{ "ro-bind-fd", required_argument, NULL, OPT_RO_BIND },
-		{ "bind-fd", required_argument, NULL, OPT_BIND },
-		{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
-		{ "mount-fd", required_argument, NULL, OPT_MOUNT },
-		{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
-		{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
-		{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
-		{ "pty", no_argument, NULL, OPT_PTY },
-		{ "notify", no_argument, NULL, OPT_NOTIFY },
-		{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
-		{ "mem", required_argument, NULL, OPT_MEM },
-		{ "nproc", required_argument, NULL, OPT_NPROC },
-		{ "nofile", required_argument, NULL, OPT_NOFILE },
-		{ "fsize", required_argument, NULL, OPT_FSIZE },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "timeout", required_argument, NULL, OPT_WALL },
-		{ "tmp-size", required_argument, NULL, OPT_TMP },
-		{ "chdir", required_argument, NULL, OPT_CHDIR },
-		{ "setenv", required_argument, NULL, OPT_SETENV },
-		{ "unsetenv", required_argument, NULL, OPT_UNSETENV },
-		{ NULL, 0, NULL, 0 },
-	};
 	bool have_tier = false, have_parent = false;
-	const char *why;
 	int o;
 
 	memset(c, 0, sizeof(*c));
@@ -211,7 +347,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	opterr = 0;
 	/* "+": stop at the first non-option, so "--ro-bind SRC DST" can take
 	 * its second argument from argv[optind]. */
-	while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+", stub_opts, NULL)) != -1) {
+		if (parse_limit_opt(c, o))
+			continue;
 		switch (o) {
 		case OPT_TIER:
 			if (sbx_tier_parse(optarg, &c->tier) != 0)
@@ -235,35 +373,10 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_RO_BIND:
 		case OPT_BIND:
-			if (c->nbinds == STUB_MAX_BINDS)
-				stub_die(0, "too many binds (max %d)", STUB_MAX_BINDS);
-			parse_src(c, argc, argv, "--ro-bind-fd/--bind-fd", &c->bsrc[c->nbinds]);
-			if (optind >= argc)
-				stub_die(0, "--ro-bind-fd/--bind-fd need DIRFD FD NAME DST");
-			c->binds[c->nbinds].dst = argv[optind++];
-			c->binds[c->nbinds].src = c->binds[c->nbinds].dst;
-			c->binds[c->nbinds].writable = (o == OPT_BIND);
-			if ((why = sbx_bind_dst_refusal(c->binds[c->nbinds].dst)) != NULL)
-				stub_die(0, "bind destination %.200s refused: %s",
-				    c->binds[c->nbinds].dst, why);
-			c->nbinds++;
+			parse_bind(c, argc, argv, o == OPT_BIND);
 			break;
 		case OPT_MOUNT:
-			/* "FD DST": a detached mount (the broker's file server
-			 * for a granted tree), attached by pid 1 after the binds. */
-			if (c->nmounts == SBX_MOUNTS_MAX)
-				stub_die(0, "too many --mount-fd (max %d)", SBX_MOUNTS_MAX);
-			if (optind >= argc)
-				stub_die(0, "--mount-fd needs FD DST");
-			c->mounts[c->nmounts].fd = (int)parse_u64("--mount-fd", optarg,
-			    STUB_FD_CGROUP0, 1 << 20);
-			c->mounts[c->nmounts].dst = argv[optind++];
-			if ((why = sbx_bind_dst_refusal(c->mounts[c->nmounts].dst)) != NULL)
-				stub_die(0, "mount destination %.200s refused: %s",
-				    c->mounts[c->nmounts].dst, why);
-			if (c->mounts[c->nmounts].fd > c->max_fd)
-				c->max_fd = c->mounts[c->nmounts].fd;
-			c->nmounts++;
+			parse_mount(c, argc, argv);
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -300,43 +413,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			c->chdir = optarg;
 			break;
 		case OPT_SETENV:
-			if (c->nsetenv == STUB_MAX_ENV)
-				stub_die(0, "too many --setenv (max %d)", STUB_MAX_ENV);
-			if (optind >= argc)
-				stub_die(0, "--setenv needs NAME and VALUE");
-			if (!sbx_env_name_ok(optarg))
-				stub_die(0, "--setenv: bad variable name: %.40s", optarg);
-			c->setenv[2 * c->nsetenv] = optarg;
-			c->setenv[2 * c->nsetenv + 1] = argv[optind++];
-			c->nsetenv++;
-			break;
 		case OPT_UNSETENV:
-			if (c->nunsetenv == STUB_MAX_ENV)
-				stub_die(0, "too many --unsetenv (max %d)", STUB_MAX_ENV);
-			if (!sbx_env_name_ok(optarg))
-				stub_die(0, "--unsetenv: bad variable name: %.40s", optarg);
-			c->unsetenv[c->nunsetenv++] = optarg;
-			break;
-		case OPT_MEM:
-			c->lim.mem_bytes = parse_u64("--mem", optarg, 16ULL << 20, 1ULL << 44);
-			break;
-		case OPT_NPROC:
-			c->lim.nproc = parse_u64("--nproc", optarg, 1, 1ULL << 20);
-			break;
-		case OPT_NOFILE:
-			c->lim.nofile = parse_u64("--nofile", optarg, 16, SBX_NOFILE_MAX);
-			break;
-		case OPT_FSIZE:
-			c->lim.fsize_bytes = parse_u64("--fsize", optarg, 4096, 1ULL << 50);
-			break;
-		case OPT_CPU:
-			c->lim.cpu_secs = parse_u64("--cpu", optarg, 1, 1ULL << 32);
-			break;
-		case OPT_WALL:
-			c->lim.wall_secs = parse_u64("--timeout", optarg, 1, 1ULL << 32);
-			break;
-		case OPT_TMP:
-			c->lim.tmp_bytes = parse_u64("--tmp-size", optarg, 64ULL << 10, 1ULL << 40);
+			parse_env_opt(c, argc, argv, o);
 			break;
 		default:
 			usage_die();
@@ -347,29 +425,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	if (argv[optind][0] == '\0')
 		stub_die(0, "empty command");
 	c->argv = &argv[optind];
-	for (size_t i = 0; i < c->nbinds; i++) {
-		if (c->binds[i].writable && c->tier != SBX_TIER_HIGH)
-			stub_die(0, "writable bind %.200s refused below the high tier",
-			    c->binds[i].dst);
-	}
-	if (c->nmounts != 0 && c->tier == SBX_TIER_LOW)
-		stub_die(0, "--mount-fd refused in the low tier");
-	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
-		stub_die(0, "--exec-allow applies to the medium tier only");
-	if (c->notify && c->tier == SBX_TIER_LOW)
-		stub_die(0, "--notify applies to the medium and high tiers only");
-	if (c->hosts != NULL && c->tier == SBX_TIER_LOW)
-		stub_die(0, "--hosts-fd applies to the medium and high tiers only");
-
-#define DEF(f, v) do { if (c->lim.f == 0) c->lim.f = (v); } while (0)
-	DEF(mem_bytes, SBX_DEFAULT_MEM_BYTES);
-	DEF(nproc, SBX_DEFAULT_NPROC);
-	DEF(nofile, SBX_DEFAULT_NOFILE);
-	DEF(fsize_bytes, SBX_DEFAULT_FSIZE_BYTES);
-	DEF(cpu_secs, SBX_DEFAULT_CPU_SECS);
-	DEF(wall_secs, SBX_DEFAULT_WALL_SECS);
-	DEF(tmp_bytes, SBX_DEFAULT_TMP_BYTES);
-#undef DEF
+	check_tier_options(c);
+	default_limits(c);
 	/* The agent's exec descriptor sits at a number its RLIMIT_NOFILE can
 	 * never reach: see stub_seccomp.c for the "one exec" rule. */
 	c->exec_fd = STUB_EXEC_FD;
@@ -505,6 +562,8 @@ exit_code(int st)
 }
 
 static void pid1_main(struct stub_cfg *c, int outer_pidfd) __attribute__((noreturn));
+static void pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
+    uint64_t deadline) __attribute__((noreturn));
 static void drop_capabilities_bounding(void);
 static void drop_capabilities_all(void);
 
@@ -925,6 +984,67 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Tells the launcher the agent runs (with the seccomp listener when
+ * --notify asked for it), then lets go of the status pipe and stdio. */
+static void
+pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
+{
+	char ready[96];
+
+	snprintf(ready, sizeof(ready), "ready landlock=%d cgroup=%d\n", ll_abi,
+	    c->ncgroup > 0 ? 1 : 0);
+	if (listener != -1) {
+		/* The agent runs: a broker that does not get its listener
+		 * cannot serve it, so it goes down rather than on unserved. */
+		if (send_with_fd(STUB_FD_STATUS, ready, strlen(ready), listener) != 0)
+			kill_all_and_exit(SBX_EXIT_SETUP);
+		close(listener);
+	} else {
+		(void)!write(STUB_FD_STATUS, ready, strlen(ready));
+	}
+	close(STUB_FD_STATUS);
+	/* The agent's stdio is the agent's: its end-of-file must reach the
+	 * broker when the agent closes it, not when pid 1 exits. */
+	close(STDIN_FILENO);
+	close(STDOUT_FILENO);
+	close(STDERR_FILENO);
+}
+
+/* pid 1's life once the agent runs: it exits with the agent, or kills
+ * everything when the wall-clock limit passes, the outer stub dies or the
+ * broker closes its end. */
+static void
+pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
+    uint64_t deadline)
+{
+	struct pollfd pfd[3];
+	int st;
+
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	/* events 0: only POLLHUP/POLLERR, i.e. the broker closed its end. */
+	pfd[2] = (struct pollfd){ .fd = c->have_broker_fd ? STUB_FD_BROKER : -1, .events = 0 };
+	for (;;) {
+		struct signalfd_siginfo si;
+		uint64_t now = mono_ms();
+		pid_t p;
+
+		if (now >= deadline)
+			kill_all_and_exit(SBX_EXIT_TIMEOUT);
+		if (poll(pfd, 3, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now)) == -1 &&
+		    errno != EINTR)
+			kill_all_and_exit(SBX_EXIT_SETUP);
+		if (pfd[1].revents != 0 || (pfd[2].revents & (POLLHUP | POLLERR)) != 0)
+			kill_all_and_exit(128 + SIGKILL);
+		while (read(sfd, &si, sizeof(si)) > 0)
+			;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (p == agent)
+				kill_all_and_exit(exit_code(st));
+		}
+	}
+}
+
 static void
 pid1_main(struct stub_cfg *c, int outer_pidfd)
 {
@@ -934,7 +1054,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	int errpipe[2], notify[2], sfd, ll_abi, st, listener;
 	bool execd;
 	uint64_t deadline;
-	char b, ready[96];
+	char b;
 	ssize_t n;
 
 	stub_stage = "pid1";
@@ -1004,45 +1124,6 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	/* pid 1 needs no privilege from here on. */
 	drop_capabilities_bounding();
 	drop_capabilities_all();
-	snprintf(ready, sizeof(ready), "ready landlock=%d cgroup=%d\n", ll_abi,
-	    c->ncgroup > 0 ? 1 : 0);
-	if (listener != -1) {
-		/* The agent runs: a broker that does not get its listener
-		 * cannot serve it, so it goes down rather than on unserved. */
-		if (send_with_fd(STUB_FD_STATUS, ready, strlen(ready), listener) != 0)
-			kill_all_and_exit(SBX_EXIT_SETUP);
-		close(listener);
-	} else {
-		(void)!write(STUB_FD_STATUS, ready, strlen(ready));
-	}
-	close(STUB_FD_STATUS);
-	/* The agent's stdio is the agent's: its end-of-file must reach the
-	 * broker when the agent closes it, not when pid 1 exits. */
-	close(STDIN_FILENO);
-	close(STDOUT_FILENO);
-	close(STDERR_FILENO);
-
-	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
-	/* events 0: only POLLHUP/POLLERR, i.e. the broker closed its end. */
-	pfd[2] = (struct pollfd){ .fd = c->have_broker_fd ? STUB_FD_BROKER : -1, .events = 0 };
-	for (;;) {
-		struct signalfd_siginfo si;
-		uint64_t now = mono_ms();
-		pid_t p;
-
-		if (now >= deadline)
-			kill_all_and_exit(SBX_EXIT_TIMEOUT);
-		if (poll(pfd, 3, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now)) == -1 &&
-		    errno != EINTR)
-			kill_all_and_exit(SBX_EXIT_SETUP);
-		if (pfd[1].revents != 0 || (pfd[2].revents & (POLLHUP | POLLERR)) != 0)
-			kill_all_and_exit(128 + SIGKILL);
-		while (read(sfd, &si, sizeof(si)) > 0)
-			;
-		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (p == agent)
-				kill_all_and_exit(exit_code(st));
-		}
-	}
+	pid1_report_ready(c, ll_abi, listener);
+	pid1_supervise(c, sfd, outer_pidfd, agent, deadline);
 }

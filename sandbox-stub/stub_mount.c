@@ -428,13 +428,71 @@ enum { T_USR, T_BIN, T_LIB, T_LIB64, T_SBIN, T_LDCACHE, T_CERTS, T_ALT, T_CAPCAL
 	T_PYLIB, T_HOSTS, T_DEV0, T_NSYS = T_DEV0 + 5 };
 static const char *const stub_devs[] = { "null", "zero", "full", "random", "urandom" };
 
+/* The few character devices an agent may use, captured from the host
+ * read-only; anything that is not a character device is refused. */
+static void
+capture_devices(struct stub_tree dev[static 5])
+{
+	char path[64];
+	struct stat st;
+
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
+		/* Devices must not be nodev; they are read-only so their inode
+		 * cannot be changed, which does not stop writes to the device. */
+		capture(&dev[i], path, path,
+		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
+		if (fstat(dev[i].fd, &st) == -1 || !S_ISCHR(st.st_mode))
+			stub_die(0, "%s is not a character device", path);
+	}
+}
+
+/* The host's time zone, only when it is a symlink into /usr (which the
+ * agent sees anyway): nothing else of the host's /etc leaks in. */
+static void
+link_localtime(void)
+{
+	struct stat st;
+
+	if (lstat("/etc/localtime", &st) == 0 && S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink("/etc/localtime", target, sizeof(target) - 1);
+
+		if (n > 0 && target[0] == '/' && strncmp(target, "/usr/", 5) == 0) {
+			target[n] = '\0';
+			make_symlink(target, NR_PATH("/etc/localtime"));
+		}
+	}
+}
+
+/* The new root's /dev: a small tmpfs with the captured devices, the
+ * stdio links and (with --pty) a private devpts, then made read-only. */
+static void
+mount_dev(const struct stub_cfg *c, struct stub_tree dev[static 5])
+{
+	mount_tmpfs(NR_PATH("/dev"), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64");
+	make_symlink("/proc/self/fd", NR_PATH("/dev/fd"));
+	make_symlink("/proc/self/fd/0", NR_PATH("/dev/stdin"));
+	make_symlink("/proc/self/fd/1", NR_PATH("/dev/stdout"));
+	make_symlink("/proc/self/fd/2", NR_PATH("/dev/stderr"));
+	if (c->pty) {
+		make_dir(NR_PATH("/dev/pts"), 0755);
+		if (mount("devpts", NR_PATH("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC |
+		    MS_SILENT, "newinstance,ptmxmode=0666,mode=0620") == -1)
+			stub_die(errno, "mount /dev/pts");
+		make_symlink("pts/ptmx", NR_PATH("/dev/ptmx"));
+	}
+	for (size_t i = 0; i < 5; i++)
+		attach(&dev[i]);
+	set_attr(AT_FDCWD, NR_PATH("/dev"), 0, MOUNT_ATTR_RDONLY, "/dev");
+}
+
 void
 stub_mount_setup(const struct stub_cfg *c)
 {
 	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[SBX_MOUNTS_MAX];
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	char opts[128], path[64];
-	struct stat st;
+	char opts[128];
 
 	/* 1. Nothing below propagates to the host's mount namespace. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE | MS_SILENT, NULL) == -1)
@@ -459,15 +517,7 @@ stub_mount_setup(const struct stub_cfg *c)
 		adopt(&sys[T_PYLIB], &c->pylib_src, "/capbroker/python");
 	if (c->hosts != NULL)
 		adopt(&sys[T_HOSTS], &c->hosts_src, "/capbroker/net");
-	for (size_t i = 0; i < 5; i++) {
-		snprintf(path, sizeof(path), "/dev/%s", stub_devs[i]);
-		/* Devices must not be nodev; they are read-only so their inode
-		 * cannot be changed, which does not stop writes to the device. */
-		capture(&sys[T_DEV0 + i], path, path,
-		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false);
-		if (fstat(sys[T_DEV0 + i].fd, &st) == -1 || !S_ISCHR(st.st_mode))
-			stub_die(0, "%s is not a character device", path);
-	}
+	capture_devices(&sys[T_DEV0]);
 	for (size_t i = 0; i < c->nbinds; i++)
 		adopt(&user[i], &c->bsrc[i], c->binds[i].dst);
 	/* The broker's file server mounts: directories by construction (a
@@ -492,35 +542,13 @@ stub_mount_setup(const struct stub_cfg *c)
 	make_dir(NR_PATH("/capbroker"), 0755);
 	make_dir(NR_PATH("/capbroker/bin"), 0755);
 	write_etc(c);
-	if (lstat("/etc/localtime", &st) == 0 && S_ISLNK(st.st_mode)) {
-		char target[PATH_MAX];
-		ssize_t n = readlink("/etc/localtime", target, sizeof(target) - 1);
-
-		if (n > 0 && target[0] == '/' && strncmp(target, "/usr/", 5) == 0) {
-			target[n] = '\0';
-			make_symlink(target, NR_PATH("/etc/localtime"));
-		}
-	}
+	link_localtime();
 
 	if (mount("proc", NR_PATH("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC |
 	    MS_SILENT, "subset=pid") == -1)
 		stub_die(errno, "mount /proc");
 
-	mount_tmpfs(NR_PATH("/dev"), MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64");
-	make_symlink("/proc/self/fd", NR_PATH("/dev/fd"));
-	make_symlink("/proc/self/fd/0", NR_PATH("/dev/stdin"));
-	make_symlink("/proc/self/fd/1", NR_PATH("/dev/stdout"));
-	make_symlink("/proc/self/fd/2", NR_PATH("/dev/stderr"));
-	if (c->pty) {
-		make_dir(NR_PATH("/dev/pts"), 0755);
-		if (mount("devpts", NR_PATH("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC |
-		    MS_SILENT, "newinstance,ptmxmode=0666,mode=0620") == -1)
-			stub_die(errno, "mount /dev/pts");
-		make_symlink("pts/ptmx", NR_PATH("/dev/ptmx"));
-	}
-	for (size_t i = 0; i < 5; i++)
-		attach(&sys[T_DEV0 + i]);
-	set_attr(AT_FDCWD, NR_PATH("/dev"), 0, MOUNT_ATTR_RDONLY, "/dev");
+	mount_dev(c, &sys[T_DEV0]);
 
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu,nr_inodes=%llu",
 	    (unsigned long long)c->lim.tmp_bytes,

@@ -1840,6 +1840,39 @@ st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 	return st_open_flags(dir, ST_MODE_OPEN, out, why, whylen);
 }
 
+/* Creates DIR and DIR/keys if need be and takes the exclusive lock on
+ * DIR/state.lock (kept in ST->lockfd, which st_close() releases). */
+static int
+lock_dir(struct st *st, const char *dir, char *why, size_t whylen)
+{
+	char path[4096];
+	int rc;
+
+	if ((rc = make_dir(dir)) != 0) {
+		open_why(why, whylen, "directory", dir, strerror(errno));
+		return rc;
+	}
+	snprintf(path, sizeof(path), "%s/keys", dir);
+	if ((rc = make_dir(path)) != 0) {
+		open_why(why, whylen, "directory", path, strerror(errno));
+		return rc;
+	}
+	/* the in-memory index is only right if we are the only writer */
+	snprintf(path, sizeof(path), "%s/state.lock", dir);
+	if ((st->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		rc = CB_EIO;
+		open_why(why, whylen, "lock file", path, strerror(errno));
+		return rc;
+	}
+	if (flock(st->lockfd, LOCK_EX | LOCK_NB) != 0) {
+		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+		open_why(why, whylen, "lock file", path, rc == CB_EBUSY ?
+		    "held by another process (is a broker already running on it?)" : strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
 static int
 st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whylen)
 {
@@ -1864,28 +1897,8 @@ st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whyl
 		goto out;
 	if ((rc = tm_init(&st->tm)) != 0 || (rc = cap_keyring_new(&st->kr)) != 0)
 		goto out;
-	if ((rc = make_dir(dir)) != 0) {
-		open_why(why, whylen, "directory", dir, strerror(errno));
+	if ((rc = lock_dir(st, dir, why, whylen)) != 0)
 		goto out;
-	}
-	snprintf(path, sizeof(path), "%s/keys", dir);
-	if ((rc = make_dir(path)) != 0) {
-		open_why(why, whylen, "directory", path, strerror(errno));
-		goto out;
-	}
-	/* the in-memory index is only right if we are the only writer */
-	snprintf(path, sizeof(path), "%s/state.lock", dir);
-	if ((st->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
-		rc = CB_EIO;
-		open_why(why, whylen, "lock file", path, strerror(errno));
-		goto out;
-	}
-	if (flock(st->lockfd, LOCK_EX | LOCK_NB) != 0) {
-		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
-		open_why(why, whylen, "lock file", path, rc == CB_EBUSY ?
-		    "held by another process (is a broker already running on it?)" : strerror(errno));
-		goto out;
-	}
 	/* create the database 0600 before SQLite does (it copies the mode to
 	 * the -wal and -shm files) */
 	snprintf(path, sizeof(path), "%s/state.db", dir);
