@@ -390,83 +390,85 @@ aud_rec_cost(const struct aud_rec *r)
 	return n;
 }
 
-/* Queue one entry.  The copy happens under the mutex; see the file comment. */
-static int
-push(struct aud_log *l, int kind, const struct aud_rec *r)
+/* Fill slot s for record r (kind, fixed fields, string lengths) and plan
+ * each string's kept prefix in f; returns the slot's size in the ring. */
+static size_t
+slot_plan(int kind, const struct aud_rec *r, const char *strs[NSTR], struct aud_field f[NSTR],
+    size_t lens[NSTR], struct slot *s)
 {
-	const char *strs[NSTR] = { NULL };
-	size_t lens[NSTR] = { 0 };
-	struct aud_field f[NSTR];
-	struct slot s;
-	size_t need, off, room_end, i;
-	bool cut = false, waited = false;
-	struct timespec dl;
-	int rc = 0;
-	uint8_t *p;
+	size_t need, i;
+	bool cut = false;
 
-	memset(&s, 0, sizeof(s));
+	memset(s, 0, sizeof(*s));
 	if (r != NULL) {
 		strs[0] = r->sandbox;
 		strs[1] = r->op;
 		strs[2] = r->resource;
 		strs[3] = r->actor;
 		strs[4] = r->detail;
-		s.decision = (uint8_t)r->decision;
-		s.reason = r->reason;
-		s.ts_ns = r->ts_ns;
-		s.count = r->count;
-		s.first_ns = r->first_ns;
-		s.last_ns = r->last_ns;
-		s.dseq = r->dseq;
+		s->decision = (uint8_t)r->decision;
+		s->reason = r->reason;
+		s->ts_ns = r->ts_ns;
+		s->count = r->count;
+		s->first_ns = r->first_ns;
+		s->last_ns = r->last_ns;
+		s->dseq = r->dseq;
 		if (r->token_id != NULL) {
-			s.has_token = 1;
-			memcpy(s.token, r->token_id, CAP_ID_LEN);
+			s->has_token = 1;
+			memcpy(s->token, r->token_id, CAP_ID_LEN);
 		}
 	}
-	if (s.ts_ns == 0)
-		s.ts_ns = wall_ns();
-	s.kind = (uint8_t)kind;
-	need = sizeof(s);
+	if (s->ts_ns == 0)
+		s->ts_ns = wall_ns();
+	s->kind = (uint8_t)kind;
+	need = sizeof(*s);
 	/* an upper bound of the line: the JSON form of each string (at most
 	 * AUD_FIELD_MAX, field_plan); the fixed fields, a token, a reason and
 	 * a sequence fit in the rest */
-	s.est = AUD_REC_FIXED;
+	s->est = AUD_REC_FIXED;
 	for (i = 0; i < NSTR; i++) {
 		field_plan(strs[i], &f[i]);
 		lens[i] = f[i].keep + f[i].mlen;
 		cut |= f[i].mlen != 0;
 		if (strs[i] != NULL)
-			s.present |= (uint16_t)(1u << i);
-		s.len[i] = (uint16_t)lens[i];
+			s->present |= (uint16_t)(1u << i);
+		s->len[i] = (uint16_t)lens[i];
 		need += lens[i];
-		s.est += (uint32_t)(f[i].json + f[i].mlen);
+		s->est += (uint32_t)(f[i].json + f[i].mlen);
 	}
-	s.cut = cut;
+	s->cut = cut;
 	need = (need + RING_ALIGN - 1) & ~(size_t)(RING_ALIGN - 1);
-	s.size = (uint32_t)need;
+	s->size = (uint32_t)need;
+	return need;
+}
 
-	pthread_mutex_lock(&l->mu);
+/* Wait, bounded and under l->mu, until the ring has need bytes for a slot
+ * whose line is at most est bytes; on success *offp is where the slot goes
+ * and *room_endp how much of the ring is left after it (no wrap yet). */
+static int
+ring_room(struct aud_log *l, uint32_t est, size_t need, size_t *offp, size_t *room_endp)
+{
+	size_t off, room_end;
+	bool waited = false;
+	struct timespec dl;
+
 	for (;;) {
 		size_t used, extra;
 
-		if (atomic_load(&l->failed) || l->stopping) {
-			rc = CB_EAUDIT;
-			goto out;
-		}
+		if (atomic_load(&l->failed) || l->stopping)
+			return CB_EAUDIT;
 		/* no room reserved for it: refused now rather than lost later
 		 * to ENOSPC (the operations that need it checked aud_room).  While
 		 * the disk has room the writer extends the reserve: wait for it,
 		 * bounded; once the disk said no, refuse at once (the hot path
 		 * must not stall on every denial of a full disk). */
-		if (l->reserving && reserve_left(l) < s.est) {
-			if (waited || l->disk_full) {
-				rc = CB_EAUDIT;
-				goto out;
-			}
+		if (l->reserving && reserve_left(l) < est) {
+			if (waited || l->disk_full)
+				return CB_EAUDIT;
 			pthread_cond_signal(&l->work);
 			dl = deadline_ms(l->o.full_wait_ms);
 			while (pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
-				if (atomic_load(&l->failed) || l->disk_full || reserve_left(l) >= s.est)
+				if (atomic_load(&l->failed) || l->disk_full || reserve_left(l) >= est)
 					break;
 			waited = true;
 			continue;
@@ -478,10 +480,8 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		used = (size_t)(l->head - l->tail);
 		if (l->cap - used >= need + extra)
 			break;
-		if (waited) {
-			rc = CB_EAUDIT;
-			goto out;
-		}
+		if (waited)
+			return CB_EAUDIT;
 		/* Back-pressure: the disk is behind.  Wake the writer and wait,
 		 * bounded, then give up on this record (the caller denies). */
 		pthread_cond_signal(&l->work);
@@ -493,6 +493,28 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 		}
 		waited = true;
 	}
+	*offp = off;
+	*room_endp = room_end;
+	return 0;
+}
+
+/* Queue one entry.  The copy happens under the mutex; see the file comment. */
+static int
+push(struct aud_log *l, int kind, const struct aud_rec *r)
+{
+	const char *strs[NSTR] = { NULL };
+	size_t lens[NSTR] = { 0 };
+	struct aud_field f[NSTR];
+	struct slot s;
+	size_t need, off = 0, room_end = 0, i;
+	int rc;
+	uint8_t *p;
+
+	need = slot_plan(kind, r, strs, f, lens, &s);
+
+	pthread_mutex_lock(&l->mu);
+	if ((rc = ring_room(l, s.est, need, &off, &room_end)) != 0)
+		goto out;
 	if (room_end < need) {
 		/* wrap marker: size 0 tells the writer to skip to the start */
 		if (room_end >= sizeof(uint32_t))
@@ -1372,26 +1394,13 @@ recover_log(struct aud_log *l, off_t sz, uint64_t *torn)
 	return 0;
 }
 
-int
-aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *opts,
-    struct aud_log **out)
+/* Locks, condition variables (on the monotonic clock, for the bounded
+ * waits) and buffers of a new log; aud_close can undo a partial one. */
+static int
+log_init(struct aud_log *l, const struct cap_keyring *kr, const struct aud_opts *opts)
 {
-	struct aud_log *l = NULL;
 	pthread_condattr_t ca;
-	struct stat st;
-	uint64_t torn = 0;
-	bool existed;
-	char detail[128];
-	sigset_t all, old;
-	int rc = CB_ENOMEM, prc;
 
-	*out = NULL;
-	if (path == NULL || (kr == NULL && (opts == NULL || opts->sign == NULL)))
-		return CB_EINVAL;
-	if (sodium_init() < 0)
-		return CB_EINTERNAL;
-	if ((l = calloc(1, sizeof(*l))) == NULL)
-		return CB_ENOMEM;
 	l->fd = -1;
 	l->kr = kr;
 	fill_opts(&l->o, opts);
@@ -1406,33 +1415,99 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 	l->out_cap = OUTBUF_FLUSH + 2 * LINE_CAP;
 	if ((l->ring = malloc(l->cap)) == NULL || (l->out = malloc(l->out_cap)) == NULL ||
 	    (l->line = malloc(LINE_CAP > 2 * AUD_LINE_MAX ? LINE_CAP : 2 * AUD_LINE_MAX)) == NULL)
-		goto out;
+		return CB_ENOMEM;
+	return 0;
+}
+
+/* Open and lock the log file at path into l->fd; *st is its status. */
+static int
+log_open_file(struct aud_log *l, const char *path, struct stat *st)
+{
 	/* with a remembered head the log must already exist: never quietly
 	 * start a new one in place of a deleted log */
 	l->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
 	    (l->o.expect != NULL ? 0 : O_CREAT), 0600);
-	if (l->fd < 0 && l->o.expect != NULL && errno == ENOENT) {
-		rc = CB_EAUDIT;
-		goto out;
-	}
-	if (l->fd < 0) {
-		rc = CB_EIO;
-		goto out;
-	}
+	if (l->fd < 0 && l->o.expect != NULL && errno == ENOENT)
+		return CB_EAUDIT;
+	if (l->fd < 0)
+		return CB_EIO;
 	/* one writer per log: two brokers appending would fork the chain */
-	if (flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
-		rc = errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
-		goto out;
+	if (flock(l->fd, LOCK_EX | LOCK_NB) != 0)
+		return errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+	if (fstat(l->fd, st) != 0 || !S_ISREG(st->st_mode))
+		return CB_EIO;
+	if (st->st_size == 0 && l->o.expect != NULL)
+		return CB_EAUDIT;
+	return 0;
+}
+
+/* Start the writer thread of l. */
+static int
+start_writer(struct aud_log *l)
+{
+	sigset_t all, old;
+	int prc;
+
+	/* The writer takes no signals: they stay with the broker's loop, and
+	 * a SIGXFSZ from an oversized write becomes EFBIG (fail closed) rather
+	 * than killing the broker. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	prc = pthread_create(&l->thread, NULL, writer_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (prc != 0)
+		return CB_EINTERNAL;
+	l->thread_started = true;
+	return 0;
+}
+
+/* The first records of a reopened log: what a torn tail lost, then the open. */
+static int
+note_reopen(struct aud_log *l, uint64_t torn, bool existed)
+{
+	char detail[128];
+	int rc;
+
+	if (torn > 0) {
+		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker", .detail = detail };
+
+		snprintf(detail, sizeof(detail),
+		    "cut %llu bytes of a torn last line (crash during a write)",
+		    (unsigned long long)torn);
+		if ((rc = push(l, K_RECOVER, &r)) != 0)
+			return rc;
 	}
-	if (fstat(l->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = CB_EIO;
-		goto out;
+	if (existed) {
+		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker" };
+
+		if ((rc = push(l, K_OPEN, &r)) != 0)
+			return rc;
 	}
+	return 0;
+}
+
+int
+aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *opts,
+    struct aud_log **out)
+{
+	struct aud_log *l = NULL;
+	struct stat st;
+	uint64_t torn = 0;
+	bool existed;
+	int rc;
+
+	*out = NULL;
+	if (path == NULL || (kr == NULL && (opts == NULL || opts->sign == NULL)))
+		return CB_EINVAL;
+	if (sodium_init() < 0)
+		return CB_EINTERNAL;
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return CB_ENOMEM;
+	if ((rc = log_init(l, kr, opts)) != 0)
+		goto out;
+	if ((rc = log_open_file(l, path, &st)) != 0)
+		goto out;
 	existed = st.st_size > 0;
-	if (!existed && l->o.expect != NULL) {
-		rc = CB_EAUDIT;
-		goto out;
-	}
 	l->cp_mono = cb_mono_ns();
 	l->size = (uint64_t)st.st_size;
 	l->reserving = true;
@@ -1447,33 +1522,10 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 	(void)reserve_topup(l);
 	l->pub_seq = l->seq;
 	l->pub_checkpoints = l->checkpoints;
-	/* The writer takes no signals: they stay with the broker's loop, and
-	 * a SIGXFSZ from an oversized write becomes EFBIG (fail closed) rather
-	 * than killing the broker. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	prc = pthread_create(&l->thread, NULL, writer_main, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (prc != 0) {
-		rc = CB_EINTERNAL;
+	if ((rc = start_writer(l)) != 0)
 		goto out;
-	}
-	l->thread_started = true;
-	if (torn > 0) {
-		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker", .detail = detail };
-
-		snprintf(detail, sizeof(detail),
-		    "cut %llu bytes of a torn last line (crash during a write)",
-		    (unsigned long long)torn);
-		if ((rc = push(l, K_RECOVER, &r)) != 0)
-			goto out;
-	}
-	if (existed) {
-		struct aud_rec r = { .kind = AUD_ADMIN, .actor = "broker" };
-
-		if ((rc = push(l, K_OPEN, &r)) != 0)
-			goto out;
-	}
+	if ((rc = note_reopen(l, torn, existed)) != 0)
+		goto out;
 	*out = l;
 	l = NULL;
 	rc = 0;
