@@ -805,6 +805,99 @@ out:
 	return r;
 }
 
+/* A new file server state for sandbox s holding grants g (taken over: freed
+ * here on failure). */
+static struct brk_fss *
+brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
+{
+	struct brk_fss *f;
+
+	if (!(f = calloc(1, sizeof(*f)))) {
+		brk_fss_grants_free(g, ng);
+		return NULL;
+	}
+	f->s = s;
+	f->g = g;
+	f->ng = ng;
+	f->inst = s->inst;
+	f->floor = st_now(s->b->st);
+	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
+	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	return f;
+}
+
+/* Open and mount every tree of f into f->mounts; *ws_served says whether
+ * the workspace is among them. */
+static int
+brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, size_t whylen)
+{
+	struct brk_sbx *s = f->s;
+	int r;
+
+	for (unsigned i = 0, k = 0; i < f->ntrees; i++) {
+		bool ws = !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
+
+		if ((r = brk_fss_tree_open(f, &f->trees[i], agent, why, whylen)) != 0) {
+			/* A grant's root that cannot be opened through the
+			 * resolver (missing, a kernel file system, not ours to
+			 * search) is not served; capcall still answers for it.
+			 * The workspace must be served. */
+			if (ws || r != CB_ENOENT)
+				return r;
+			continue;
+		}
+		f->mounts[k++] = (struct sbx_mount){ .fd = f->trees[i].mnt,
+			.dst = f->trees[i].dst[0] ? f->trees[i].dst : f->trees[i].path };
+		f->nmounts = k;
+		*ws_served |= ws;
+	}
+	return 0;
+}
+
+/* The audit queue's wake-up on the broker's loop and the server's thread. */
+static int
+brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
+{
+	int r;
+
+	if (pipe2(f->stop_pipe, O_CLOEXEC) != 0 ||
+	    (f->aud_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    !(f->ev_aud = event_new(f->s->b->base, f->aud_efd, EV_READ | EV_PERSIST,
+	    brk_fss_aud_ready, f)) ||
+	    event_add(f->ev_aud, NULL) != 0) {
+		snprintf(why, whylen, "the file server: %s", strerror(errno));
+		return CB_EIO;
+	}
+	if ((r = pthread_create(&f->thr, NULL, brk_fss_main, f)) != 0) {
+		snprintf(why, whylen, "the file server's thread: %s", strerror(r));
+		return CB_EINTERNAL;
+	}
+	return 0;
+}
+
+/* Put the served trees in the sandbox's configuration in place of the
+ * binds they replace. */
+static void
+brk_fss_apply(struct brk_fss *f, struct sbx_config *cfg, bool ws_served)
+{
+	cfg->mounts = f->mounts;
+	cfg->nmounts = f->nmounts;
+	if (f->binds) {
+		/* Served now: no longer bound. */
+		size_t k = 0;
+
+		for (size_t i = 0; i < cfg->nbinds; i++)
+			if (!brk_fss_rw_served(f, &cfg->binds[i]))
+				f->binds[k++] = cfg->binds[i];
+		cfg->binds = f->binds;
+		cfg->nbinds = k;
+	}
+	if (!cfg->chdir && ws_served)
+		cfg->chdir = f->s->workspace;
+}
+
 int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
@@ -828,19 +921,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
 		return r;
 	}
-	if (!(f = calloc(1, sizeof(*f)))) {
-		brk_fss_grants_free(g, ng);
+	if (!(f = brk_fss_new(s, g, ng)))
 		return CB_ENOMEM;
-	}
-	f->s = s;
-	f->g = g;
-	f->ng = ng;
-	f->inst = s->inst;
-	f->floor = st_now(s->b->st);
-	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
-	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_cond_init(&f->cond, NULL);
 	/* The trees: the root of every fs.* grant the sandbox starts with
 	 * that can be shown at its own path (the workspace token's root is
 	 * the workspace). */
@@ -873,36 +955,10 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
 		goto fail;
 	}
-	for (unsigned i = 0, k = 0; i < f->ntrees; i++) {
-		bool ws = !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
-
-		if ((r = brk_fss_tree_open(f, &f->trees[i], agent, why, whylen)) != 0) {
-			/* A grant's root that cannot be opened through the
-			 * resolver (missing, a kernel file system, not ours to
-			 * search) is not served; capcall still answers for it.
-			 * The workspace must be served. */
-			if (ws || r != CB_ENOENT)
-				goto fail;
-			continue;
-		}
-		f->mounts[k++] = (struct sbx_mount){ .fd = f->trees[i].mnt,
-			.dst = f->trees[i].dst[0] ? f->trees[i].dst : f->trees[i].path };
-		f->nmounts = k;
-		ws_served |= ws;
-	}
-	r = CB_EIO;
-	if (pipe2(f->stop_pipe, O_CLOEXEC) != 0 ||
-	    (f->aud_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-	    !(f->ev_aud = event_new(s->b->base, f->aud_efd, EV_READ | EV_PERSIST, brk_fss_aud_ready, f)) ||
-	    event_add(f->ev_aud, NULL) != 0) {
-		snprintf(why, whylen, "the file server: %s", strerror(errno));
+	if ((r = brk_fss_mount_trees(f, agent, &ws_served, why, whylen)) != 0)
 		goto fail;
-	}
-	if ((r = pthread_create(&f->thr, NULL, brk_fss_main, f)) != 0) {
-		snprintf(why, whylen, "the file server's thread: %s", strerror(r));
-		r = CB_EINTERNAL;
+	if ((r = brk_fss_launch(f, why, whylen)) != 0)
 		goto fail;
-	}
 	/* The thread only sets its identity before it says so: no wait on the
 	 * agent here. */
 	pthread_mutex_lock(&f->mu);
@@ -916,20 +972,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		    f->trees[0].path, cb_strerror(r));
 		return r;	/* the thread ends; brk_fss_stop frees the rest */
 	}
-	cfg->mounts = f->mounts;
-	cfg->nmounts = f->nmounts;
-	if (f->binds) {
-		/* Served now: no longer bound. */
-		size_t k = 0;
-
-		for (size_t i = 0; i < cfg->nbinds; i++)
-			if (!brk_fss_rw_served(f, &cfg->binds[i]))
-				f->binds[k++] = cfg->binds[i];
-		cfg->binds = f->binds;
-		cfg->nbinds = k;
-	}
-	if (!cfg->chdir && ws_served)
-		cfg->chdir = s->workspace;
+	brk_fss_apply(f, cfg, ws_served);
 	return 0;
 fail:
 	brk_fss_discard(f);
