@@ -270,43 +270,16 @@ brk_net_unresolved(const struct brk_net *n)
 	return NULL;
 }
 
-static void
-brk_net_resolved(void *arg)
+/* Judge each resolved address of n in turn: the first that passes wins
+ * (n->chosen, n->h); otherwise the first refusal, said in detail. */
+static int
+brk_net_choose(struct brk_net *n, const struct pol_net_prefix *host, size_t nhost, char *detail,
+    size_t dlen)
 {
-	struct brk_net *n = arg;
 	struct brk_sbx *s = n->s;
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} sa;
-	socklen_t salen;
-	int e = CB_ERESOLVE;
-	char detail[BRK_HOSTRES_MAX + 128] = "";
-	const struct pol_net_prefix *host;
 	const char *un;
-	size_t nhost;
+	int e = CB_ERESOLVE;
 
-	if (s->dead) {
-		brk_net_free(n);
-		return;
-	}
-	if (n->gai != 0 || n->naddr == 0) {
-		snprintf(detail, sizeof(detail), "%s", n->gai ? gai_strerror(n->gai) : "no address");
-		brk_net_fail(n, CB_ERESOLVE, detail);
-		return;
-	}
-	for (size_t i = 0; i < n->nnever; i++) {
-		struct brk_net_never *v = &n->never[i];
-
-		n->na[i] = (struct pol_never_addrs){ .name = v->name,
-			.resolved = v->gai == 0 && v->naddr > 0, .n = v->naddr, .a = v->addr };
-	}
-	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0) {
-		brk_net_fail(n, e, "the host's own addresses cannot be read");
-		return;
-	}
-	e = CB_ERESOLVE;
-	/* First address that passes wins; otherwise the first refusal. */
 	for (size_t i = 0; i < n->naddr; i++) {
 		struct brk_held *h = NULL;
 		int r = brk_net_judge(s, n->presented ? &s->held[n->th] : NULL, n->host, n->port,
@@ -316,8 +289,7 @@ brk_net_resolved(void *arg)
 		if (r == 0) {
 			n->h = h;
 			n->chosen = n->addr[i];
-			e = 0;
-			break;
+			return 0;
 		}
 		if (i == 0 || e == CB_ERESOLVE) {
 			e = r;
@@ -325,20 +297,27 @@ brk_net_resolved(void *arg)
 			un = r == CB_EPOLICY ? brk_net_unresolved(n) : NULL;
 			cap_addr_format(&n->addr[i], at, sizeof(at));
 			if (un)
-				snprintf(detail, sizeof(detail),
+				snprintf(detail, dlen,
 				    "address %s; a never rule's host %s cannot be resolved", at, un);
 			else
-				snprintf(detail, sizeof(detail), "address %s", at);
+				snprintf(detail, dlen, "address %s", at);
 		}
 	}
-	if (e != 0) {
-		brk_net_fail(n, e, detail);
-		return;
-	}
-	if ((e = brk_tok_commit(s, n->h)) != 0) {
-		brk_net_fail(n, e, NULL);
-		return;
-	}
+	return e;
+}
+
+/* Log the allowed connect and start it to n->chosen without blocking the
+ * loop; brk_net_connected finishes it (or the timeout fails it). */
+static void
+brk_net_connect(struct brk_net *n, char *detail, size_t dlen)
+{
+	struct brk_sbx *s = n->s;
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa;
+	socklen_t salen;
+
 	memset(&sa, 0, sizeof(sa));
 	if (n->chosen.family == AF_INET) {
 		sa.v4.sin_family = AF_INET;
@@ -355,7 +334,7 @@ brk_net_resolved(void *arg)
 		char at[INET6_ADDRSTRLEN];
 
 		cap_addr_format(&n->chosen, at, sizeof(at));
-		snprintf(detail, sizeof(detail), "connecting to %s", at);
+		snprintf(detail, dlen, "connecting to %s", at);
 	}
 	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.connect", .resource = n->res, .token_id = n->h->tok->c.id, .actor = "agent",
@@ -380,6 +359,46 @@ brk_net_resolved(void *arg)
 			return;
 		}
 	}
+}
+
+static void
+brk_net_resolved(void *arg)
+{
+	struct brk_net *n = arg;
+	struct brk_sbx *s = n->s;
+	int e = CB_ERESOLVE;
+	char detail[BRK_HOSTRES_MAX + 128] = "";
+	const struct pol_net_prefix *host;
+	size_t nhost;
+
+	if (s->dead) {
+		brk_net_free(n);
+		return;
+	}
+	if (n->gai != 0 || n->naddr == 0) {
+		snprintf(detail, sizeof(detail), "%s", n->gai ? gai_strerror(n->gai) : "no address");
+		brk_net_fail(n, CB_ERESOLVE, detail);
+		return;
+	}
+	for (size_t i = 0; i < n->nnever; i++) {
+		struct brk_net_never *v = &n->never[i];
+
+		n->na[i] = (struct pol_never_addrs){ .name = v->name,
+			.resolved = v->gai == 0 && v->naddr > 0, .n = v->naddr, .a = v->addr };
+	}
+	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0) {
+		brk_net_fail(n, e, "the host's own addresses cannot be read");
+		return;
+	}
+	if ((e = brk_net_choose(n, host, nhost, detail, sizeof(detail))) != 0) {
+		brk_net_fail(n, e, detail);
+		return;
+	}
+	if ((e = brk_tok_commit(s, n->h)) != 0) {
+		brk_net_fail(n, e, NULL);
+		return;
+	}
+	brk_net_connect(n, detail, sizeof(detail));
 }
 
 /* Could some capability of h (or of any valid held token when h is NULL)
