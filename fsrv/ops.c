@@ -26,8 +26,9 @@
  *    listing, ask the authorisation function again: a revoked token stops
  *    an open file at its next read.  File data bypasses the page cache
  *    (direct I/O), so no read is answered by the kernel alone.
- *  - No set-id bits are created or set; chown is refused; mknod is not
- *    offered (EPERM).
+ *  - No set-id bits are created or set, and a set-id file is never
+ *    opened for writing (fsrv_open_regular); chown is refused; mknod is
+ *    not offered (EPERM).
  */
 #include "fsrv/srv_int.h"
 
@@ -179,12 +180,28 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
 		if (!S_ISREG(st.st_mode))
 			return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -ENXIO;
 	}
-	fd = fsrv_open_at(t, path, (uint64_t)(flags | O_NONBLOCK), mode);
+	/* O_TRUNC waits for the set-id check below: it would act at open. */
+	fd = fsrv_open_at(t, path, (uint64_t)((flags & ~O_TRUNC) | O_NONBLOCK), mode);
 	if (fd < 0)
 		return -fsrv_err(errno);
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -ENXIO;
+	}
+	/* A set-uid or set-gid file is never opened for writing (as the
+	 * broker's fs.write, brk_open_regular): a root-owned tree is served
+	 * with CAP_FSETID, so the kernel would keep the bit on content the
+	 * agent wrote. */
+	if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) &&
+	    (st.st_mode & (S_ISUID | S_ISGID))) {
+		close(fd);
+		return -EPERM;
+	}
+	if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
 	}
 	/* O_NONBLOCK stays: regular files ignore it, and this fd is ours,
 	 * never handed to the agent. */
