@@ -26,9 +26,9 @@
  *    listing, ask the authorisation function again: a revoked token stops
  *    an open file at its next read.  File data bypasses the page cache
  *    (direct I/O), so no read is answered by the kernel alone.
- *  - No set-id bits are created or set, and a set-id file is never
- *    opened for writing (fsrv_open_regular); chown is refused; mknod is
- *    not offered (EPERM).
+ *  - No set-id bits are created or set, and served as root a set-id
+ *    file is never opened for writing (fsrv_open_regular); chown is
+ *    refused; mknod is not offered (EPERM).
  */
 #include "fsrv/srv_int.h"
 
@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -188,12 +189,12 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
 		close(fd);
 		return -ENXIO;
 	}
-	/* A set-uid or set-gid file is never opened for writing (as the
-	 * broker's fs.write, brk_open_regular): a root-owned tree is served
-	 * with CAP_FSETID, so the kernel would keep the bit on content the
-	 * agent wrote. */
+	/* Served as root (a root-owned tree: fsuid 0 keeps CAP_FSETID), a
+	 * set-uid or set-gid file is never opened for writing, as the
+	 * broker's fs.write: the kernel would keep the bit on content the
+	 * agent wrote.  Any other identity has the bit cleared by the write. */
 	if (((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) &&
-	    (st.st_mode & (S_ISUID | S_ISGID))) {
+	    (st.st_mode & (S_ISUID | S_ISGID)) && setfsuid((uid_t)-1) == 0) {
 		close(fd);
 		return -EPERM;
 	}

@@ -5,6 +5,7 @@
 # set-uid-root file through the medium tier's workspace and it stayed
 # set-uid root on the host (found by the red team).  Needs root.
 . "$(dirname "$0")/../lib.sh"
+CB="$CB_BIN/capbroker"
 
 if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
 	t_skip "set-id files in the served workspace" "needs root and /dev/fuse"
