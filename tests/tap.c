@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/common.h"
 
@@ -54,4 +55,17 @@ t_done(void)
 {
 	printf("1..%d\n", t_n);
 	return t_failed ? 1 : 0;
+}
+
+void
+t_rmtmp(const char *dir)
+{
+	char cmd[4200];
+
+	if (getenv("CB_TEST_KEEP") != NULL)
+		return;
+	/* dir comes from mkdtemp in the test itself: no quoting needed. */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", dir);
 }

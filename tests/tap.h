@@ -14,6 +14,10 @@ bool t_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
  * printing both names on failure. */
 bool t_err(int got, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Remove a test's temporary directory tree, unless CB_TEST_KEEP is set
+ * (then it stays for a post-mortem). */
+void t_rmtmp(const char *dir);
+
 /* Print the plan; the exit status of main (0 iff every check passed). */
 int t_done(void);
 

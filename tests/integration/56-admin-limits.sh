@@ -9,19 +9,6 @@
 . "$(dirname "$0")/admin_lib.sh"
 
 W="$T_TMP/ws"; mkdir -p "$W"; echo x >"$W/f"
-cat >"$T_TMP/flood.py" <<'EOF2'
-import socket, sys, time
-socks = []
-for i in range(int(sys.argv[2])):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(2)
-    try:
-        s.connect(sys.argv[1]); socks.append(s)
-    except OSError:
-        break
-open(sys.argv[4], "w").write("%d\n" % len(socks))
-time.sleep(float(sys.argv[3]))
-EOF2
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # -- descriptor exhaustion ---------------------------------------------------------
@@ -30,7 +17,7 @@ SRV_STATE=$S
 prlimit --nofile=40:40 "$CB" serve --state "$S" >>"$T_TMP/serve.log" 2>&1 &
 SRV=$!; _adm_pids+=("$SRV")
 wait_for 100 "$CTL" --state "$S" status
-"$PYTHON" "$T_TMP/flood.py" "$S/admin.sock" 150 6 "$T_TMP/n" &
+"$PYTHON" "$CB_TOP/tests/integration/admin_flood.py" "$S/admin.sock" 150 6 "$T_TMP/n" &
 FL=$!; _adm_pids+=("$FL")
 wait_for 50 test -s "$T_TMP/n"
 sleep 0.5
@@ -54,7 +41,7 @@ t_match "... saying so on the client side" "$(cat "$T_TMP/err")" "open-files lim
 # -- per-uid cap -----------------------------------------------------------------------
 S="$T_TMP/cap"
 srv_start "$S"
-"$PYTHON" "$T_TMP/flood.py" "$S/admin.sock" 40 4 "$T_TMP/n2" &
+"$PYTHON" "$CB_TOP/tests/integration/admin_flood.py" "$S/admin.sock" 40 4 "$T_TMP/n2" &
 FL=$!; _adm_pids+=("$FL")
 wait_for 50 test -s "$T_TMP/n2"
 sleep 0.3

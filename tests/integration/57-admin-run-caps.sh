@@ -10,19 +10,6 @@
 
 N=40
 W="$T_TMP/ws"; mkdir -p "$W"
-cat >"$T_TMP/flood.py" <<'EOF2'
-import socket, sys, time
-socks = []
-for i in range(int(sys.argv[2])):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(2)
-    try:
-        s.connect(sys.argv[1]); socks.append(s)
-    except OSError:
-        break
-open(sys.argv[4], "w").write("%d\n" % len(socks))
-time.sleep(float(sys.argv[3]))
-EOF2
 nsbx() { "$CTL" --state "$S" --json status | jget 'd["sandboxes"]'; }
 has_n() { [ "$(nsbx)" = "$1" ]; }
 
@@ -42,7 +29,7 @@ t_ok "one uid runs $N sandboxes at once over the admin socket (idle cap 32)" wai
 t_exit "capctl is still served beside them" 0 "$CTL" --state "$S" status
 
 # An idle flood from the same uid is still cut at the per-uid cap.
-"$PYTHON" "$T_TMP/flood.py" "$S/admin.sock" 40 4 "$T_TMP/n" &
+"$PYTHON" "$CB_TOP/tests/integration/admin_flood.py" "$S/admin.sock" 40 4 "$T_TMP/n" &
 FL=$!; _adm_pids+=("$FL")
 wait_for 50 test -s "$T_TMP/n"
 sleep 0.3

@@ -678,12 +678,6 @@ main(void)
 	test_follow();
 	test_expect();
 	cap_keyring_free(kr);
-	if (getenv("CB_TEST_KEEP") == NULL) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", dir);
-	}
+	t_rmtmp(dir);
 	return t_done();
 }

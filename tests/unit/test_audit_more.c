@@ -344,12 +344,6 @@ main(void)
 	test_policies_and_threads();
 	test_cost();
 	cap_keyring_free(kr);
-	if (getenv("CB_TEST_KEEP") == NULL) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", dir);
-	}
+	t_rmtmp(dir);
 	return t_done();
 }

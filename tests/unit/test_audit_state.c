@@ -102,12 +102,6 @@ main(void)
 	log = NULL;
 	T_ERR(open_log(st, path, &h, &log), CB_EAUDIT, "a deleted log is not silently replaced");
 	st_close(st);
-	if (getenv("CB_TEST_KEEP") == NULL) {
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", dir);
-	}
+	t_rmtmp(dir);
 	return t_done();
 }

@@ -208,12 +208,6 @@ main(void)
 	else
 		T_OK(true, "1 M revoked tokens # SKIP set CB_BENCH=1 (takes a few seconds)");
 	tree();
-	if (getenv("CB_TEST_KEEP") == NULL) {
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", dir);
-	}
+	t_rmtmp(dir);
 	return t_done();
 }
