@@ -34,10 +34,16 @@ mount -t tmpfs -o mode=1777 tmp "$r/tmp"
 mount -t tmpfs -o mode=0755 run "$r/run"
 mkdir -p "$r/src" "$r/oldroot"
 git -c safe.directory='*' clone -q "$top" "$r/src/capbroker"
+# The machine's own TLS trust and proxy settings pass through, as a CI
+# machine's environment carries them: without NODE_EXTRA_CA_CERTS, npm on a
+# network that re-signs TLS with a local CA retries until the MCP SDK test's
+# time limit and the test skips (seen: SELF_SIGNED_CERT_IN_CHAIN).
+keep=()
+while IFS= read -r v; do keep+=("$v"); done < <(env | grep -E '^(NODE_EXTRA_CA_CERTS|SSL_CERT_(FILE|DIR)|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|PIP_CERT|GIT_SSL_CAINFO|[A-Za-z_]*_proxy|[A-Z_]*_PROXY)=' || true)
 cd "$r"
 pivot_root . oldroot
 umount -l /oldroot
 cd /src/capbroker
 exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-	LANG=C.UTF-8 TERM=dumb "$@"
+	LANG=C.UTF-8 TERM=dumb "${keep[@]}" "$@"
 EOS
