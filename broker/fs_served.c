@@ -49,6 +49,8 @@
 #include "fsrv/fsrv.h"
 
 #define BRK_FSS_AUDQ_MAX 4096	/* audit records waiting for the loop */
+#define BRK_FSS_AUD_DELAY_US 2000	/* the loop writes queued audit lines this late at most,
+					 * in batches (a wake-up per open cost more than the open) */
 #define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
 				 * (revocation invalidates them at once) */
 #define BRK_FSS_NOTREE	((unsigned)-1)	/* a tree that could not be served */
@@ -92,6 +94,8 @@ struct brk_fss {
 	int stop_pipe[2];
 	int aud_efd;			/* server -> loop: audit records queued */
 	struct event *ev_aud;
+	struct event *ev_aud_tm;	/* the batch's drain */
+	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
 	struct brk_fss_tree trees[SBX_MOUNTS_MAX];
 	unsigned ntrees;
 	struct sbx_mount mounts[SBX_MOUNTS_MAX];
@@ -397,7 +401,11 @@ brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason
 		memcpy(a->tid, tid, CAP_ID_LEN);
 	}
 	f->naq++;
-	cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
+	/* Wake the loop for the first record of a batch (it then drains after
+	 * BRK_FSS_AUD_DELAY_US) and again at half a queue (it drains at once);
+	 * the records between cost no system call and no switch. */
+	if (f->naq == 1 || f->naq == BRK_FSS_AUDQ_MAX / 2)
+		cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
 }
 
 static int
@@ -524,32 +532,18 @@ brk_fss_drain(struct brk_fss *f)
 	struct brk_fss_aud *q;
 	size_t n;
 
+	if (f->ev_aud_tm)
+		evtimer_del(f->ev_aud_tm);
+	/* The spare queue for the server while the loop writes this one: two
+	 * queues made at start, swapped, never allocated here. */
 	pthread_mutex_lock(&f->mu);
 	q = f->aq;
 	n = f->naq;
 	if (n) {
-		/* A fresh queue for the server while the loop writes this one. */
-		struct brk_fss_aud *nq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*nq));
-
-		if (nq) {
-			f->aq = nq;
-			f->naq = 0;
-			pthread_cond_broadcast(&f->cond);
-		} else {
-			q = NULL;	/* written in place, under the lock */
-		}
-	}
-	if (!q) {
-		for (size_t i = 0; i < n; i++) {
-			struct brk_fss_aud *a = &f->aq[i];
-
-			brk_fss_write(f, a);
-			free(a->resource);
-		}
+		f->aq = f->aq_spare;
+		f->aq_spare = q;
 		f->naq = 0;
 		pthread_cond_broadcast(&f->cond);
-		pthread_mutex_unlock(&f->mu);
-		return;
 	}
 	pthread_mutex_unlock(&f->mu);
 	for (size_t i = 0; i < n; i++) {
@@ -561,19 +555,36 @@ brk_fss_drain(struct brk_fss *f)
 		else
 			brk_fss_write(f, a);
 		free(a->resource);
+		a->resource = NULL;
 	}
-	if (n)
-		free(q);
 }
 
 static void
+brk_fss_aud_tick(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd, (void)ev;
+	brk_fss_drain(arg);
+}
+
+/* The server queued the first record of a batch (drain it a little later,
+ * with whatever follows) or filled half the queue (drain now). */
+static void
 brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 {
+	static const struct timeval delay = { 0, BRK_FSS_AUD_DELAY_US };
+	struct brk_fss *f = arg;
 	uint64_t v;
+	size_t n;
 
 	(void)ev;
 	cb_ignore((int)read(fd, &v, sizeof(v)));
-	brk_fss_drain(arg);
+	pthread_mutex_lock(&f->mu);
+	n = f->naq;
+	pthread_mutex_unlock(&f->mu);
+	if (n >= BRK_FSS_AUDQ_MAX / 2)
+		brk_fss_drain(f);
+	else if (!evtimer_pending(f->ev_aud_tm, NULL) && evtimer_add(f->ev_aud_tm, &delay) != 0)
+		brk_fss_drain(f);
 }
 
 /* ---- the server thread ---------------------------------------------- */
@@ -752,6 +763,7 @@ brk_fss_discard(struct brk_fss *f)
 	fsrv_free(f->srv);
 	brk_fss_grants_free(f->g, f->ng);
 	free(f->aq);
+	free(f->aq_spare);
 	free(f->binds);
 	if (f->stop_pipe[0] >= 0)
 		close(f->stop_pipe[0]);
@@ -761,6 +773,8 @@ brk_fss_discard(struct brk_fss *f)
 		close(f->aud_efd);
 	if (f->ev_aud)
 		event_free(f->ev_aud);
+	if (f->ev_aud_tm)
+		event_free(f->ev_aud_tm);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -866,6 +880,7 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 	    (f->aud_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    !(f->ev_aud = event_new(f->s->b->base, f->aud_efd, EV_READ | EV_PERSIST,
 	    brk_fss_aud_ready, f)) ||
+	    !(f->ev_aud_tm = evtimer_new(f->s->b->base, brk_fss_aud_tick, f)) ||
 	    event_add(f->ev_aud, NULL) != 0) {
 		snprintf(why, whylen, "the file server: %s", strerror(errno));
 		return CB_EIO;
@@ -948,7 +963,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		return 0;
 	}
 	r = CB_ENOMEM;
-	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))))
+	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))) ||
+	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
 		goto fail;
 	fc.authz_arg = f;
 	if ((r = fsrv_new(&fc, &f->srv)) != 0) {
@@ -1014,6 +1030,8 @@ brk_fss_stop(struct brk_sbx *s)
 	pthread_mutex_unlock(&f->mu);
 	brk_fss_drain(f);
 	event_free(f->ev_aud);
+	event_free(f->ev_aud_tm);
+	free(f->aq_spare);	/* the thread frees aq */
 	close(f->aud_efd);
 	/* The thread frees everything itself once it has stopped: the loop
 	 * never waits for it (its last invalidations may take a moment), and

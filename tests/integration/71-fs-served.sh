@@ -89,6 +89,15 @@ t_ok "a close says how many bytes moved" grep -q "\"op\":\"fs.close\",\"resource
 t_ok "a delete is audited" grep -q "\"op\":\"fs.delete\",\"resource\":\"$W/moved.txt\"" "$A/audit.jsonl"
 t_is "no line per read or lookup" "$(grep -c '"op":"fs.\(read\|lookup\|getattr\)"' "$A/audit.jsonl")" 0
 t_ok "the log still verifies" "$CTL" --state "$A" audit verify
+# The server queues its lines and the loop writes them in batches (a
+# wake-up per line cost more than the open): none is lost or repeated.
+B="$T_TMP/st-batch"
+timeout 60 "$CB" run --state "$B" --id aud2 --tier medium --workspace "$W" --approve deny -- /bin/bash -c \
+	'for i in $(seq 1000); do read -r l <a.txt; done' >/dev/null 2>&1
+t_is "1000 opens in a burst: 1000 open lines" \
+	"$(grep -c "\"op\":\"fs.open\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1000
+t_is "... and 1000 close lines" \
+	"$(grep -c "\"op\":\"fs.close\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1000
 
 # -- under serve: the token is listed and revocable, open files included ------
 S="$T_TMP/st"
