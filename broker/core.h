@@ -164,6 +164,7 @@ struct brk_sbx {
 	struct brk_proc *procs;		/* its running proc.exec children */
 	struct brk_notify *notify;	/* its mediated connect() (notify.c), or NULL */
 	struct brk_hosts *hosts;	/* the names its tokens grant (hosts.c), or NULL */
+	unsigned dns_conns;		/* its open resolver connections (dns.c) */
 	struct brk_fss *fss;		/* its file server (fs_served.c), or NULL */
 	uint64_t instance;		/* st_instance_begin: its approved elevations
 					 * are recorded against it in the state */

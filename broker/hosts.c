@@ -8,9 +8,11 @@
  * Trust domain: broker.  Why it is safe:
  *  - Only names a valid token grants (inside the ceiling and the policy's
  *    domain allow list) are ever looked up, in a worker thread: an agent
- *    cannot make the broker resolve a name of its choosing, and no other
- *    name resolves inside the sandbox (its nsswitch says "hosts: files";
- *    its network namespace has no route for a DNS query).
+ *    cannot make the broker resolve a name of its choosing here, and
+ *    another name resolves inside the sandbox only through the broker's
+ *    resolver (dns.c), which looks up names a live token covers and
+ *    nothing else (the sandbox's network namespace has no route for a
+ *    DNS query of its own).
  *  - The file only helps the agent find an address.  What counts is the
  *    broker's own table: a connect() to an address is judged by
  *    brk_net_check with the name whose lookup gave that address, so the
@@ -45,6 +47,7 @@
 
 #define BRK_HOSTS_NAMES	64	/* names listed per sandbox */
 #define BRK_HOSTS_ADDRS	16	/* addresses kept per name */
+#define BRK_HOSTS_LEARNED 64	/* names looked up for DNS queries (dns.c), kept */
 
 struct brk_hname {
 	char name[254];
@@ -58,6 +61,8 @@ struct brk_hosts {
 	size_t n;
 	char *key;			/* the names v was made for, '\n'-joined */
 	bool busy, again;		/* a lookup runs; run another after it */
+	struct brk_hname learned[BRK_HOSTS_LEARNED];	/* for DNS queries (dns.c) */
+	uint64_t learned_ns[BRK_HOSTS_LEARNED];		/* mono ns of each lookup; 0: free */
 };
 
 struct brk_hjob {
@@ -348,35 +353,109 @@ brk_hosts_close(struct brk_sbx *s)
 	s->hosts = NULL;
 }
 
+/* The learned slot for name, or (make) the free or oldest one. */
+static size_t
+brk_hosts_slot(const struct brk_hosts *h, const char *name, bool *found)
+{
+	size_t best = 0;
+
+	*found = false;
+	for (size_t k = 0; k < BRK_HOSTS_LEARNED; k++) {
+		if (h->learned_ns[k] && strcmp(h->learned[k].name, name) == 0) {
+			*found = true;
+			return k;
+		}
+		if (h->learned_ns[k] < h->learned_ns[best])
+			best = k;
+	}
+	return best;
+}
+
+void
+brk_hosts_learn(struct brk_sbx *s, const char *name, const struct cap_addr *a, size_t n)
+{
+	struct brk_hosts *h = s->hosts;
+	bool found;
+	size_t k;
+
+	if (!h)
+		return;
+	k = brk_hosts_slot(h, name, &found);
+	snprintf(h->learned[k].name, sizeof(h->learned[k].name), "%s", name);
+	h->learned[k].naddr = n < BRK_HOSTS_ADDRS ? n : BRK_HOSTS_ADDRS;
+	memcpy(h->learned[k].addr, a, h->learned[k].naddr * sizeof(*a));
+	h->learned_ns[k] = cb_mono_ns();
+}
+
+size_t
+brk_hosts_recall(struct brk_sbx *s, const char *name, uint64_t max_age_ns, struct cap_addr *out,
+    size_t max, bool *found)
+{
+	struct brk_hosts *h = s->hosts;
+	size_t k, n;
+
+	*found = false;
+	if (!h)
+		return 0;
+	k = brk_hosts_slot(h, name, found);
+	if (!*found)
+		return 0;
+	if (cb_mono_ns() - h->learned_ns[k] > max_age_ns) {
+		*found = false;
+		return 0;
+	}
+	n = h->learned[k].naddr < max ? h->learned[k].naddr : max;
+	memcpy(out, h->learned[k].addr, n * sizeof(*out));
+	return n;
+}
+
+/* Names in v[0..n) that gave address a: the first judgment that allows
+ * port, else the first refusal (*first, with *out and *name). */
+static bool
+brk_hosts_judge(struct brk_sbx *s, const struct brk_hname *v, size_t n, const struct cap_addr *a,
+    int port, int *first, struct brk_held **out, const char **name)
+{
+	for (size_t k = 0; k < n; k++) {
+		for (size_t i = 0; i < v[k].naddr; i++) {
+			struct brk_held *t = NULL;
+			int e;
+
+			if (v[k].addr[i].family != a->family ||
+			    memcmp(v[k].addr[i].b, a->b, a->family == AF_INET ? 4 : 16) != 0)
+				continue;
+			if ((e = brk_net_check(s, NULL, v[k].name, port, a, &t)) == 0) {
+				*first = 0;
+				*out = t;
+				*name = v[k].name;
+				return true;
+			}
+			if (*first == CB_ENOTCOVERED) {
+				*first = e;
+				*out = t;
+				*name = v[k].name;
+			}
+			break;
+		}
+	}
+	return false;
+}
+
 int
 brk_hosts_check(struct brk_sbx *s, const struct cap_addr *a, int port, struct brk_held **out,
     const char **name)
 {
 	struct brk_hosts *h = s->hosts;
+	struct brk_hname *l;
 	int first = CB_ENOTCOVERED;
 
 	*out = NULL;
 	*name = NULL;
-	for (size_t k = 0; h && k < h->n; k++) {
-		for (size_t i = 0; i < h->v[k].naddr; i++) {
-			struct brk_held *t = NULL;
-			int e;
-
-			if (h->v[k].addr[i].family != a->family ||
-			    memcmp(h->v[k].addr[i].b, a->b, a->family == AF_INET ? 4 : 16) != 0)
-				continue;
-			if ((e = brk_net_check(s, NULL, h->v[k].name, port, a, &t)) == 0) {
-				*out = t;
-				*name = h->v[k].name;
-				return 0;
-			}
-			if (first == CB_ENOTCOVERED) {
-				first = e;
-				*out = t;
-				*name = h->v[k].name;
-			}
-			break;
-		}
-	}
+	if (!h || brk_hosts_judge(s, h->v, h->n, a, port, &first, out, name))
+		return first;
+	/* then the names looked up for the sandbox's DNS queries, in use */
+	l = h->learned;
+	for (size_t k = 0; k < BRK_HOSTS_LEARNED; k++)
+		if (h->learned_ns[k] && brk_hosts_judge(s, &l[k], 1, a, port, &first, out, name))
+			return first;
 	return first;
 }

@@ -44,6 +44,7 @@
  */
 #include "broker/core.h"
 #include "broker/budget.h"
+#include "broker/dns.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
 #include "broker/sbx.h"
@@ -368,6 +369,42 @@ done:
 	brk_nconn_free(c);
 }
 
+/* A connect() to the sandbox's resolver (dns.c): the agent's socket is
+ * replaced by one end of a socketpair whose other end the broker serves.
+ * Nothing is looked up or granted by the connect itself, so it has no
+ * audit line: each query is judged and audited. */
+static void
+brk_nconn_dns(struct brk_nconn *c)
+{
+	struct brk_notify *nt = brk_nt(c->s);
+	struct seccomp_notif_addfd add = { .id = c->id, .flags = SECCOMP_ADDFD_FLAG_SETFD,
+		.newfd = (uint32_t)c->afd, .newfd_flags = c->cloexec ? O_CLOEXEC : 0 };
+	int sp[2], e;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (c->nonblock ? SOCK_NONBLOCK : 0), 0,
+	    sp) != 0) {
+		brk_notify_answer(nt, c->id, errno == EMFILE || errno == ENFILE ? errno : ENOMEM);
+		goto out;
+	}
+	if ((e = brk_dns_serve(c->s, sp[1])) != 0) {
+		close(sp[0]);
+		brk_notify_answer(nt, c->id, e == CB_EBUSY ? EAGAIN : ENOMEM);
+		goto out;
+	}
+	add.srcfd = (uint32_t)sp[0];
+	/* ENOENT: the thread was interrupted; the broker's end then reads
+	 * EOF and its connection ends. */
+	if (ioctl(nt->fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) < 0) {
+		if (errno != ENOENT)
+			brk_notify_answer(nt, c->id, errno == EMFILE ? EMFILE : EIO);
+	} else {
+		brk_notify_answer(nt, c->id, 0);
+	}
+	close(sp[0]);
+out:
+	brk_nconn_free(c);
+}
+
 /* A connect() to an IPv4 or IPv6 address: the judgment, its audit line,
  * then the broker's own connect. */
 static void
@@ -400,6 +437,10 @@ brk_nconn_inet(struct brk_nconn *c, int family)
 			goto out;
 		}
 		c->addrlen = sizeof(c->addr.in4);
+		if (s->hosts && brk_dns_is_resolver(&c->addr.sa, c->addrlen)) {
+			brk_nconn_dns(c);
+			return;
+		}
 		inet_ntop(AF_INET, &c->addr.in4.sin_addr, txt, sizeof(txt));
 		port = ntohs(c->addr.in4.sin_port);
 	} else {

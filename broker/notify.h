@@ -9,6 +9,10 @@
 #ifndef CB_BROKER_NOTIFY_H
 #define CB_BROKER_NOTIFY_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 struct brk;
 struct brk_sbx;
 struct brk_held;
@@ -56,5 +60,16 @@ void brk_hosts_close(struct brk_sbx *s);
  * concerns), or CB_ENOTCOVERED (*name NULL: no name gave a). */
 int brk_hosts_check(struct brk_sbx *s, const struct cap_addr *a, int port,
     struct brk_held **out, const char **name);
+
+/* Remember name's addresses a[0..n), looked up by the broker for a DNS
+ * query of s (dns.c), so that a connect() to one of them is judged as
+ * that name (brk_hosts_check).  The BRK_HOSTS_LEARNED most recent names
+ * are kept. */
+void brk_hosts_learn(struct brk_sbx *s, const char *name, const struct cap_addr *a, size_t n);
+
+/* name's addresses (at most max, into out) if it was learned at most
+ * max_age_ns ago: *found then true (the count may be 0: no address). */
+size_t brk_hosts_recall(struct brk_sbx *s, const char *name, uint64_t max_age_ns,
+    struct cap_addr *out, size_t max, bool *found);
 
 #endif

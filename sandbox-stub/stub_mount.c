@@ -412,14 +412,22 @@ write_etc(const struct stub_cfg *c)
 	snprintf(buf, sizeof(buf), "%s:x:%u:\n", nobody ? "nogroup" : "agent",
 	    (unsigned)c->gid);
 	make_file(NR_PATH("/etc/group"), buf, 0644);
-	make_file(NR_PATH("/etc/nsswitch.conf"),
-	    "passwd: files\ngroup: files\nshadow: files\nhosts: files\n", 0644);
 	/* With mediated connect(), the broker's list of the names its tokens
-	 * grant (broker/hosts.c), rewritten as they change. */
-	if (c->hosts != NULL)
+	 * grant (broker/hosts.c), rewritten as they change, then the broker's
+	 * resolver (broker/dns.c): asked over TCP (use-vc), as UDP sockets do
+	 * not exist here; its connect() reaches the broker, never the host's
+	 * 127.0.0.53. */
+	if (c->hosts != NULL) {
+		make_file(NR_PATH("/etc/nsswitch.conf"),
+		    "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n", 0644);
 		make_symlink("/capbroker/net/hosts", NR_PATH("/etc/hosts"));
-	else
+		make_file(NR_PATH("/etc/resolv.conf"),
+		    "nameserver 127.0.0.53\noptions use-vc timeout:5 attempts:1\n", 0644);
+	} else {
+		make_file(NR_PATH("/etc/nsswitch.conf"),
+		    "passwd: files\ngroup: files\nshadow: files\nhosts: files\n", 0644);
 		make_file(NR_PATH("/etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", 0644);
+	}
 	snprintf(buf, sizeof(buf), "%s\n", c->id);
 	make_file(NR_PATH("/etc/hostname"), buf, 0644);
 }

@@ -1,0 +1,56 @@
+/*
+ * dns.h - the sandbox's resolver: DNS over TCP, answered by the broker for
+ * the names a live net.connect token covers (dns.c); private to broker/.
+ *
+ * Trust domain: broker.  Every byte of a query is the agent's and hostile.
+ */
+#ifndef CB_BROKER_DNS_H
+#define CB_BROKER_DNS_H
+
+#include "broker/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* The resolver's address inside the sandbox (its resolv.conf names it):
+ * a connect() there, port 53, is served by the broker and never reaches
+ * the host's 127.0.0.53. */
+#define BRK_DNS_ADDR		"127.0.0.53"
+#define BRK_DNS_PORT		53
+#define BRK_DNS_MSG_MAX		1232	/* a query longer than this closes the connection */
+#define BRK_DNS_NAME_MAX	253
+
+/* One question, as the broker understood it. */
+struct brk_dnsq {
+	uint16_t id;
+	uint16_t qtype;			/* LDNS_RR_TYPE_*: A, AAAA, anything else */
+	bool rd;
+	bool valid_name;		/* name is LDH labels, lowercased, no final dot */
+	char name[BRK_DNS_NAME_MAX + 1];
+	void *pkt;			/* the parsed query (ldns_pkt), for the answer */
+};
+
+/* Parse the DNS message m[0..n) with ldns: one question of class IN in a
+ * standard query.  0 with *q filled (free with brk_dns_query_free);
+ * CB_EPROTO otherwise (q holds nothing). */
+int brk_dns_query_parse(const uint8_t *m, size_t n, struct brk_dnsq *q) CB_WARN_UNUSED;
+void brk_dns_query_free(struct brk_dnsq *q);
+
+/* The answer to q: rcode (LDNS_RCODE_*), and the addresses of a of q's
+ * family (A: IPv4, AAAA: IPv6, others: none) with TTL ttl.  0 with a
+ * malloc'd message in *out (length *outlen), or CB_ENOMEM. */
+int brk_dns_answer(const struct brk_dnsq *q, int rcode, const struct cap_addr *a, size_t na,
+    uint32_t ttl, uint8_t **out, size_t *outlen) CB_WARN_UNUSED;
+
+/* Is sa (len bytes, a copy the broker judges) the sandbox's resolver? */
+bool brk_dns_is_resolver(const struct sockaddr *sa, socklen_t len);
+
+/* Serve DNS over TCP (RFC 7766: two-byte length, then the message) on
+ * sock, the broker's end of a socketpair whose other end the agent's
+ * connect() to the resolver got; sock is consumed.  0, CB_EBUSY (too many
+ * of s's connections open) or CB_ENOMEM. */
+int brk_dns_serve(struct brk_sbx *s, int sock) CB_WARN_UNUSED;
+
+#endif
