@@ -65,39 +65,55 @@ brk_admin_send(struct brk_admin *a, struct wire_enc *e, const int *fds, size_t n
 	return 0;
 }
 
+/* Start the reply rp to the message being answered (wire/admin.h: the
+ * envelope, rp's keys up to its list); brk_admin_finish() ends and sends
+ * it. */
 static void
-brk_admin_begin(struct brk_admin *a, struct wire_enc *e, int err, const char *reason)
+brk_admin_begin(struct brk_admin *a, struct wire_enc *e, struct wire_adm_rep *rp)
 {
+	rp->id = a->id;
 	wire_enc_init(e, a->b->sbuf, WIRE_REPLY_MAX);
-	wire_adm_reply_begin(e, a->id, err, reason);
+	wire_adm_rep_begin(e, rp);
 }
 
 static void
-brk_admin_finish(struct brk_admin *a, struct wire_enc *e)
+brk_admin_finish(struct brk_admin *a, struct wire_enc *e, const struct wire_adm_rep *rp)
 {
 	int r;
 
-	wire_map_end(e);
+	wire_adm_rep_end(e, rp);
 	r = brk_admin_send(a, e, NULL, 0);
 	if (r == CB_ETOOBIG) {
 		/* Say so rather than hang up: the caller should page. */
+		struct wire_adm_rep big = { .cmd = WIRE_ADM_COUNT, .err = CB_ETOOBIG,
+			.reason = "reply too large" };
 		struct wire_enc e2;
 
-		brk_admin_begin(a, &e2, CB_ETOOBIG, "reply too large");
-		wire_map_end(&e2);
+		brk_admin_begin(a, &e2, &big);
+		wire_adm_rep_end(&e2, &big);
 		r = brk_admin_send(a, &e2, NULL, 0);
 	}
 	if (r != 0)
 		brk_admin_drop(a);
 }
 
+/* A reply of its own command's keys, all set in rp. */
 static void
-brk_admin_err(struct brk_admin *a, int err, const char *reason)
+brk_admin_reply(struct brk_admin *a, struct wire_adm_rep *rp)
 {
 	struct wire_enc e;
 
-	brk_admin_begin(a, &e, err, reason);
-	brk_admin_finish(a, &e);
+	brk_admin_begin(a, &e, rp);
+	brk_admin_finish(a, &e, rp);
+}
+
+/* A refusal (err, and reason or NULL for cb_strerror(err)), or with err 0
+ * the bare ok of a command whose reply has no keys of its own. */
+static void
+brk_admin_err(struct brk_admin *a, int err, const char *reason)
+{
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_COUNT, .err = err,
+	    .reason = reason });
 }
 
 static void
@@ -112,21 +128,15 @@ static void
 adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
-	struct wire_enc e;
 	struct aud_stats as;
 
 	(void)q;
 	aud_stats(b->aud, &as);
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_put_str(&e, "state", b->state_dir);
-	wire_put_u64(&e, "pid", (uint64_t)getpid());
-	wire_put_u64(&e, "sandboxes", b->nsbx);
-	wire_put_bool(&e, "audit_healthy", aud_healthy(b->aud));
-	wire_put_u64(&e, "audit_lines", as.lines);
-	wire_put_u64(&e, "accept_failures", b->accept_failures);
-	wire_put_u64(&e, "admin_refused", b->admin_refused);
-	wire_put_str(&e, "policy", b->opts.policy_path ? b->opts.policy_path : "(built-in)");
-	brk_admin_finish(a, &e);
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_STATUS, .state = b->state_dir,
+	    .pid = (uint64_t)getpid(), .sandboxes = b->nsbx, .audit_healthy = aud_healthy(b->aud),
+	    .audit_lines = as.lines, .accept_failures = b->accept_failures,
+	    .admin_refused = b->admin_refused,
+	    .policy = b->opts.policy_path ? b->opts.policy_path : "(built-in)" });
 }
 
 static void
@@ -139,7 +149,6 @@ adm_issue(struct brk_admin *a, const struct wire_adm_req *q)
 	struct brk_sbx *s;
 	char *text = NULL, tid[2 * CAP_ID_LEN + 1], why[CAP_STR_MAX + 100];
 	uint8_t id[CAP_ID_LEN];
-	struct wire_enc e;
 	int r;
 
 	if (!q->sandbox || q->ncaps == 0) {
@@ -191,11 +200,8 @@ adm_issue(struct brk_admin *a, const struct wire_adm_req *q)
 		cb_ignore(brk_held_add(s, text, strlen(text), true, &th));
 	}
 	cap_hex(id, CAP_ID_LEN, tid);
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_put_str(&e, "token", text);
-	wire_put_str(&e, "tid", tid);
-	wire_put_u64(&e, "exp", now + ttl);
-	brk_admin_finish(a, &e);
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_ISSUE, .token = text, .tid = tid,
+	    .exp = now + ttl });
 out:
 	free(text);
 	for (size_t i = 0; i < ncaps; i++)
@@ -244,7 +250,6 @@ adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 	struct brk *b = a->b;
 	uint8_t id[CAP_ID_LEN];
 	size_t count = 0;
-	struct wire_enc e;
 	int r;
 
 	if (!q->tid || cap_unhex(q->tid, id, CAP_ID_LEN) != 0) {
@@ -255,9 +260,7 @@ adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 		brk_admin_err(a, r, r == CB_ENOENT ? "unknown token id" : brk_decide_why(b, r));
 		return;
 	}
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_put_u64(&e, "count", count);
-	brk_admin_finish(a, &e);
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
 }
 
 struct adm_list {
@@ -270,7 +273,7 @@ static int
 adm_list_one(void *arg, const struct st_token *t)
 {
 	struct adm_list *l = arg;
-	char hex[2 * CAP_ID_LEN + 1];
+	char hex[2 * CAP_ID_LEN + 1], phex[2 * CAP_ID_LEN + 1];
 
 	if (l->skip) {
 		l->skip--;
@@ -280,23 +283,14 @@ adm_list_one(void *arg, const struct st_token *t)
 		l->more = true;
 		return 1;
 	}
-	wire_map_begin(l->e, NULL);
 	cap_hex(t->id, CAP_ID_LEN, hex);
-	wire_put_str(l->e, "id", hex);
-	if (t->has_parent) {
-		cap_hex(t->parent, CAP_ID_LEN, hex);
-		wire_put_str(l->e, "parent", hex);
-	}
-	wire_put_str(l->e, "sandbox", t->sandbox);
-	wire_put_str(l->e, "caps", t->caps ? t->caps : "");
-	wire_put_u64(l->e, "nbf", t->nbf);
-	wire_put_u64(l->e, "exp", t->exp);
-	if (t->uses_left != ST_UNLIMITED)
-		wire_put_u64(l->e, "uses", t->uses_left);
-	wire_put_bool(l->e, "revoked", t->revoked_at != 0);
-	wire_put_bool(l->e, "elevated", t->elevated);
-	wire_put_str(l->e, "by", t->issued_by);
-	wire_map_end(l->e);
+	if (t->has_parent)
+		cap_hex(t->parent, CAP_ID_LEN, phex);
+	wire_adm_token_put(l->e, &(struct wire_adm_token){ .id = hex,
+	    .parent = t->has_parent ? phex : NULL, .sandbox = t->sandbox,
+	    .caps = t->caps ? t->caps : "", .nbf = t->nbf, .exp = t->exp,
+	    .has_uses = t->uses_left != ST_UNLIMITED, .uses = t->uses_left,
+	    .revoked = t->revoked_at != 0, .elevated = t->elevated, .by = t->issued_by });
 	l->n++;
 	return 0;
 }
@@ -305,46 +299,37 @@ static void
 adm_list(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
+	struct wire_adm_rep rp = { .cmd = WIRE_ADM_LIST };
 	struct adm_list l = { .e = &e, .skip = q->offset };
 	int r;
 
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_arr_begin(&e, "tokens");
+	brk_admin_begin(a, &e, &rp);
 	r = st_token_list(a->b->st, q->sandbox, adm_list_one, &l);
-	wire_arr_end(&e);
 	if (r < 0) {
 		brk_admin_err(a, r, NULL);
 		return;
 	}
-	wire_put_bool(&e, "more", l.more);
-	brk_admin_finish(a, &e);
+	rp.more = l.more;
+	brk_admin_finish(a, &e, &rp);
 }
 
 static void
 adm_sandboxes(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
+	struct wire_adm_rep rp = { .cmd = WIRE_ADM_SANDBOXES };
 
 	(void)q;
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_arr_begin(&e, "sandboxes");
+	brk_admin_begin(a, &e, &rp);
 	for (struct brk_sbx *s = a->b->sbx; s; s = s->next) {
 		if (s->dead)
 			continue;
-		wire_map_begin(&e, NULL);
-		wire_put_str(&e, "id", s->id);
-		wire_put_str(&e, "tier", s->tier_name);
-		wire_put_str(&e, "command", s->command ? s->command : "");
-		wire_put_str(&e, "workspace", s->workspace);
-		wire_put_u64(&e, "started", s->started_at);
-		wire_put_u64(&e, "pid", (uint64_t)(s->spawned ? s->proc.pid : 0));
-		wire_put_u64(&e, "tokens", s->nheld);
-		wire_put_u64(&e, "requests", s->nreq);
-		wire_put_u64(&e, "owner", s->owner);
-		wire_map_end(&e);
+		wire_adm_sbx_put(&e, &(struct wire_adm_sbx){ .id = s->id, .tier = s->tier_name,
+		    .command = s->command ? s->command : "", .workspace = s->workspace,
+		    .started = s->started_at, .pid = (uint64_t)(s->spawned ? s->proc.pid : 0),
+		    .tokens = s->nheld, .requests = s->nreq, .owner = s->owner });
 	}
-	wire_arr_end(&e);
-	brk_admin_finish(a, &e);
+	brk_admin_finish(a, &e, &rp);
 }
 
 static void
@@ -384,18 +369,14 @@ adm_kill(struct brk_admin *a, const struct wire_adm_req *q)
 	brk_admin_ok(a);
 }
 
-static void
-adm_put_request(struct wire_enc *e, const struct st_request *r)
+/* A recorded request as the admin protocol describes it. */
+static struct wire_adm_elev
+adm_elev(const struct st_request *r)
 {
-	wire_put_u64(e, "rid", r->id);
-	wire_put_str(e, "sandbox", r->sandbox);
-	wire_put_str(e, "command", r->command);
-	wire_put_str(e, "cap", r->capability);
-	wire_put_str(e, "reason", r->reason);
-	wire_put_u64(e, "ttl", r->ttl);
-	wire_put_u64(e, "asked", r->asked_at);
-	wire_put_u64(e, "expires", r->expires_at);
-	wire_put_str(e, "state", st_req_state_name(r->state));
+	return (struct wire_adm_elev){ .rid = r->id, .sandbox = r->sandbox,
+		.command = r->command, .cap = r->capability, .reason = r->reason, .ttl = r->ttl,
+		.asked = r->asked_at, .expires = r->expires_at,
+		.state = st_req_state_name(r->state) };
 }
 
 struct adm_page {
@@ -409,6 +390,7 @@ static int
 adm_pending_one(void *arg, const struct st_request *r)
 {
 	struct adm_page *p = arg;
+	struct wire_adm_elev q;
 
 	if (p->skip) {
 		p->skip--;
@@ -418,9 +400,8 @@ adm_pending_one(void *arg, const struct st_request *r)
 		p->more = true;
 		return 1;
 	}
-	wire_map_begin(p->e, NULL);
-	adm_put_request(p->e, r);
-	wire_map_end(p->e);
+	q = adm_elev(r);
+	wire_adm_elev_put(p->e, &q);
 	return 0;
 }
 
@@ -428,6 +409,7 @@ static void
 adm_pending(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
+	struct wire_adm_rep rp = { .cmd = WIRE_ADM_PENDING };
 
 	/* Requests recorded before a restart have no timer of their own (the
 	 * loop only times the ones it holds): lapse them here, so the list
@@ -435,12 +417,10 @@ adm_pending(struct brk_admin *a, const struct wire_adm_req *q)
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
 	struct adm_page pg = { .e = &e, .skip = q->offset };
 
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_arr_begin(&e, "requests");
+	brk_admin_begin(a, &e, &rp);
 	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &pg));
-	wire_arr_end(&e);
-	wire_put_bool(&e, "more", pg.more);
-	brk_admin_finish(a, &e);
+	rp.more = pg.more;
+	brk_admin_finish(a, &e, &rp);
 }
 
 static void
@@ -494,7 +474,6 @@ adm_rotate(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	uint8_t kid[CAP_KID_LEN];
 	char hex[2 * CAP_KID_LEN + 1];
-	struct wire_enc e;
 	int r;
 
 	(void)q;
@@ -508,9 +487,7 @@ adm_rotate(struct brk_admin *a, const struct wire_adm_req *q)
 		}
 	}
 	cap_hex(kid, CAP_KID_LEN, hex);
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_put_str(&e, "kid", hex);
-	brk_admin_finish(a, &e);
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_ROTATE_KEY, .kid = hex });
 }
 
 static int
@@ -550,7 +527,6 @@ adm_audit_verify(struct brk_admin *a, const struct wire_adm_req *q)
 	struct cap_keyring *kr = NULL;
 	struct aud_head head, *hp = NULL;
 	struct aud_report rep;
-	struct wire_enc e;
 	char path[BRK_STATE_FILE_MAX];
 	int r;
 
@@ -569,16 +545,12 @@ adm_audit_verify(struct brk_admin *a, const struct wire_adm_req *q)
 	/* the state must hold every decision the log records */
 	r = aud_verify_state(path, kr, hp, st_dseq(b->st), &rep);
 	cap_keyring_free(kr);
-	brk_admin_begin(a, &e, r == CB_EAUDIT ? 0 : r, NULL);
-	wire_put_bool(&e, "intact", r == 0);
-	wire_put_str(&e, "problem", aud_problem_name(rep.problem));
-	wire_put_u64(&e, "line", rep.line);
-	wire_put_u64(&e, "lines", rep.lines);
-	wire_put_u64(&e, "checkpoints", rep.checkpoints);
-	wire_put_u64(&e, "unsealed", rep.unsealed);
-	wire_put_str(&e, "what", rep.what);
-	wire_put_str(&e, "path", path);
-	brk_admin_finish(a, &e);
+	/* A broken log is a finding, not a refusal: the report says what. */
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_AUDIT_VERIFY,
+	    .err = r == CB_EAUDIT ? 0 : r, .intact = r == 0,
+	    .problem = aud_problem_name(rep.problem), .line = rep.line, .lines = rep.lines,
+	    .checkpoints = rep.checkpoints, .unsealed = rep.unsealed, .what = rep.what,
+	    .path = path });
 }
 
 /* Admin connections, in all and of one uid, split into those that control
@@ -614,16 +586,12 @@ static void
 adm_run_exit(struct brk_sbx *s, void *arg)
 {
 	struct brk_admin *a = arg;
-	struct wire_enc e;
+	struct wire_adm_event ev = { .kind = WIRE_ADM_EV_EXIT, .status = s->exit_code,
+		.reason = s->setup_why };
+	size_t len;
 
-	wire_enc_init(&e, a->b->sbuf, WIRE_REPLY_MAX);
-	wire_map_begin(&e, NULL);
-	wire_put_str(&e, "event", "exit");
-	wire_put_i64(&e, "status", s->exit_code);
-	if (s->setup_why)
-		wire_put_str(&e, "reason", s->setup_why);
-	wire_map_end(&e);
-	(void)brk_admin_send(a, &e, NULL, 0);
+	if (wire_adm_event_encode(&ev, a->b->sbuf, WIRE_REPLY_MAX, &len) == 0)
+		(void)wire_packet_send(a->fd, a->b->sbuf, len, NULL, 0, MSG_DONTWAIT | MSG_NOSIGNAL);
 	a->run = NULL;
 }
 
@@ -642,6 +610,7 @@ adm_run(struct brk_admin *a, const struct wire_adm_req *q)
 	struct adm_count c;
 	struct brk_sbx *s;
 	struct wire_enc e;
+	struct wire_adm_rep rp = { .cmd = WIRE_ADM_RUN };
 	int fds[3], r;
 
 	if (a->run) {
@@ -684,10 +653,10 @@ adm_run(struct brk_admin *a, const struct wire_adm_req *q)
 	 * in its place (the message always carries three), and "pty" tells
 	 * the client to drop that copy. */
 	fds[2] = s->proc.stderr_fd >= 0 ? s->proc.stderr_fd : s->proc.stdout_fd;
-	brk_admin_begin(a, &e, 0, NULL);
-	wire_put_str(&e, "sandbox", s->id);
-	wire_put_bool(&e, "pty", s->proc.stderr_fd < 0);
-	wire_map_end(&e);
+	rp.sandbox = s->id;
+	rp.pty = s->proc.stderr_fd < 0;
+	brk_admin_begin(a, &e, &rp);
+	wire_adm_rep_end(&e, &rp);
 	if (brk_admin_send(a, &e, fds, 3) != 0) {
 		brk_sbx_kill(s, "broker");
 		brk_admin_drop(a);
@@ -779,18 +748,10 @@ brk_admin_readable(evutil_socket_t fd, short ev, void *arg)
 static void
 brk_admin_refuse(struct brk *b, int fd, int err, const char *reason)
 {
-	struct wire_enc e;
+	struct wire_adm_rep rp = { .id = 0, .cmd = WIRE_ADM_COUNT, .err = err, .reason = reason };
 	size_t len;
 
-	wire_enc_init(&e, b->sbuf, WIRE_REPLY_MAX);
-	wire_map_begin(&e, NULL);
-	wire_put_u64(&e, "id", 0);
-	wire_put_bool(&e, "ok", false);
-	wire_put_i64(&e, "err", err);
-	wire_put_str(&e, "name", cb_errname(err));
-	wire_put_str(&e, "reason", reason);
-	wire_map_end(&e);
-	if (wire_enc_finish(&e, &len) == 0)
+	if (wire_adm_rep_encode(&rp, b->sbuf, WIRE_REPLY_MAX, &len) == 0)
 		(void)send(fd, b->sbuf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	/* A socket closed with unread data resets the connection, and the
 	 * peer's kernel then drops our reply with it: read what the client
@@ -1073,24 +1034,22 @@ brk_admin_close(struct brk *b)
 }
 
 void
-brk_admin_notify(struct brk *b, const char *event, uint64_t rid)
+brk_admin_notify(struct brk *b, uint64_t rid)
 {
 	struct st_request r;
+	struct wire_adm_event ev = { .kind = WIRE_ADM_EV_REQUEST };
+	size_t len;
 
 	if (st_request_get(b->st, rid, &r) != 0)
 		return;
+	ev.req = adm_elev(&r);
+	if (wire_adm_event_encode(&ev, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
+		return;
 	for (struct brk_admin *a = b->admins, *next; a; a = next) {
-		struct wire_enc e;
-
 		next = a->next;
 		if (!a->watch)
 			continue;
-		wire_enc_init(&e, b->sbuf, WIRE_REPLY_MAX);
-		wire_map_begin(&e, NULL);
-		wire_put_str(&e, "event", event);
-		adm_put_request(&e, &r);
-		wire_map_end(&e);
-		if (brk_admin_send(a, &e, NULL, 0) != 0)
+		if (wire_packet_send(a->fd, b->sbuf, len, NULL, 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			brk_admin_drop(a);
 	}
 }

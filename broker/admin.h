@@ -10,6 +10,7 @@ int brk_admin_listen(struct brk *b, const char *path, char *why, size_t whylen) 
 /* Serve an inherited listening socket (socket activation) instead. */
 int brk_admin_adopt(struct brk *b, int fd, char *why, size_t whylen) CB_WARN_UNUSED;
 void brk_admin_close(struct brk *b);
-void brk_admin_notify(struct brk *b, const char *event, uint64_t rid);
+/* Tell the connections that watch that request rid arrived (a request event). */
+void brk_admin_notify(struct brk *b, uint64_t rid);
 
 #endif

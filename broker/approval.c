@@ -203,7 +203,7 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 		    .op = "request", .resource = p->cap->text, .actor = "agent",
 		    .detail = detail }));
 	}
-	brk_admin_notify(b, "request", p->rid);
+	brk_admin_notify(b, p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
 		brk_tty_prompt_next(b);
 }

@@ -681,12 +681,12 @@ run_connect(struct run_opts *o)
 	struct event_base *base = NULL;
 	struct event *sigwinch = NULL;
 	struct wire_adm_req rq;
+	struct wire_adm_rep rp;
+	struct wire_adm_event ev;
 	struct wire_msg m;
 	char cwd[4096];
 	int fds[3] = { -1, -1, -1 }, code = EXIT_SETUP, rc;
-	int64_t v = 0;
-	const char *why = NULL;
-	bool got_pty = false;
+	bool got_pty;
 	/* As run_local: a pty of the agent's own when we are on a terminal. */
 	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 
@@ -696,16 +696,16 @@ run_connect(struct run_opts *o)
 		code = run_create_exit(rc);
 		goto out;
 	}
-	if (cc_adm_call(a, &rq, &m, fds, 3) != CC_ADM_OK) {
-		if (cc_adm_refused(a) && wire_get_i64(&m, "err", &v) == 0)
-			code = run_create_exit((int)v);
+	if (cc_adm_call(a, &rq, &rp, fds, 3) != CC_ADM_OK) {
+		if (cc_adm_refused(a))
+			code = run_create_exit(rp.err);
 		goto say;
 	}
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
 		fprintf(stderr, "capbroker: the broker sent no stdio\n");
 		goto out;
 	}
-	cb_ignore(wire_get_bool(&m, "pty", &got_pty));
+	got_pty = rp.pty;
 	if (got_pty) {
 		close(fds[2]);	/* the master's second copy: no stderr of its own */
 		fds[2] = -1;
@@ -724,12 +724,15 @@ run_connect(struct run_opts *o)
 		fprintf(stderr, "capbroker: lost the broker before the sandbox ended\n");
 		goto out;
 	}
-	if (wire_get_i64(&m, "status", &v) == 0)
-		code = (int)v;
+	if (wire_adm_event_get(&m, &ev) != 0 || ev.kind != WIRE_ADM_EV_EXIT) {
+		fprintf(stderr, "capbroker: the broker sent no exit status\n");
+		goto out;
+	}
+	code = (int)ev.status;
 	/* The sandbox could not be set up: say why, as a local run does. */
-	if (wire_get_str(&m, "reason", &why) == 0 && why) {
+	if (ev.reason) {
 		fputs("capbroker: ", stderr);
-		cb_ignore(cb_text_fputs(why, stderr));
+		cb_ignore(cb_text_fputs(ev.reason, stderr));
 		fputc('\n', stderr);
 	}
 	goto out;

@@ -172,14 +172,14 @@ cc_adm_begin(struct cc_adm *a, struct wire_adm_req *rq, enum wire_adm_cmd cmd)
 static int
 cc_adm_hangup(struct cc_adm *a)
 {
-	struct wire_msg m;
-	const char *why;
+	struct wire_adm_rep rp;
 	ssize_t n;
 
 	n = recv(a->fd, a->rx, WIRE_REPLY_MAX, MSG_DONTWAIT | MSG_TRUNC);
-	if (n > 0 && (size_t)n <= WIRE_REPLY_MAX && wire_decode(a->dec, a->rx, (size_t)n, &m) == 0 &&
-	    wire_get_str(&m, "reason", &why) == 0)
-		return cc_adm_fail(a, CC_ADM_UNAVAIL, "the broker refused the connection: %s", why);
+	if (n > 0 && (size_t)n <= WIRE_REPLY_MAX &&
+	    wire_adm_rep_decode(a->dec, a->rx, (size_t)n, WIRE_ADM_COUNT, &rp) == 0 && rp.err)
+		return cc_adm_fail(a, CC_ADM_UNAVAIL, "the broker refused the connection: %s",
+		    rp.reason);
 	if (!a->answered)
 		return cc_adm_fail(a, CC_ADM_PERM, "permission denied: the broker closed the "
 		    "connection without a reply (this user is not one of its administrators)");
@@ -270,44 +270,50 @@ cc_adm_close_fds(int *fds, size_t nfds)
 }
 
 int
-cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_msg *m, int *fds,
+cc_adm_reply(struct cc_adm *a, const struct wire_msg *m, enum wire_adm_cmd cmd,
+    struct wire_adm_rep *rp)
+{
+	if (wire_adm_rep_get(m, cmd, rp) != 0)
+		return cc_adm_fail(a, CC_ADM_PROTO, "malformed reply from the broker");
+	if (!rp->err)
+		return CC_ADM_OK;
+	a->refused = true;
+	return cc_adm_fail(a, cc_adm_exit_for(rp->err), "%s", rp->reason);
+}
+
+int
+cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_adm_rep *rp, int *fds,
     size_t nfds)
 {
-	uint64_t want = rq->id, id;
-	int64_t err = CB_EINTERNAL;
-	const char *reason = "failed";
-	bool ok, has_id;
+	struct wire_msg m;
+	uint64_t id;
 	int r;
 
+	memset(rp, 0, sizeof(*rp));
+	rp->cmd = rq->cmd;
 	if ((r = cc_adm_send(a, rq)) != CC_ADM_OK)
 		return r;
 	for (;;) {
-		if ((r = cc_adm_recv(a, m, CC_ADM_TIMEOUT_MS, NULL, fds, nfds)) != CC_ADM_OK)
+		if ((r = cc_adm_recv(a, &m, CC_ADM_TIMEOUT_MS, NULL, fds, nfds)) != CC_ADM_OK)
 			return r;
-		has_id = wire_get_u64(m, "id", &id) == 0;
-		if (has_id && id == want)
+		r = wire_adm_msg_id(&m, &id);
+		if (r == 0 && id == rq->id)
 			break;
 		cc_adm_close_fds(fds, nfds);
+		/* An event is not our reply; neither is a message that is
+		 * neither reply nor event. */
+		if (r == CB_EPROTO)
+			return cc_adm_fail(a, CC_ADM_PROTO, "malformed reply from the broker");
 		/* id 0: the broker refused the connection itself (too many
 		 * connections, out of descriptors) and says why.  Any other
-		 * id, or none (an event), is not our reply. */
-		if (has_id && id == 0 && wire_get_bool(m, "ok", &ok) == 0 && !ok) {
-			const char *why = "refused";
-
-			cb_ignore(wire_get_str(m, "reason", &why));
+		 * id is not our reply. */
+		if (r == 0 && id == 0 && wire_adm_rep_get(&m, WIRE_ADM_COUNT, rp) == 0 && rp->err)
 			return cc_adm_fail(a, CC_ADM_UNAVAIL, "the broker refused the connection: %s",
-			    why);
-		}
+			    rp->reason);
 	}
-	if (wire_get_bool(m, "ok", &ok) != 0)
-		return cc_adm_fail(a, CC_ADM_PROTO, "malformed reply from the broker");
-	if (ok)
-		return CC_ADM_OK;
-	cc_adm_close_fds(fds, nfds);
-	cb_ignore(wire_get_i64(m, "err", &err));
-	cb_ignore(wire_get_str(m, "reason", &reason));
-	a->refused = true;
-	return cc_adm_fail(a, cc_adm_exit_for((int)err), "%s", reason);
+	if ((r = cc_adm_reply(a, &m, rq->cmd, rp)) != CC_ADM_OK)
+		cc_adm_close_fds(fds, nfds);
+	return r;
 }
 
 int

@@ -13,8 +13,9 @@
  * Every function that can fail returns an exit status, the administrator
  * tools' classes (docs/capctl.md): CC_ADM_OK, or the status the failure
  * maps to, with a one-line sentence for a person in cc_adm_why().  When the
- * broker answered with a refusal, cc_adm_refused() is true, the reply is in
- * *m and the status is cc_adm_exit_for() of its code.
+ * broker answered with a refusal, cc_adm_refused() is true, the typed
+ * reply (wire/admin.h) holds it and the status is cc_adm_exit_for() of its
+ * code.
  */
 #ifndef CB_CC_ADMIN_H
 #define CB_CC_ADMIN_H
@@ -81,11 +82,18 @@ int cc_adm_send(struct cc_adm *a, const struct wire_adm_req *rq) CB_WARN_UNUSED;
 int cc_adm_recv(struct cc_adm *a, struct wire_msg *m, int timeout_ms, bool *timedout,
     int *fds, size_t nfds) CB_WARN_UNUSED;
 
+/* Read m as the reply to a command cmd into *rp (wire_adm_rep_get):
+ * CC_ADM_OK for an ok reply; a refusal's status (cc_adm_refused() true,
+ * *rp the refusal); CC_ADM_PROTO for a malformed one. */
+int cc_adm_reply(struct cc_adm *a, const struct wire_msg *m, enum wire_adm_cmd cmd,
+    struct wire_adm_rep *rp) CB_WARN_UNUSED;
+
 /* Send the request rq and wait for its reply, skipping events
  * interleaved on the connection (nfds, fds: as cc_adm_recv, for the
- * reply).  CC_ADM_OK with *m an ok reply; else the failure's status. */
-int cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_msg *m, int *fds,
-    size_t nfds) CB_WARN_UNUSED;
+ * reply).  CC_ADM_OK with *rp an ok reply of rq's command (strings and
+ * lists valid until the next receive); else the failure's status. */
+int cc_adm_call(struct cc_adm *a, const struct wire_adm_req *rq, struct wire_adm_rep *rp,
+    int *fds, size_t nfds) CB_WARN_UNUSED;
 
 /* The exit status for the broker's error code err (CB_E*). */
 int cc_adm_exit_for(int err);

@@ -252,32 +252,26 @@ ctl_exit_name(int code)
 /* Report a broker's refusal: a sentence on stderr, and for --json the same
  * as an object on stdout.  Returns the exit code. */
 static int
-ctl_report_err(struct ctl *c, const struct wire_msg *m)
+ctl_report_err(struct ctl *c, const struct wire_adm_rep *rp)
 {
-	int64_t err = CB_EINTERNAL;
-	const char *name = "error", *reason = "failed";
-
-	cb_ignore(wire_get_i64(m, "err", &err));
-	cb_ignore(wire_get_str(m, "name", &name));
-	cb_ignore(wire_get_str(m, "reason", &reason));
 	fputs("capctl: ", stderr);
-	ctl_text(stderr, reason);
+	ctl_text(stderr, rp->reason);
 	fputc('\n', stderr);
 	if (c->json)
-		ctl_json(c, json_pack("{s:b,s:o,s:o,s:i}", "ok", 0, "error", J(name), "reason",
-		    J(reason), "exit", cc_adm_exit_for((int)err)));
-	return cc_adm_exit_for((int)err);
+		ctl_json(c, json_pack("{s:b,s:o,s:o,s:i}", "ok", 0, "error", J(rp->name), "reason",
+		    J(rp->reason), "exit", cc_adm_exit_for(rp->err)));
+	return cc_adm_exit_for(rp->err);
 }
 
 int
-ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_msg *m)
+ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_adm_rep *rp)
 {
-	int r = cc_adm_call(c->adm, rq, m, NULL, 0);
+	int r = cc_adm_call(c->adm, rq, rp, NULL, 0);
 
 	if (r == CTL_OK)
 		return r;
 	if (cc_adm_refused(c->adm))
-		return ctl_report_err(c, m);
+		return ctl_report_err(c, rp);
 	ctl_err("%s", cc_adm_why(c->adm));
 	return r;
 }
@@ -320,10 +314,7 @@ static int
 ctl_status(struct ctl *c, int argc, char **argv)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	const char *state = "", *policy = "";
-	uint64_t pid = 0, nsbx = 0, lines = 0, afail = 0, arefused = 0;
-	bool healthy = false;
+	struct wire_adm_rep m;
 	int r;
 
 	(void)argv;
@@ -334,30 +325,24 @@ ctl_status(struct ctl *c, int argc, char **argv)
 	ctl_begin(c, &rq, WIRE_ADM_STATUS);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	cb_ignore(wire_get_str(&m, "state", &state));
-	cb_ignore(wire_get_str(&m, "policy", &policy));
-	cb_ignore(wire_get_u64(&m, "pid", &pid));
-	cb_ignore(wire_get_u64(&m, "sandboxes", &nsbx));
-	cb_ignore(wire_get_u64(&m, "audit_lines", &lines));
-	cb_ignore(wire_get_bool(&m, "audit_healthy", &healthy));
-	cb_ignore(wire_get_u64(&m, "accept_failures", &afail));
-	cb_ignore(wire_get_u64(&m, "admin_refused", &arefused));
 	if (c->json) {
 		/* with how the admin socket fared under pressure (docs/broker.md) */
-		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o,s:I,s:I}", "state", J(state), "pid",
-		    (json_int_t)pid, "sandboxes", (json_int_t)nsbx, "audit_healthy", healthy,
-		    "audit_lines", (json_int_t)lines, "policy", J(policy),
-		    "accept_failures", (json_int_t)afail, "admin_refused", (json_int_t)arefused));
+		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o,s:I,s:I}", "state", J(m.state), "pid",
+		    (json_int_t)m.pid, "sandboxes", (json_int_t)m.sandboxes, "audit_healthy",
+		    m.audit_healthy, "audit_lines", (json_int_t)m.audit_lines, "policy",
+		    J(m.policy), "accept_failures", (json_int_t)m.accept_failures, "admin_refused",
+		    (json_int_t)m.admin_refused));
 	} else {
 		printf("state      ");
-		ctl_text(stdout, state);
+		ctl_text(stdout, m.state);
 		printf("\npid        %" PRIu64 "\nsandboxes  %" PRIu64 "\naudit      %s, %" PRIu64
-		    " lines\npolicy     ", pid, nsbx, healthy ? "healthy" : "FAILED (denying)", lines);
-		ctl_text(stdout, policy);
+		    " lines\npolicy     ", m.pid, m.sandboxes,
+		    m.audit_healthy ? "healthy" : "FAILED (denying)", m.audit_lines);
+		ctl_text(stdout, m.policy);
 		putchar('\n');
-		if (afail || arefused)
+		if (m.accept_failures || m.admin_refused)
 			printf("admin      %" PRIu64 " failed accepts, %" PRIu64 " connections refused\n",
-			    afail, arefused);
+			    m.accept_failures, m.admin_refused);
 	}
 	return CTL_OK;
 }

@@ -22,8 +22,7 @@ static int
 ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	const char *state;
+	struct wire_adm_rep m;
 	int r;
 
 	*online = false;
@@ -38,11 +37,7 @@ ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 	ctl_begin(c, &rq, WIRE_ADM_STATUS);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	if (wire_get_str(&m, "state", &state) != 0) {
-		ctl_err("the broker did not say where its state is");
-		return CTL_PROTO;
-	}
-	snprintf(path, len, "%s/audit.jsonl", state);
+	snprintf(path, len, "%s/audit.jsonl", m.state);
 	return CTL_OK;
 }
 
@@ -383,10 +378,7 @@ static int
 ctl_audit_verify(struct ctl *c)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	const char *problem = "unknown", *what = "", *path = "";
-	uint64_t line = 0, lines = 0, checkpoints = 0, unsealed = 0;
-	bool intact = false;
+	struct wire_adm_rep m;
 	int r;
 
 	r = ctl_connect(c, c->state != NULL);
@@ -397,19 +389,8 @@ ctl_audit_verify(struct ctl *c)
 	ctl_begin(c, &rq, WIRE_ADM_AUDIT_VERIFY);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	if (wire_get_bool(&m, "intact", &intact) != 0) {
-		ctl_err("malformed audit-verify reply");
-		return CTL_PROTO;
-	}
-	cb_ignore(wire_get_str(&m, "problem", &problem));
-	cb_ignore(wire_get_str(&m, "what", &what));
-	cb_ignore(wire_get_str(&m, "path", &path));
-	cb_ignore(wire_get_u64(&m, "line", &line));
-	cb_ignore(wire_get_u64(&m, "lines", &lines));
-	cb_ignore(wire_get_u64(&m, "checkpoints", &checkpoints));
-	cb_ignore(wire_get_u64(&m, "unsealed", &unsealed));
-	return ctl_verify_print(c, intact, problem, line, lines, checkpoints, unsealed, what, path,
-	    false);
+	return ctl_verify_print(c, m.intact, m.problem, m.line, m.lines, m.checkpoints, m.unsealed,
+	    m.what, m.path, false);
 }
 
 int

@@ -37,7 +37,6 @@ enum {
 };
 
 #define CTL_TIMEOUT_MS	CC_ADM_TIMEOUT_MS
-#define CTL_PAGE_MAX	1024	/* most entries one reply may carry */
 
 struct ctl {
 	const char *sock;	/* admin socket path, or NULL */
@@ -79,9 +78,9 @@ int ctl_done(struct ctl *c, const char *what, const char *id);
 int ctl_connect(struct ctl *c, bool quiet);
 /* Begin a request of command cmd in rq (wire/admin.h). */
 void ctl_begin(struct ctl *c, struct wire_adm_req *rq, enum wire_adm_cmd cmd);
-/* Send rq and wait for its ok reply in *m; a refusal is reported (also as
- * --json) and its exit status returned. */
-int ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_msg *m);
+/* Send rq and wait for its ok reply in *rp (wire/admin.h); a refusal is
+ * reported (also as --json) and its exit status returned. */
+int ctl_call(struct ctl *c, const struct wire_adm_req *rq, struct wire_adm_rep *rp);
 /* Send rq without waiting (watch reads the reply among events). */
 int ctl_send(struct ctl *c, const struct wire_adm_req *rq);
 /* One message within timeout_ms (-1: no limit); see cc_adm_recv(). */
@@ -112,7 +111,7 @@ struct ctl_req {
 	char reason[ST_TEXT_MAX + 1];
 	char state[16];
 };
-void ctl_req_get(const struct wire_msg *m, struct ctl_req *q);
+void ctl_req_get(const struct wire_adm_elev *e, struct ctl_req *q);
 /* The request as JSON, "event" first when given (new reference). */
 json_t *ctl_req_json(const struct ctl_req *q, const char *event);
 

@@ -16,10 +16,8 @@
 int
 ctl_sandboxes(struct ctl *c, int argc, char **argv)
 {
-	static struct wire_msg v[CTL_PAGE_MAX];
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	size_t n = 0;
+	struct wire_adm_rep m;
 	json_t *arr = NULL;
 	int r;
 
@@ -31,41 +29,28 @@ ctl_sandboxes(struct ctl *c, int argc, char **argv)
 	ctl_begin(c, &rq, WIRE_ADM_SANDBOXES);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	if (wire_get_maps(&m, "sandboxes", v, CTL_PAGE_MAX, &n) != 0) {
-		ctl_err("malformed reply");
-		return CTL_PROTO;
-	}
 	if (c->json && !(arr = json_array()))
 		return CTL_FAIL;
 	if (!c->json)
 		printf("%-20s %-8s %8s %-20s %6s %8s  COMMAND\n", "ID", "TIER", "PID", "STARTED",
 		    "TOKENS", "REQUESTS");
-	for (size_t i = 0; i < n; i++) {
-		const char *id = "", *tier = "", *cmd = "", *ws = "";
-		uint64_t started = 0, pid = 0, ntok = 0, nreq = 0, owner = 0;
+	for (size_t i = 0; i < m.nsbxs; i++) {
+		const struct wire_adm_sbx *s = &m.sbxs[i];
 		char tb[32];
 
-		cb_ignore(wire_get_str(&v[i], "id", &id));
-		cb_ignore(wire_get_str(&v[i], "tier", &tier));
-		cb_ignore(wire_get_str(&v[i], "command", &cmd));
-		cb_ignore(wire_get_str(&v[i], "workspace", &ws));
-		cb_ignore(wire_get_u64(&v[i], "started", &started));
-		cb_ignore(wire_get_u64(&v[i], "pid", &pid));
-		cb_ignore(wire_get_u64(&v[i], "tokens", &ntok));
-		cb_ignore(wire_get_u64(&v[i], "requests", &nreq));
-		cb_ignore(wire_get_u64(&v[i], "owner", &owner));
 		if (c->json) {
 			cb_ignore(json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,"
-			    "s:I,s:I}", "id", J(id), "tier", J(tier), "command", J(cmd), "workspace",
-			    J(ws), "started", (json_int_t)started, "pid", (json_int_t)pid, "tokens",
-			    (json_int_t)ntok, "requests", (json_int_t)nreq, "owner", (json_int_t)owner)));
+			    "s:I,s:I}", "id", J(s->id), "tier", J(s->tier), "command", J(s->command),
+			    "workspace", J(s->workspace), "started", (json_int_t)s->started, "pid",
+			    (json_int_t)s->pid, "tokens", (json_int_t)s->tokens, "requests",
+			    (json_int_t)s->requests, "owner", (json_int_t)s->owner)));
 			continue;
 		}
-		ctl_text(stdout, id);
+		ctl_text(stdout, s->id);
 		printf("%*s %-8s %8" PRIu64 " %-20s %6" PRIu64 " %8" PRIu64 "  ",
-		    strlen(id) < 20 ? (int)(20 - strlen(id)) : 0, "", tier, pid,
-		    ctl_time(started, tb, sizeof(tb)), ntok, nreq);
-		ctl_text(stdout, cmd);
+		    strlen(s->id) < 20 ? (int)(20 - strlen(s->id)) : 0, "", s->tier, s->pid,
+		    ctl_time(s->started, tb, sizeof(tb)), s->tokens, s->requests);
+		ctl_text(stdout, s->command);
 		putchar('\n');
 	}
 	if (c->json)
@@ -77,7 +62,7 @@ int
 ctl_kill(struct ctl *c, int argc, char **argv)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	int r;
 
 	if (argc != 2)
@@ -92,25 +77,18 @@ ctl_kill(struct ctl *c, int argc, char **argv)
 }
 
 void
-ctl_req_get(const struct wire_msg *m, struct ctl_req *q)
+ctl_req_get(const struct wire_adm_elev *e, struct ctl_req *q)
 {
-	const char *s;
-
 	memset(q, 0, sizeof(*q));
-	cb_ignore(wire_get_u64(m, "rid", &q->rid));
-	cb_ignore(wire_get_u64(m, "ttl", &q->ttl));
-	cb_ignore(wire_get_u64(m, "asked", &q->asked));
-	cb_ignore(wire_get_u64(m, "expires", &q->expires));
-	if (wire_get_str(m, "sandbox", &s) == 0)
-		snprintf(q->sandbox, sizeof(q->sandbox), "%s", s);
-	if (wire_get_str(m, "command", &s) == 0)
-		snprintf(q->command, sizeof(q->command), "%s", s);
-	if (wire_get_str(m, "cap", &s) == 0)
-		snprintf(q->cap, sizeof(q->cap), "%s", s);
-	if (wire_get_str(m, "reason", &s) == 0)
-		snprintf(q->reason, sizeof(q->reason), "%s", s);
-	if (wire_get_str(m, "state", &s) == 0)
-		snprintf(q->state, sizeof(q->state), "%s", s);
+	q->rid = e->rid;
+	q->ttl = e->ttl;
+	q->asked = e->asked;
+	q->expires = e->expires;
+	snprintf(q->sandbox, sizeof(q->sandbox), "%s", e->sandbox);
+	snprintf(q->command, sizeof(q->command), "%s", e->command);
+	snprintf(q->cap, sizeof(q->cap), "%s", e->cap);
+	snprintf(q->reason, sizeof(q->reason), "%s", e->reason);
+	snprintf(q->state, sizeof(q->state), "%s", e->state);
 }
 
 json_t *
@@ -137,11 +115,9 @@ ctl_req_json(const struct ctl_req *q, const char *event)
 int
 ctl_pending(struct ctl *c, int argc, char **argv)
 {
-	static struct wire_msg v[CTL_PAGE_MAX];
 	struct wire_adm_req rq;
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	uint64_t offset = 0;
-	size_t n = 0;
 	bool more = true;
 	json_t *arr = NULL;
 	int r;
@@ -164,19 +140,13 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 			json_decref(arr);
 			return r;
 		}
-		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-			json_decref(arr);
-			ctl_err("malformed reply");
-			return CTL_PROTO;
-		}
-		if (wire_get_bool(&m, "more", &more) != 0 || n == 0)
-			more = false;
-		offset += n;
-		for (size_t i = 0; i < n; i++) {
+		more = m.more && m.nrequests > 0;
+		offset += m.nrequests;
+		for (size_t i = 0; i < m.nrequests; i++) {
 			struct ctl_req q;
 			char t1[32], t2[32];
 
-			ctl_req_get(&v[i], &q);
+			ctl_req_get(&m.requests[i], &q);
 			if (c->json) {
 				cb_ignore(json_array_append_new(arr, ctl_req_json(&q, NULL)));
 				continue;
@@ -227,7 +197,7 @@ ctl_decide(struct ctl *c, int argc, char **argv, bool approve)
 	uint64_t rid = 0, ttl = 0;
 	bool session = false;
 	struct wire_adm_req rq;
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	char ridtext[24];
 	int o, r;
 

@@ -25,11 +25,11 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 		CTL_JSON_OPT,
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sid = NULL, *caps[CAP_MAX_CAPS], *token = "", *tid = "";
+	const char *sid = NULL, *caps[CAP_MAX_CAPS];
 	size_t ncaps = 0;
-	uint64_t ttl = 0, uses = 0, exp = 0;
+	uint64_t ttl = 0, uses = 0;
 	struct wire_adm_req rq;
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -86,16 +86,11 @@ ctl_issue(struct ctl *c, int argc, char **argv)
 	rq.uses = uses;
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	if (wire_get_str(&m, "token", &token) != 0 || wire_get_str(&m, "tid", &tid) != 0) {
-		ctl_err("the broker's reply has no token");
-		return CTL_PROTO;
-	}
-	cb_ignore(wire_get_u64(&m, "exp", &exp));
 	if (c->json) {
-		ctl_json(c, json_pack("{s:o,s:o,s:o,s:I}", "token", J(token), "id", J(tid),
-		    "sandbox", J(sid), "exp", (json_int_t)exp));
+		ctl_json(c, json_pack("{s:o,s:o,s:o,s:I}", "token", J(m.token), "id", J(m.tid),
+		    "sandbox", J(sid), "exp", (json_int_t)m.exp));
 	} else {
-		printf("%s\n", token);
+		printf("%s\n", m.token);
 	}
 	return CTL_OK;
 }
@@ -125,8 +120,8 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 {
 	char hex[2 * CAP_ID_LEN + 1];
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	uint64_t count = 0;
+	struct wire_adm_rep m;
+	uint64_t count;
 	int r;
 
 	if (argc != 2)
@@ -139,7 +134,7 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 	rq.tid = hex;
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	cb_ignore(wire_get_u64(&m, "count", &count));
+	count = m.count;
 	if (c->json)
 		ctl_json(c, json_pack("{s:b,s:s,s:I}", "ok", 1, "id", hex, "revoked", (json_int_t)count));
 	else if (count == 0)
@@ -169,26 +164,17 @@ ctl_json_caps(const char *caps)
 #define CTL_LIST_ROW "%-32s  %-8s  %-20s  %-16s  %-5s  %-8s  %-4s  %-10s  %s\n"
 
 static void
-ctl_list_one(struct ctl *c, const struct wire_msg *t, json_t *arr, uint64_t now)
+ctl_list_one(struct ctl *c, const struct wire_adm_token *t, json_t *arr, uint64_t now)
 {
-	const char *id = "", *parent = NULL, *sbx = "", *caps = "", *by = "";
-	uint64_t nbf = 0, exp = 0, uses = 0;
-	bool has_uses, revoked = false, elevated = false;
+	const char *id = t->id, *parent = t->parent, *sbx = t->sandbox, *caps = t->caps;
+	const char *by = t->by;
+	uint64_t nbf = t->nbf, exp = t->exp, uses = t->uses;
+	bool has_uses = t->has_uses, revoked = t->revoked, elevated = t->elevated;
 	const char *state;
 	char tb[32], ub[24], pb[12];
 	static char esbx[CB_ESC_SIZE(CAP_AUD_MAX)], eby[CB_ESC_SIZE(64)], flat[ST_CAPS_MAX + 1],
 	    ecaps[CB_ESC_SIZE(ST_CAPS_MAX)];
 
-	cb_ignore(wire_get_str(t, "id", &id));
-	cb_ignore(wire_get_str(t, "parent", &parent));
-	cb_ignore(wire_get_str(t, "sandbox", &sbx));
-	cb_ignore(wire_get_str(t, "caps", &caps));
-	cb_ignore(wire_get_str(t, "by", &by));
-	cb_ignore(wire_get_u64(t, "nbf", &nbf));
-	cb_ignore(wire_get_u64(t, "exp", &exp));
-	has_uses = wire_get_u64(t, "uses", &uses) == 0;
-	cb_ignore(wire_get_bool(t, "revoked", &revoked));
-	cb_ignore(wire_get_bool(t, "elevated", &elevated));
 	state = revoked ? "revoked" : exp <= now ? "expired" : has_uses && uses == 0 ? "spent" :
 	    "active";
 	if (c->json) {
@@ -220,7 +206,6 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		CTL_JSON_OPT,
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct wire_msg v[CTL_PAGE_MAX];
 	const char *sid = NULL;
 	uint64_t offset = 0, now = cb_now();
 	bool more = true;
@@ -242,8 +227,7 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		return CTL_FAIL;
 	while (more) {
 		struct wire_adm_req rq;
-		struct wire_msg m;
-		size_t n = 0;
+		struct wire_adm_rep m;
 
 		ctl_begin(c, &rq, WIRE_ADM_LIST);
 		rq.offset = offset;
@@ -253,19 +237,14 @@ ctl_list(struct ctl *c, int argc, char **argv)
 			json_decref(arr);
 			return r;
 		}
-		if (wire_get_maps(&m, "tokens", v, CTL_PAGE_MAX, &n) != 0 ||
-		    wire_get_bool(&m, "more", &more) != 0) {
-			json_decref(arr);
-			ctl_err("malformed list reply");
-			return CTL_PROTO;
-		}
+		more = m.more;
 		if (offset == 0 && !c->json)
 			printf(CTL_LIST_ROW, "ID", "STATE", "EXPIRES", "SANDBOX", "USES", "PARENT",
 			    "ELEV", "BY", "CAPABILITIES");
-		for (size_t i = 0; i < n; i++)
-			ctl_list_one(c, &v[i], arr, now);
-		offset += n;
-		if (n == 0)
+		for (size_t i = 0; i < m.ntokens; i++)
+			ctl_list_one(c, &m.tokens[i], arr, now);
+		offset += m.ntokens;
+		if (m.ntokens == 0)
 			more = false;	/* a broker that says more but sends none */
 	}
 	if (c->json)
@@ -333,8 +312,7 @@ int
 ctl_rotate(struct ctl *c, int argc, char **argv)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
-	const char *kid = "";
+	struct wire_adm_rep m;
 	int r;
 
 	(void)argv;
@@ -345,12 +323,11 @@ ctl_rotate(struct ctl *c, int argc, char **argv)
 	ctl_begin(c, &rq, WIRE_ADM_ROTATE_KEY);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	cb_ignore(wire_get_str(&m, "kid", &kid));
 	if (c->json) {
-		ctl_json(c, json_pack("{s:b,s:o}", "ok", 1, "kid", J(kid)));
+		ctl_json(c, json_pack("{s:b,s:o}", "ok", 1, "kid", J(m.kid)));
 	} else {
 		printf("now signing with key ");
-		ctl_text(stdout, kid);
+		ctl_text(stdout, m.kid);
 		printf("; older keys verify until retired\n");
 	}
 	return CTL_OK;
@@ -360,7 +337,7 @@ int
 ctl_retire(struct ctl *c, int argc, char **argv)
 {
 	struct wire_adm_req rq;
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	uint8_t kid[CAP_KID_LEN];
 	int r;
 

@@ -29,11 +29,11 @@ struct ctl_watch {
 };
 
 static void
-ctl_watch_add(struct ctl *c, struct ctl_watch *w, const struct wire_msg *m)
+ctl_watch_add(struct ctl *c, struct ctl_watch *w, const struct wire_adm_elev *e)
 {
 	struct ctl_req q;
 
-	ctl_req_get(m, &q);
+	ctl_req_get(e, &q);
 	for (size_t i = 0; i < w->nseen && i < CTL_SEEN_MAX; i++)
 		if (w->seen[i] == q.rid)
 			return;
@@ -58,7 +58,7 @@ ctl_watch_pump(struct ctl *c, struct ctl_watch *w, int timeout_ms, uint64_t want
     struct wire_msg *reply, bool *got)
 {
 	struct wire_msg m;
-	const char *ev;
+	struct wire_adm_event ev;
 	uint64_t id;
 	bool to;
 	int r;
@@ -66,12 +66,20 @@ ctl_watch_pump(struct ctl *c, struct ctl_watch *w, int timeout_ms, uint64_t want
 	*got = false;
 	if ((r = ctl_recv(c, &m, timeout_ms, &to)) != CTL_OK || to)
 		return r;
-	if (wire_get_str(&m, "event", &ev) == 0) {
-		if (strcmp(ev, "request") == 0)
-			ctl_watch_add(c, w, &m);
+	if ((r = wire_adm_msg_id(&m, &id)) == CB_ENOENT) {
+		if (wire_adm_event_get(&m, &ev) != 0) {
+			ctl_err("malformed event from the broker");
+			return CTL_PROTO;
+		}
+		if (ev.kind == WIRE_ADM_EV_REQUEST)
+			ctl_watch_add(c, w, &ev.req);
 		return CTL_OK;
 	}
-	if (want_id && wire_get_u64(&m, "id", &id) == 0 && id == want_id) {
+	if (r != 0) {
+		ctl_err("malformed reply from the broker");
+		return CTL_PROTO;
+	}
+	if (want_id && id == want_id) {
 		*reply = m;
 		*got = true;
 	}
@@ -157,10 +165,10 @@ static int
 ctl_watch_decide(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, const char *line)
 {
 	struct wire_adm_req rq;
+	struct wire_adm_rep rp;
 	struct wire_msg m;
 	unsigned long long secs = 0;
-	bool approve, session = false, got = false, ok = false;
-	const char *reason = "failed";
+	bool approve, session = false, got = false;
 	char *end;
 	uint64_t want;
 	int r;
@@ -192,16 +200,18 @@ ctl_watch_decide(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, co
 	while (!got)
 		if ((r = ctl_watch_pump(c, w, CTL_TIMEOUT_MS, want, &m, &got)) != CTL_OK)
 			return r;
-	cb_ignore(wire_get_bool(&m, "ok", &ok));
+	if (wire_adm_rep_get(&m, rq.cmd, &rp) != 0) {
+		ctl_err("malformed reply from the broker");
+		return CTL_PROTO;
+	}
 	if (!isatty(STDIN_FILENO))
 		putchar('\n');	/* no echoed answer ended the prompt's line */
-	if (ok) {
+	if (!rp.err) {
 		printf("%s request %" PRIu64 "%s\n", approve ? "approved" : "denied", q->rid,
 		    session ? " for this session" : "");
 	} else {
-		cb_ignore(wire_get_str(&m, "reason", &reason));
 		printf("request %" PRIu64 " not %s: ", q->rid, approve ? "approved" : "denied");
-		ctl_text(stdout, reason);
+		ctl_text(stdout, rp.reason);
 		putchar('\n');
 	}
 	fflush(stdout);
@@ -212,10 +222,9 @@ int
 ctl_watch(struct ctl *c, int argc, char **argv)
 {
 	static struct ctl_watch w;
-	static struct wire_msg v[CTL_PAGE_MAX];
 	struct wire_adm_req rq;
+	struct wire_adm_rep rp;
 	struct wire_msg m;
-	size_t n = 0;
 	int r;
 
 	(void)argv;
@@ -226,23 +235,17 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 	/* Watch first, then list what is already pending: a request made
 	 * in between shows in both and is queued once. */
 	ctl_begin(c, &rq, WIRE_ADM_WATCH);
-	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
+	if ((r = ctl_call(c, &rq, &rp)) != CTL_OK)
 		return r;
 	for (uint64_t offset = 0, more = 1; more;) {
-		bool mb = false;
-
 		ctl_begin(c, &rq, WIRE_ADM_PENDING);
 		rq.offset = offset;
-		if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
+		if ((r = ctl_call(c, &rq, &rp)) != CTL_OK)
 			return r;
-		if (wire_get_maps(&m, "requests", v, CTL_PAGE_MAX, &n) != 0) {
-			ctl_err("malformed reply");
-			return CTL_PROTO;
-		}
-		for (size_t i = 0; i < n; i++)
-			ctl_watch_add(c, &w, &v[i]);
-		more = wire_get_bool(&m, "more", &mb) == 0 && mb && n > 0;
-		offset += n;
+		for (size_t i = 0; i < rp.nrequests; i++)
+			ctl_watch_add(c, &w, &rp.requests[i]);
+		more = rp.more && rp.nrequests > 0;
+		offset += rp.nrequests;
 	}
 	if (!c->json) {
 		printf("watching for elevation requests (Ctrl-C to stop)\n");

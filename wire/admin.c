@@ -9,48 +9,55 @@
  */
 #include "wire/admin.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
-enum wire_adm_type { WA_STR, WA_U64, WA_BOOL, WA_STRV };
+enum wire_adm_type { WA_STR, WA_U64, WA_I64, WA_BOOL, WA_STRV, WA_MAPS };
 
 #define WA_NONE SIZE_MAX	/* no has_ flag / no count */
 
-/* Every key a request may carry besides id and cmd: its type, where it
- * goes in struct wire_adm_req, and for lists the bound and the code a
- * longer list gets. */
-static const struct wire_adm_key {
+struct wire_adm_rec;
+
+/* One key: its type, where it goes in its struct, and for lists the bound
+ * and the code a longer list gets. */
+struct wire_adm_key {
 	const char *key;
 	enum wire_adm_type type;
-	size_t off;		/* the value (for WA_STRV: the array) */
-	size_t aux;		/* WA_STRV: the count; WA_U64: the has_ flag or WA_NONE */
-	size_t max;		/* WA_STRV: most elements */
+	size_t off;		/* the value (for WA_STRV, WA_MAPS: the array) */
+	size_t aux;		/* WA_STRV, WA_MAPS: the count; WA_U64: the has_ flag or WA_NONE */
+	size_t max;		/* WA_STRV, WA_MAPS: most elements */
 	int over;		/* WA_STRV: the code for more */
-} wire_adm_keys[] = {
+	const struct wire_adm_rec *sub;	/* WA_MAPS: the keys of each element */
+	bool need;		/* a reply: an ok one always carries it */
+};
+
+/* Every key a request may carry besides id and cmd. */
+static const struct wire_adm_key wire_adm_keys[] = {
 #define WA_F(f) offsetof(struct wire_adm_req, f)
-	{ "sandbox", WA_STR, WA_F(sandbox), WA_NONE, 0, 0 },
-	{ "caps", WA_STRV, WA_F(caps), WA_F(ncaps), WIRE_CAPS_MAX, CB_EINVAL },
-	{ "ttl", WA_U64, WA_F(ttl), WA_NONE, 0, 0 },
-	{ "uses", WA_U64, WA_F(uses), WA_F(has_uses), 0, 0 },
-	{ "tid", WA_STR, WA_F(tid), WA_NONE, 0, 0 },
-	{ "offset", WA_U64, WA_F(offset), WA_NONE, 0, 0 },
-	{ "rid", WA_U64, WA_F(rid), WA_F(has_rid), 0, 0 },
-	{ "session", WA_BOOL, WA_F(session), WA_NONE, 0, 0 },
-	{ "reason", WA_STR, WA_F(reason), WA_NONE, 0, 0 },
-	{ "kid", WA_STR, WA_F(kid), WA_NONE, 0, 0 },
-	{ "argv", WA_STRV, WA_F(argv), WA_F(argc), WIRE_ARGV_MAX, CB_EINVAL },
-	{ "tier", WA_STR, WA_F(tier), WA_NONE, 0, 0 },
-	{ "workspace", WA_STR, WA_F(workspace), WA_NONE, 0, 0 },
-	{ "timeout", WA_U64, WA_F(timeout), WA_NONE, 0, 0 },
-	{ "grants", WA_STRV, WA_F(grants), WA_F(ngrants), WIRE_CAPS_MAX, CB_ETOOBIG },
-	{ "ro_binds", WA_STRV, WA_F(ro_binds), WA_F(nro_binds), WIRE_ADM_BINDS_MAX, CB_ETOOBIG },
-	{ "chdir", WA_STR, WA_F(chdir), WA_NONE, 0, 0 },
-	{ "pty", WA_BOOL, WA_F(pty), WA_NONE, 0, 0 },
-	{ "setenv", WA_STRV, WA_F(setenv), WA_F(nsetenv), 2 * WIRE_ADM_ENV_MAX, CB_EINVAL },
-	{ "unsetenv", WA_STRV, WA_F(unsetenv), WA_F(nunsetenv), WIRE_ADM_ENV_MAX, CB_EINVAL },
-	{ "serve_workspace", WA_BOOL, WA_F(serve_workspace), WA_NONE, 0, 0 },
+	{ "sandbox", WA_STR, WA_F(sandbox), WA_NONE, 0, 0, NULL, false },
+	{ "caps", WA_STRV, WA_F(caps), WA_F(ncaps), WIRE_CAPS_MAX, CB_EINVAL, NULL, false },
+	{ "ttl", WA_U64, WA_F(ttl), WA_NONE, 0, 0, NULL, false },
+	{ "uses", WA_U64, WA_F(uses), WA_F(has_uses), 0, 0, NULL, false },
+	{ "tid", WA_STR, WA_F(tid), WA_NONE, 0, 0, NULL, false },
+	{ "offset", WA_U64, WA_F(offset), WA_NONE, 0, 0, NULL, false },
+	{ "rid", WA_U64, WA_F(rid), WA_F(has_rid), 0, 0, NULL, false },
+	{ "session", WA_BOOL, WA_F(session), WA_NONE, 0, 0, NULL, false },
+	{ "reason", WA_STR, WA_F(reason), WA_NONE, 0, 0, NULL, false },
+	{ "kid", WA_STR, WA_F(kid), WA_NONE, 0, 0, NULL, false },
+	{ "argv", WA_STRV, WA_F(argv), WA_F(argc), WIRE_ARGV_MAX, CB_EINVAL, NULL, false },
+	{ "tier", WA_STR, WA_F(tier), WA_NONE, 0, 0, NULL, false },
+	{ "workspace", WA_STR, WA_F(workspace), WA_NONE, 0, 0, NULL, false },
+	{ "timeout", WA_U64, WA_F(timeout), WA_NONE, 0, 0, NULL, false },
+	{ "grants", WA_STRV, WA_F(grants), WA_F(ngrants), WIRE_CAPS_MAX, CB_ETOOBIG, NULL, false },
+	{ "ro_binds", WA_STRV, WA_F(ro_binds), WA_F(nro_binds), WIRE_ADM_BINDS_MAX, CB_ETOOBIG, NULL, false },
+	{ "chdir", WA_STR, WA_F(chdir), WA_NONE, 0, 0, NULL, false },
+	{ "pty", WA_BOOL, WA_F(pty), WA_NONE, 0, 0, NULL, false },
+	{ "setenv", WA_STRV, WA_F(setenv), WA_F(nsetenv), 2 * WIRE_ADM_ENV_MAX, CB_EINVAL, NULL, false },
+	{ "unsetenv", WA_STRV, WA_F(unsetenv), WA_F(nunsetenv), WIRE_ADM_ENV_MAX, CB_EINVAL, NULL, false },
+	{ "serve_workspace", WA_BOOL, WA_F(serve_workspace), WA_NONE, 0, 0, NULL, false },
 #undef WA_F
 };
 
@@ -96,11 +103,13 @@ wire_adm_cmd_name(enum wire_adm_cmd cmd)
 
 /* ---- encoding ------------------------------------------------------------- */
 
-/* Put one field of r if set: 0, or CB_EINVAL for a list over its bound. */
+/* Put one field of the struct at base if set (zeros: numbers and false
+ * are set too, as replies send them): 0, or CB_EINVAL for a list over its
+ * bound.  A WA_MAPS list is the caller's to put. */
 static int
-wire_adm_put(struct wire_enc *e, const struct wire_adm_key *k, const struct wire_adm_req *r)
+wire_adm_put(struct wire_enc *e, const struct wire_adm_key *k, const void *rec, bool zeros)
 {
-	const char *base = (const char *)r;
+	const char *base = rec;
 
 	switch (k->type) {
 	case WA_STR: {
@@ -112,15 +121,20 @@ wire_adm_put(struct wire_enc *e, const struct wire_adm_key *k, const struct wire
 	}
 	case WA_U64: {
 		uint64_t v = *(const uint64_t *)(const void *)(base + k->off);
-		bool has = k->aux == WA_NONE ? v != 0 : *(const bool *)(base + k->aux);
+		bool has = k->aux == WA_NONE ? zeros || v != 0 : *(const bool *)(base + k->aux);
 
 		if (has)
 			wire_put_u64(e, k->key, v);
 		break;
 	}
+	case WA_I64:
+		wire_put_i64(e, k->key, *(const int64_t *)(const void *)(base + k->off));
+		break;
 	case WA_BOOL:
-		if (*(const bool *)(base + k->off))
-			wire_put_bool(e, k->key, true);
+		if (zeros || *(const bool *)(base + k->off))
+			wire_put_bool(e, k->key, *(const bool *)(base + k->off));
+		break;
+	case WA_MAPS:
 		break;
 	case WA_STRV: {
 		const char *const *v = (const char *const *)(const void *)(base + k->off);
@@ -154,23 +168,10 @@ wire_adm_encode(const struct wire_adm_req *r, uint8_t *buf, size_t cap, size_t *
 	wire_put_str(&e, "cmd", wire_adm_cmds[r->cmd].name);
 	for (size_t i = 0; i < WA_NKEYS; i++)
 		if ((wire_adm_cmds[r->cmd].keys & (1u << i)) &&
-		    (rc = wire_adm_put(&e, &wire_adm_keys[i], r)) != 0)
+		    (rc = wire_adm_put(&e, &wire_adm_keys[i], r, false)) != 0)
 			return rc;
 	wire_map_end(&e);
 	return wire_enc_finish(&e, len);
-}
-
-void
-wire_adm_reply_begin(struct wire_enc *e, uint64_t id, int err, const char *reason)
-{
-	wire_map_begin(e, NULL);
-	wire_put_u64(e, "id", id);
-	wire_put_bool(e, "ok", err == 0);
-	if (err) {
-		wire_put_i64(e, "err", err);
-		wire_put_str(e, "name", cb_errname(err));
-		wire_put_str(e, "reason", reason ? reason : cb_strerror(err));
-	}
 }
 
 /* ---- decoding ------------------------------------------------------------- */
@@ -218,6 +219,10 @@ wire_adm_get(const struct wire_msg *m, const struct wire_adm_key *k, struct wire
 			return wire_adm_why(m, r, k->over, "more than %zu values for \"%s\"", k->max,
 			    k->key);
 		break;
+	case WA_I64:
+	case WA_MAPS:
+		rc = CB_EPROTO;	/* no request key has these types */
+		break;
 	}
 	if (rc != 0 && rc != CB_ENOENT)
 		return wire_adm_why(m, r, CB_EPROTO, "\"%s\" has the wrong type", k->key);
@@ -262,4 +267,385 @@ wire_adm_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wire_
 		}
 	}
 	return 0;
+}
+
+/* ---- replies and events ---------------------------------------------------
+ * Each reply, list entry and event is a record: a table of its keys over
+ * its struct.  The broker encodes from these tables, capctl and `run
+ * --connect` decode with them, so a key is spelled here and nowhere else. */
+
+struct wire_adm_rec {
+	const struct wire_adm_key *keys;
+	size_t n;
+	size_t size;	/* of the struct (list entries: the array's stride) */
+};
+
+#define WR_STR(k, T, f, need)	{ k, WA_STR, offsetof(T, f), WA_NONE, 0, 0, NULL, need }
+#define WR_U64(k, T, f)		{ k, WA_U64, offsetof(T, f), WA_NONE, 0, 0, NULL, true }
+#define WR_U64_HAS(k, T, f, h)	{ k, WA_U64, offsetof(T, f), offsetof(T, h), 0, 0, NULL, false }
+#define WR_I64(k, T, f)		{ k, WA_I64, offsetof(T, f), WA_NONE, 0, 0, NULL, true }
+#define WR_BOOL(k, T, f)	{ k, WA_BOOL, offsetof(T, f), WA_NONE, 0, 0, NULL, true }
+#define WR_MAPS(k, T, f, nf, sub) \
+	{ k, WA_MAPS, offsetof(T, f), offsetof(T, nf), WIRE_ADM_PAGE_MAX, CB_EPROTO, sub, true }
+#define WR_REC(keys, T)		{ keys, sizeof(keys) / sizeof(keys[0]), sizeof(T) }
+
+#define T_ struct wire_adm_token
+static const struct wire_adm_key wr_token_keys[] = {
+	WR_STR("id", T_, id, true), WR_STR("parent", T_, parent, false),
+	WR_STR("sandbox", T_, sandbox, true), WR_STR("caps", T_, caps, true),
+	WR_U64("nbf", T_, nbf), WR_U64("exp", T_, exp), WR_U64_HAS("uses", T_, uses, has_uses),
+	WR_BOOL("revoked", T_, revoked), WR_BOOL("elevated", T_, elevated),
+	WR_STR("by", T_, by, true),
+};
+static const struct wire_adm_rec wr_token = WR_REC(wr_token_keys, T_);
+#undef T_
+
+#define T_ struct wire_adm_sbx
+static const struct wire_adm_key wr_sbx_keys[] = {
+	WR_STR("id", T_, id, true), WR_STR("tier", T_, tier, true),
+	WR_STR("command", T_, command, true), WR_STR("workspace", T_, workspace, true),
+	WR_U64("started", T_, started), WR_U64("pid", T_, pid), WR_U64("tokens", T_, tokens),
+	WR_U64("requests", T_, requests), WR_U64("owner", T_, owner),
+};
+static const struct wire_adm_rec wr_sbx = WR_REC(wr_sbx_keys, T_);
+#undef T_
+
+#define T_ struct wire_adm_elev
+static const struct wire_adm_key wr_elev_keys[] = {
+	WR_U64("rid", T_, rid), WR_STR("sandbox", T_, sandbox, true),
+	WR_STR("command", T_, command, true), WR_STR("cap", T_, cap, true),
+	WR_STR("reason", T_, reason, true), WR_U64("ttl", T_, ttl), WR_U64("asked", T_, asked),
+	WR_U64("expires", T_, expires), WR_STR("state", T_, state, true),
+};
+static const struct wire_adm_rec wr_elev = WR_REC(wr_elev_keys, T_);
+#undef T_
+
+/* The replies' own keys, after the envelope.  A list comes before the
+ * keys that are known only once it is walked (more). */
+#define T_ struct wire_adm_rep
+static const struct wire_adm_key wr_status_keys[] = {
+	WR_STR("state", T_, state, true), WR_U64("pid", T_, pid),
+	WR_U64("sandboxes", T_, sandboxes), WR_BOOL("audit_healthy", T_, audit_healthy),
+	WR_U64("audit_lines", T_, audit_lines), WR_U64("accept_failures", T_, accept_failures),
+	WR_U64("admin_refused", T_, admin_refused), WR_STR("policy", T_, policy, true),
+};
+static const struct wire_adm_key wr_issue_keys[] = {
+	WR_STR("token", T_, token, true), WR_STR("tid", T_, tid, true), WR_U64("exp", T_, exp),
+};
+static const struct wire_adm_key wr_revoke_keys[] = { WR_U64("count", T_, count) };
+static const struct wire_adm_key wr_list_keys[] = {
+	WR_MAPS("tokens", T_, tokens, ntokens, &wr_token), WR_BOOL("more", T_, more),
+};
+static const struct wire_adm_key wr_sandboxes_keys[] = {
+	WR_MAPS("sandboxes", T_, sbxs, nsbxs, &wr_sbx),
+};
+static const struct wire_adm_key wr_pending_keys[] = {
+	WR_MAPS("requests", T_, requests, nrequests, &wr_elev), WR_BOOL("more", T_, more),
+};
+static const struct wire_adm_key wr_rotate_keys[] = { WR_STR("kid", T_, kid, true) };
+static const struct wire_adm_key wr_verify_keys[] = {
+	WR_BOOL("intact", T_, intact), WR_STR("problem", T_, problem, true),
+	WR_U64("line", T_, line), WR_U64("lines", T_, lines),
+	WR_U64("checkpoints", T_, checkpoints), WR_U64("unsealed", T_, unsealed),
+	WR_STR("what", T_, what, true), WR_STR("path", T_, path, true),
+};
+static const struct wire_adm_key wr_run_keys[] = {
+	WR_STR("sandbox", T_, sandbox, true), WR_BOOL("pty", T_, pty),
+};
+#undef T_
+
+/* Indexed by command; an empty record: ok alone. */
+static const struct wire_adm_rec wr_reps[WIRE_ADM_COUNT] = {
+	[WIRE_ADM_STATUS] = WR_REC(wr_status_keys, struct wire_adm_rep),
+	[WIRE_ADM_ISSUE] = WR_REC(wr_issue_keys, struct wire_adm_rep),
+	[WIRE_ADM_REVOKE] = WR_REC(wr_revoke_keys, struct wire_adm_rep),
+	[WIRE_ADM_LIST] = WR_REC(wr_list_keys, struct wire_adm_rep),
+	[WIRE_ADM_SANDBOXES] = WR_REC(wr_sandboxes_keys, struct wire_adm_rep),
+	[WIRE_ADM_PENDING] = WR_REC(wr_pending_keys, struct wire_adm_rep),
+	[WIRE_ADM_ROTATE_KEY] = WR_REC(wr_rotate_keys, struct wire_adm_rep),
+	[WIRE_ADM_AUDIT_VERIFY] = WR_REC(wr_verify_keys, struct wire_adm_rep),
+	[WIRE_ADM_RUN] = WR_REC(wr_run_keys, struct wire_adm_rep),
+};
+
+/* Events: "event" names one, the rest are its record's keys.  A request
+ * event carries the request's keys at the top level. */
+#define T_ struct wire_adm_event
+static const struct wire_adm_key wr_exit_keys[] = {
+	WR_I64("status", T_, status), WR_STR("reason", T_, reason, false),
+};
+#undef T_
+static const struct {
+	const char *name;
+	struct wire_adm_rec rec;
+	size_t off;	/* of the record's struct in struct wire_adm_event */
+} wr_events[WIRE_ADM_EV_COUNT] = {
+	[WIRE_ADM_EV_REQUEST] = { "request", WR_REC(wr_elev_keys, struct wire_adm_elev),
+		offsetof(struct wire_adm_event, req) },
+	[WIRE_ADM_EV_EXIT] = { "exit", WR_REC(wr_exit_keys, struct wire_adm_event), 0 },
+};
+
+/* The keys of rec from the struct at base, from key i on, until a list
+ * (*at: its index, or rec->n). */
+static void
+wr_put_keys(struct wire_enc *e, const struct wire_adm_rec *rec, const void *base, size_t i,
+    size_t *at)
+{
+	for (; i < rec->n && rec->keys[i].type != WA_MAPS; i++)
+		cb_ignore(wire_adm_put(e, &rec->keys[i], base, true));
+	*at = i;
+}
+
+static void
+wr_put_map(struct wire_enc *e, const struct wire_adm_rec *rec, const void *base)
+{
+	size_t at;
+
+	wire_map_begin(e, NULL);
+	wr_put_keys(e, rec, base, 0, &at);
+	wire_map_end(e);
+}
+
+void wire_adm_token_put(struct wire_enc *e, const struct wire_adm_token *t) { wr_put_map(e, &wr_token, t); }
+void wire_adm_sbx_put(struct wire_enc *e, const struct wire_adm_sbx *s) { wr_put_map(e, &wr_sbx, s); }
+void wire_adm_elev_put(struct wire_enc *e, const struct wire_adm_elev *q) { wr_put_map(e, &wr_elev, q); }
+
+static const struct wire_adm_rec *
+wr_rep_rec(const struct wire_adm_rep *r)
+{
+	return (unsigned)r->cmd < WIRE_ADM_COUNT ? &wr_reps[r->cmd] : NULL;
+}
+
+void
+wire_adm_rep_begin(struct wire_enc *e, const struct wire_adm_rep *r)
+{
+	const struct wire_adm_rec *rec = wr_rep_rec(r);
+	size_t at;
+
+	wire_map_begin(e, NULL);
+	wire_put_u64(e, "id", r->id);
+	wire_put_bool(e, "ok", r->err == 0);
+	if (r->err) {
+		wire_put_i64(e, "err", r->err);
+		wire_put_str(e, "name", cb_errname(r->err));
+		wire_put_str(e, "reason", r->reason ? r->reason : cb_strerror(r->err));
+	}
+	if (!rec)
+		return;
+	wr_put_keys(e, rec, r, 0, &at);
+	if (at < rec->n)
+		wire_arr_begin(e, rec->keys[at].key);
+}
+
+void
+wire_adm_rep_end(struct wire_enc *e, const struct wire_adm_rep *r)
+{
+	const struct wire_adm_rec *rec = wr_rep_rec(r);
+	size_t at = 0;
+
+	while (rec && at < rec->n && rec->keys[at].type != WA_MAPS)
+		at++;
+	if (rec && at < rec->n) {
+		wire_arr_end(e);
+		wr_put_keys(e, rec, r, at + 1, &at);
+	}
+	wire_map_end(e);
+}
+
+int
+wire_adm_rep_encode(const struct wire_adm_rep *r, uint8_t *buf, size_t cap, size_t *len)
+{
+	const struct wire_adm_rec *rec = wr_rep_rec(r);
+	struct wire_enc e;
+
+	if ((unsigned)r->cmd > WIRE_ADM_COUNT)
+		return CB_EINVAL;
+	wire_enc_init(&e, buf, cap);
+	wire_adm_rep_begin(&e, r);
+	for (size_t i = 0; rec && i < rec->n; i++) {
+		const struct wire_adm_key *k = &rec->keys[i];
+		const char *base = (const char *)r, *v;
+		size_t n;
+
+		if (k->type != WA_MAPS)
+			continue;
+		v = *(const char *const *)(const void *)(base + k->off);
+		n = *(const size_t *)(const void *)(base + k->aux);
+		if (n > k->max || (n && !v))
+			return CB_EINVAL;
+		for (size_t j = 0; j < n; j++)
+			wr_put_map(&e, k->sub, v + j * k->sub->size);
+	}
+	wire_adm_rep_end(&e, r);
+	return wire_enc_finish(&e, len);
+}
+
+int
+wire_adm_msg_id(const struct wire_msg *m, uint64_t *id)
+{
+	*id = 0;
+	if (wire_has(m, "id"))
+		return wire_get_u64(m, "id", id) == 0 ? 0 : CB_EPROTO;
+	return wire_has(m, "event") ? CB_ENOENT : CB_EPROTO;
+}
+
+static int wr_get_rec(const struct wire_msg *m, const struct wire_adm_rec *rec, void *base,
+    uint32_t others, bool need);
+
+/* A list: the array, then each entry into an array of rec's structs in the
+ * arena (each complete: every key it always has). */
+static int
+wr_get_maps(const struct wire_msg *m, const struct wire_adm_key *k, char *base)
+{
+	struct wire_msg *v;
+	size_t n;
+	char *arr;
+	int rc;
+
+	if ((rc = wire_get_maplist(m, k->key, k->max, &v, &n)) != 0)
+		return rc;
+	if (n && !(arr = wire_msg_alloc(m, n * k->sub->size, _Alignof(max_align_t))))
+		return CB_ETOOBIG;
+	if (n == 0)
+		arr = NULL;
+	for (size_t i = 0; i < n; i++) {
+		memset(arr + i * k->sub->size, 0, k->sub->size);
+		if ((rc = wr_get_rec(&v[i], k->sub, arr + i * k->sub->size, 0, true)) != 0)
+			return rc;
+	}
+	*(const void **)(void *)(base + k->off) = arr;
+	*(size_t *)(void *)(base + k->aux) = n;
+	return 0;
+}
+
+static int
+wr_get_key(const struct wire_msg *m, const struct wire_adm_key *k, char *base)
+{
+	switch (k->type) {
+	case WA_STR:
+		return wire_get_str(m, k->key, (const char **)(void *)(base + k->off));
+	case WA_U64: {
+		int rc = wire_get_u64(m, k->key, (uint64_t *)(void *)(base + k->off));
+
+		if (k->aux != WA_NONE)
+			*(bool *)(base + k->aux) = rc == 0;
+		return rc;
+	}
+	case WA_I64:
+		return wire_get_i64(m, k->key, (int64_t *)(void *)(base + k->off));
+	case WA_BOOL:
+		return wire_get_bool(m, k->key, (bool *)(base + k->off));
+	case WA_MAPS:
+		return wr_get_maps(m, k, base);
+	case WA_STRV:
+		break;
+	}
+	return CB_EPROTO;
+}
+
+/* The keys of rec from m into the struct at base: m holds no key but
+ * rec's and the others (envelope keys, already read); with need, every
+ * key rec always has. */
+static int
+wr_get_rec(const struct wire_msg *m, const struct wire_adm_rec *rec, void *base, uint32_t others,
+    bool need)
+{
+	uint32_t known = others;
+	int rc;
+
+	for (size_t i = 0; rec && i < rec->n; i++)
+		known += wire_has(m, rec->keys[i].key);
+	/* Keys are unique (wire_decode), so the count finds any other. */
+	if (known != m->n)
+		return CB_EPROTO;
+	for (size_t i = 0; rec && i < rec->n; i++) {
+		rc = wr_get_key(m, &rec->keys[i], base);
+		if (rc == CB_ENOENT && !(need && rec->keys[i].need))
+			continue;
+		if (rc != 0)
+			return rc == CB_ETOOBIG ? rc : CB_EPROTO;
+	}
+	return 0;
+}
+
+int
+wire_adm_rep_get(const struct wire_msg *m, enum wire_adm_cmd cmd, struct wire_adm_rep *r)
+{
+	int64_t err;
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	r->cmd = cmd;
+	if ((unsigned)cmd > WIRE_ADM_COUNT)
+		return CB_EINVAL;
+	if (wire_get_u64(m, "id", &r->id) != 0 || wire_get_bool(m, "ok", &ok) != 0)
+		return CB_EPROTO;
+	if (!ok) {
+		/* Every code is negative (common.h); the name and the
+		 * sentence always come with it. */
+		if (wire_get_i64(m, "err", &err) != 0 || err >= 0 || err < INT_MIN ||
+		    wire_get_str(m, "name", &r->name) != 0 || wire_get_str(m, "reason", &r->reason) != 0)
+			return CB_EPROTO;
+		r->err = (int)err;
+	}
+	return wr_get_rec(m, wr_rep_rec(r), r, ok ? 2 : 5, ok);
+}
+
+int
+wire_adm_rep_decode(struct wire_dec *d, const uint8_t *buf, size_t len, enum wire_adm_cmd cmd,
+    struct wire_adm_rep *r)
+{
+	struct wire_msg m;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->cmd = cmd;
+	if ((rc = wire_decode(d, buf, len, &m)) != 0)
+		return rc;
+	return wire_adm_rep_get(&m, cmd, r);
+}
+
+int
+wire_adm_event_encode(const struct wire_adm_event *ev, uint8_t *buf, size_t cap, size_t *len)
+{
+	struct wire_enc e;
+	size_t at;
+
+	if ((unsigned)ev->kind >= WIRE_ADM_EV_COUNT)
+		return CB_EINVAL;
+	wire_enc_init(&e, buf, cap);
+	wire_map_begin(&e, NULL);
+	wire_put_str(&e, "event", wr_events[ev->kind].name);
+	wr_put_keys(&e, &wr_events[ev->kind].rec, (const char *)ev + wr_events[ev->kind].off, 0,
+	    &at);
+	wire_map_end(&e);
+	return wire_enc_finish(&e, len);
+}
+
+int
+wire_adm_event_get(const struct wire_msg *m, struct wire_adm_event *ev)
+{
+	const char *name;
+
+	memset(ev, 0, sizeof(*ev));
+	if (wire_get_str(m, "event", &name) != 0)
+		return CB_EPROTO;
+	for (int i = 0; i < WIRE_ADM_EV_COUNT; i++) {
+		if (strcmp(name, wr_events[i].name) == 0) {
+			ev->kind = (enum wire_adm_ev)i;
+			return wr_get_rec(m, &wr_events[i].rec, (char *)ev + wr_events[i].off, 1, true);
+		}
+	}
+	return CB_EPROTO;
+}
+
+int
+wire_adm_event_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wire_adm_event *ev)
+{
+	struct wire_msg m;
+	int rc;
+
+	memset(ev, 0, sizeof(*ev));
+	if ((rc = wire_decode(d, buf, len, &m)) != 0)
+		return rc;
+	return wire_adm_event_get(&m, ev);
 }

@@ -1,14 +1,14 @@
 /*
  * admin.h - the admin <-> broker protocol: one typed request per command,
  * shared by the broker (broker/admin.c), capctl and `capbroker run
- * --connect`.  See docs/admin.md.
+ * --connect`.  See docs/capctl.md, "Protocol".
  *
- * Requests are msgpack maps { id, cmd, ... }; the table in admin.c says
- * which keys each command takes and their types, so no side spells a key by
- * hand.  Requests are decoded in the broker from bytes an administrator's
- * client sent (checked: an admin connection may come from any process the
- * admin group runs); replies are built and read with the wire/codec.h
- * primitives.
+ * Requests are msgpack maps { id, cmd, ... }; the tables in admin.c say
+ * which keys each command takes and which each reply carries, with their
+ * types, so no side spells a key by hand.  Requests are decoded in the
+ * broker from bytes an administrator's client sent (checked: an admin
+ * connection may come from any process the admin group runs); replies and
+ * events are decoded as strictly by the clients.
  */
 #ifndef CB_WIRE_ADMIN_H
 #define CB_WIRE_ADMIN_H
@@ -92,9 +92,117 @@ int wire_adm_encode(const struct wire_adm_req *r, uint8_t *buf, size_t cap, size
  * was wrong (in the dec's arena) when it can. */
 int wire_adm_decode(struct wire_dec *d, const uint8_t *buf, size_t len, struct wire_adm_req *r) CB_WARN_UNUSED;
 
-/* The envelope every reply starts with: { id, ok, [err, name, reason] }.
- * Leaves the map open for the command's own fields; close it with
- * wire_map_end() before wire_enc_finish(). */
-void wire_adm_reply_begin(struct wire_enc *e, uint64_t id, int err, const char *reason);
+/* ---- replies and events ---------------------------------------------------
+ * A reply is a map { id, ok, [err, name, reason], the command's own keys }:
+ * ok false carries the refusal's code, its name and a sentence.  Each
+ * command's keys are one table in admin.c (their types, which an ok reply
+ * must carry); a refusal may carry them too (audit-verify's does) or not.
+ * Events ({ event, ... }, no id) reach connections that watch, and the
+ * exit of a `run --connect` sandbox.  Strings and lists of a decoded reply
+ * live in the dec's arena: valid until its next decode. */
+
+#define WIRE_ADM_PAGE_MAX	1024	/* most entries one list reply may carry */
+
+/* One token of a list reply. */
+struct wire_adm_token {
+	const char *id;			/* token id, hex */
+	const char *parent;		/* the parent's id, or NULL */
+	const char *sandbox, *caps, *by;
+	uint64_t nbf, exp;
+	bool has_uses;
+	uint64_t uses;			/* uses left, when limited */
+	bool revoked, elevated;
+};
+
+/* One live sandbox of a sandboxes reply. */
+struct wire_adm_sbx {
+	const char *id, *tier, *command, *workspace;
+	uint64_t started, pid, tokens, requests, owner;
+};
+
+/* One elevation request: an entry of a pending reply, a request event. */
+struct wire_adm_elev {
+	uint64_t rid;
+	const char *sandbox, *command, *cap, *reason, *state;
+	uint64_t ttl, asked, expires;
+};
+
+/* One reply.  cmd is not sent: it says which command's keys to put or
+ * expect (WIRE_ADM_COUNT: none, the envelope of a refusal alone).  Each
+ * command reads only its own fields (the comments). */
+struct wire_adm_rep {
+	uint64_t id;
+	enum wire_adm_cmd cmd;
+	int err;			/* 0: ok; else the refusal's CB_E* code */
+	const char *name;		/* a refusal: cb_errname(err) (decoded only) */
+	const char *reason;		/* a refusal: the sentence (NULL: cb_strerror) */
+	const char *state, *policy;	/* status */
+	uint64_t pid, sandboxes, audit_lines, accept_failures, admin_refused;	/* status */
+	bool audit_healthy;		/* status */
+	const char *token, *tid;	/* issue */
+	uint64_t exp;			/* issue */
+	uint64_t count;			/* revoke: tokens revoked */
+	const struct wire_adm_token *tokens;	/* list */
+	size_t ntokens;
+	const struct wire_adm_sbx *sbxs;	/* sandboxes */
+	size_t nsbxs;
+	const struct wire_adm_elev *requests;	/* pending */
+	size_t nrequests;
+	bool more;			/* list, pending: another page follows */
+	const char *kid;		/* rotate-key: the new key's id, hex */
+	bool intact;			/* audit-verify: ... */
+	const char *problem, *what, *path;
+	uint64_t line, lines, checkpoints, unsealed;
+	const char *sandbox;		/* run: the sandbox's id */
+	bool pty;			/* run: the stdio is a pty (its third fd a copy) */
+};
+
+enum wire_adm_ev {
+	WIRE_ADM_EV_REQUEST,		/* an elevation request arrived (watchers) */
+	WIRE_ADM_EV_EXIT,		/* the sandbox this connection runs ended */
+	WIRE_ADM_EV_COUNT
+};
+
+struct wire_adm_event {
+	enum wire_adm_ev kind;
+	struct wire_adm_elev req;	/* request */
+	int64_t status;			/* exit: the agent's exit status */
+	const char *reason;		/* exit: why it could not be set up, or NULL */
+};
+
+/*
+ * Encode a reply as it is built, for a broker that fills a list from a
+ * walk: wire_adm_rep_begin() puts the envelope and r's keys up to its list
+ * (if its command has one) and opens the list; each entry goes in with
+ * wire_adm_token_put(), wire_adm_sbx_put() or wire_adm_elev_put(); then
+ * wire_adm_rep_end() closes the list and puts the keys after it (r->more,
+ * read only now) and closes the map.  Then wire_enc_finish().
+ */
+void wire_adm_rep_begin(struct wire_enc *e, const struct wire_adm_rep *r);
+void wire_adm_token_put(struct wire_enc *e, const struct wire_adm_token *t);
+void wire_adm_sbx_put(struct wire_enc *e, const struct wire_adm_sbx *s);
+void wire_adm_elev_put(struct wire_enc *e, const struct wire_adm_elev *q);
+void wire_adm_rep_end(struct wire_enc *e, const struct wire_adm_rep *r);
+/* All at once, the lists from r's arrays.  0, CB_ETOOBIG, CB_EINVAL. */
+int wire_adm_rep_encode(const struct wire_adm_rep *r, uint8_t *buf, size_t cap, size_t *len) CB_WARN_UNUSED;
+
+/* Is m a reply (0, *id set) or an event (CB_ENOENT)?  CB_EPROTO if neither. */
+int wire_adm_msg_id(const struct wire_msg *m, uint64_t *id) CB_WARN_UNUSED;
+
+/* Strictly read m as the reply to a command cmd: the envelope, then only
+ * the keys cmd's reply takes, each of its type; an ok reply must carry
+ * every key its command always sends, a list at most WIRE_ADM_PAGE_MAX
+ * entries, each complete.  0, CB_EPROTO, CB_ETOOBIG (the dec's arena is
+ * full), CB_EINVAL (cmd out of range). */
+int wire_adm_rep_get(const struct wire_msg *m, enum wire_adm_cmd cmd, struct wire_adm_rep *r) CB_WARN_UNUSED;
+/* The same from bytes (wire_decode first). */
+int wire_adm_rep_decode(struct wire_dec *d, const uint8_t *buf, size_t len, enum wire_adm_cmd cmd,
+    struct wire_adm_rep *r) CB_WARN_UNUSED;
+
+/* Events, the same way.  0, CB_ETOOBIG, CB_EINVAL; CB_EPROTO. */
+int wire_adm_event_encode(const struct wire_adm_event *ev, uint8_t *buf, size_t cap, size_t *len) CB_WARN_UNUSED;
+int wire_adm_event_get(const struct wire_msg *m, struct wire_adm_event *ev) CB_WARN_UNUSED;
+int wire_adm_event_decode(struct wire_dec *d, const uint8_t *buf, size_t len,
+    struct wire_adm_event *ev) CB_WARN_UNUSED;
 
 #endif

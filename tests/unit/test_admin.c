@@ -82,8 +82,10 @@ reply(int srv, int64_t id, bool ok, int err, const char *reason, int nfds)
 	else
 		wire_put_str(&e, "event", "request");
 	wire_put_bool(&e, "ok", ok);
-	if (err)
+	if (err) {
 		wire_put_i64(&e, "err", err);
+		wire_put_str(&e, "name", cb_errname(err));
+	}
 	if (reason)
 		wire_put_str(&e, "reason", reason);
 	wire_map_end(&e);
@@ -102,12 +104,13 @@ reply(int srv, int64_t id, bool ok, int err, const char *reason, int nfds)
 		abort();
 }
 
+/* kill: a command whose ok reply carries nothing of its own. */
 static int
-call(struct cc_adm *a, struct wire_msg *m, int *fds, size_t nfds)
+call(struct cc_adm *a, struct wire_adm_rep *m, int *fds, size_t nfds)
 {
 	struct wire_adm_req rq;
 
-	cc_adm_begin(a, &rq, WIRE_ADM_STATUS);
+	cc_adm_begin(a, &rq, WIRE_ADM_KILL);
 	return cc_adm_call(a, &rq, m, fds, nfds);
 }
 
@@ -138,7 +141,7 @@ test_connect_failures(void)
 static void
 test_replies(void)
 {
-	struct wire_msg m;
+	struct wire_adm_rep m;
 	struct cc_adm *a;
 	int srv, fds[3], before;
 	bool all;
