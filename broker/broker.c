@@ -15,6 +15,7 @@
 #include "broker/commit.h"
 #include "broker/hostaddr.h"
 #include "broker/notify.h"
+#include "broker/pool.h"
 #include "broker/sbx.h"
 #include "broker/work.h"
 
@@ -595,6 +596,7 @@ brk_free(struct brk *b)
 		s->refs = 0;
 		brk_sbx_free(s);
 	}
+	brk_pool_free(b);
 	brk_admin_close(b);
 	brk_hostaddr_close(b);
 	brk_work_close(b);

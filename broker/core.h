@@ -97,6 +97,7 @@ struct brk_proc;		/* a running proc.exec child */
 struct brk_notify;		/* a sandbox's seccomp listener (notify.c) */
 struct brk_hosts;		/* a sandbox's /etc/hosts (hosts.c) */
 struct brk_fss;			/* a sandbox's file server (fs_served.h) */
+struct brk_pool;		/* the warm pool (pool.c) */
 
 /* A policy and the sandboxes still using it.  A reload (SIGHUP to `serve`)
  * makes a new one current; new sandboxes start under it, running ones keep
@@ -211,6 +212,7 @@ struct brk {
 	struct event *ev_tty;
 	struct brk_pending *tty_current;
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
+	struct brk_pool *pool;		/* pre-built proc.exec sandboxes (pool.c), or NULL */
 	/* A channel had to close (chan.c cannot call up into sbx.c):
 	 * brk_sbx_close_channel. */
 	void (*chan_closed)(struct brk_sbx *s, const char *why);

@@ -22,6 +22,7 @@
 #include "broker/budget.h"
 #include "broker/chan.h"
 #include "broker/ops.h"
+#include "broker/pool.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"
 
@@ -430,6 +431,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	const struct pol_limits *lim;
 	static unsigned seq;
 	uint64_t timeout;
+	bool pooled;
 	int e;
 
 	lim = pol_tier_limits(pol_tier_get(s->pol->pol, POL_TIER_LOW));
@@ -457,7 +459,10 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		brk_deny(s, q, CB_ENOMEM, q->argv[0], h->tok->c.id, NULL);
 		return;
 	}
-	if ((e = sbx_spawn_start(&cfg, &x->p)) != 0) {
+	/* A pooled sandbox built like this one would be, if there is one;
+	 * else (or if its hand-over failed) a fresh one. */
+	pooled = brk_pool_take(s->b, &cfg, &x->p) == 0;
+	if (!pooled && (e = sbx_spawn_start(&cfg, &x->p)) != 0) {
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		free(x->in);
 		free(x->out);
@@ -481,6 +486,14 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	}
 	/* Without data the program reads EOF at once. */
 	brk_proc_in(x->p.stdin_fd, EV_WRITE, x);
+	if (pooled) {
+		char detail[64];
+
+		snprintf(detail, sizeof(detail), "pooled sandbox, stub pid %d", (int)x->p.pid);
+		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.pool.take", .resource = id, .token_id = x->tid,
+		    .actor = "broker", .detail = detail }));
+	}
 	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" }));
 }

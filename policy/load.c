@@ -513,6 +513,31 @@ out:
 
 /* ---- sections -------------------------------------------------------- */
 
+/* defaults.pool_size: 0 (no warm pool) is a value here, unlike a limit. */
+_Static_assert(POL_POOL_MAX == 16, "get_pool_size's message says 16");
+static void
+get_pool_size(struct lctx *x, const config_setting_t *s, uint64_t *out)
+{
+	long long v;
+
+	if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64) {
+		wrong_type(x, s, "an integer from 0 to 16");
+		return;
+	}
+	v = config_setting_get_int64(s);
+	if (v < 0) {
+		perr(x, s, "negative value \"pool_size\": %lld (expected an integer from 0 to %d)",
+		    v, POL_POOL_MAX);
+		return;
+	}
+	if (v > POL_POOL_MAX) {
+		perr(x, s, "out of range: \"pool_size\" is %lld (expected at most %d)", v,
+		    POL_POOL_MAX);
+		return;
+	}
+	*out = (uint64_t)v;
+}
+
 static int
 apply_defaults(struct lctx *x, const config_setting_t *g)
 {
@@ -553,9 +578,11 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 			get_num(x, s, NUM_BYTES, false, &x->p->budget.bytes_burst);
 		} else if (strcmp(name, "audit_throttle_max") == 0) {
 			get_num(x, s, NUM_SECONDS, false, &x->p->budget.throttle_max);
+		} else if (strcmp(name, "pool_size") == 0) {
+			get_pool_size(x, s, &x->p->pool_size);
 		} else {
 			unknown_key(x, s, "defaults", "tier, ttl, request_expiry, audit_fsync, audit_budget, "
-			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max");
+			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max, pool_size");
 		}
 	}
 	return 0;

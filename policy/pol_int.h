@@ -57,6 +57,7 @@ struct pol {
 	uint64_t request_expiry;
 	enum pol_fsync fsync;
 	struct pol_audit_budget budget;
+	uint64_t pool_size;	/* warm pool: sandboxes kept per tier in use */
 	size_t nuids, ngids;
 	uint32_t *uids, *gids;
 	bool has_allow;		/* absent list: every domain allowed */

@@ -283,6 +283,7 @@ pol_tier_find(struct pol *p, const char *name)
 const char *pol_default_tier(const struct pol *p) { return p->default_tier; }
 uint64_t pol_default_ttl(const struct pol *p) { return p->default_ttl; }
 uint64_t pol_request_expiry(const struct pol *p) { return p->request_expiry; }
+uint64_t pol_pool_size(const struct pol *p) { return p->pool_size; }
 enum pol_fsync pol_audit_fsync(const struct pol *p) { return p->fsync; }
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p) { return &p->budget; }
 

@@ -106,6 +106,12 @@ struct pol_audit_budget {
 	uint64_t throttle_max;
 };
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p);
+
+/* The warm pool (docs/sandbox.md): how many pre-built sandboxes the broker
+ * keeps ready per tier in use, 0 (none: every sandbox is built when asked
+ * for) to POL_POOL_MAX. */
+#define POL_POOL_MAX 16
+uint64_t pol_pool_size(const struct pol *p);
 const char *pol_fsync_name(enum pol_fsync f);
 const char *pol_approval_name(enum pol_approval a);
 

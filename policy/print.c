@@ -199,6 +199,8 @@ pol_print(const struct pol *p, FILE *f)
 	put_bytes(f, p->budget.bytes_burst);
 	fputs(";\n  audit_throttle_max = ", f);
 	put_int(f, p->budget.throttle_max);
+	fputs(";\n  # proc.exec sandboxes built ahead and kept ready (0: none)\n  pool_size = ", f);
+	put_int(f, p->pool_size);
 	fputs(";\n};\n\n", f);
 	fputs("# Who may use the admin socket, besides the broker's own user.\nadmins = {\n", f);
 	put_ids(f, "uids", p->uids, p->nuids);

@@ -226,7 +226,9 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 	uint64_t nproc = l->nproc ? l->nproc : SBX_DEFAULT_NPROC;
 	int n = 0;
 
-	snprintf(name, sizeof(name), "capbroker.%d.%u", (int)getpid(), seq++);
+	/* Atomic: the broker's pool thread spawns beside its loop. */
+	snprintf(name, sizeof(name), "capbroker.%d.%u", (int)getpid(),
+	    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
 		/* Unified hierarchy: one directory with both controllers. */
 		if (own_cgroup(NULL, own, sizeof(own)) != 0)
@@ -475,8 +477,11 @@ arg_num(struct argbuf *a, const char *opt, uint64_t v)
 static int
 check_config(const struct sbx_config *cfg)
 {
-	if (cfg == NULL || sbx_tier_name(cfg->tier) == NULL || cfg->id == NULL ||
-	    cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0')
+	if (cfg == NULL || sbx_tier_name(cfg->tier) == NULL || cfg->id == NULL)
+		return CB_EINVAL;
+	/* A pooled sandbox gets its command at hand-over, never before. */
+	if (cfg->pool ? cfg->argv != NULL :
+	    (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0'))
 		return CB_EINVAL;
 	if (strlen(cfg->id) > SBX_ID_MAX || cfg->id[0] == '\0' ||
 	    strspn(cfg->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -612,6 +617,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 	rc |= arg_num(a, "--cpu", l->cpu_secs);
 	rc |= arg_num(a, "--timeout", l->wall_secs);
 	rc |= arg_num(a, "--tmp-size", l->tmp_bytes);
+	if (cfg->pool)
+		return arg(a, "--pool") != 0 || rc != 0 ? CB_ETOOBIG : 0;
 	rc |= arg(a, "--");
 	for (i = 0; cfg->argv[i] != NULL; i++)
 		rc |= arg(a, cfg->argv[i]);
@@ -880,8 +887,12 @@ recv_report(int sock, char *buf, size_t len, int *fd)
 	return n;
 }
 
-int
-sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
+/* Read one report: 0 when it is WANT ("ready" or "pooled") with its
+ * figures, CB_EBUSY when none is there yet, CB_EINTERNAL otherwise (why
+ * says the stub's reason).  A descriptor (the listener) is taken with
+ * "ready" only. */
+static int
+read_report(struct sbx_proc *p, const char *want, char *why, size_t whylen)
 {
 	char buf[640];
 	ssize_t n;
@@ -901,11 +912,16 @@ sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 	/* The stub writes its report with one write() shorter than PIPE_BUF. */
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
-	if (sscanf(buf, "ready landlock=%d cgroup=%d", &abi, &cg) == 2) {
+	if ((strcmp(want, "ready") == 0 ?
+	    sscanf(buf, "ready landlock=%d cgroup=%d", &abi, &cg) :
+	    sscanf(buf, "pooled landlock=%d cgroup=%d", &abi, &cg)) == 2) {
 		p->report.landlock_abi = abi;
 		p->report.cgroup = (cg == 1);
 		close_fd(&p->notify_fd);
-		p->notify_fd = fd;
+		if (strcmp(want, "ready") == 0)
+			p->notify_fd = fd;
+		else
+			close_fd(&fd);
 		return 0;
 	}
 	close_fd(&fd);
@@ -920,6 +936,93 @@ sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 		}
 	}
 	return CB_EINTERNAL;
+}
+
+int
+sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
+{
+	return read_report(p, "ready", why, whylen);
+}
+
+int
+sbx_pool_finish(struct sbx_proc *p, char *why, size_t whylen)
+{
+	return read_report(p, "pooled", why, whylen);
+}
+
+/* The hand-over: the per-exec options and the command as NUL-terminated
+ * strings in one SEQPACKET message on the status socket, which the stub
+ * reads with its command line's own option table (stub_main.c). */
+int
+sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg)
+{
+	struct sbx_config c;
+	struct argbuf *a = NULL;
+	const struct sbx_limits *l;
+	char *msg = NULL;
+	size_t len = 0, i;
+	int rc;
+
+	if (p == NULL || cfg == NULL || cfg->pool || p->status_fd < 0)
+		return CB_EINVAL;
+	if ((rc = check_config(cfg)) != 0)
+		return rc;
+	if (cfg->broker_fd >= 0 || cfg->want_pty || cfg->nmounts != 0 || cfg->mediate_connect)
+		return CB_EINVAL;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return CB_ENOMEM;
+	c = *cfg;
+	l = &c.limits;
+	rc = 0;
+	rc |= arg(a, "--id");
+	rc |= arg(a, c.id);
+	if (c.chdir != NULL) {
+		rc |= arg(a, "--chdir");
+		rc |= arg(a, c.chdir);
+	}
+	for (i = 0; i < c.nsetenv; i++) {
+		rc |= arg(a, "--setenv");
+		rc |= arg(a, c.setenv[2 * i]);
+		rc |= arg(a, c.setenv[2 * i + 1]);
+	}
+	for (i = 0; i < c.nunsetenv; i++) {
+		rc |= arg(a, "--unsetenv");
+		rc |= arg(a, c.unsetenv[i]);
+	}
+	rc |= arg_num(a, "--nofile", l->nofile);
+	rc |= arg_num(a, "--fsize", l->fsize_bytes);
+	rc |= arg_num(a, "--cpu", l->cpu_secs);
+	rc |= arg_num(a, "--timeout", l->wall_secs);
+	rc |= arg(a, "--");
+	for (i = 0; c.argv[i] != NULL; i++)
+		rc |= arg(a, c.argv[i]);
+	if (rc != 0) {
+		rc = CB_ETOOBIG;
+		goto out;
+	}
+	for (i = 0; i < a->n; i++)
+		len += strlen(a->argv[i]) + 1;
+	if (len > 256 * 1024) {		/* the stub's STUB_HANDOVER_MAX */
+		rc = CB_ETOOBIG;
+		goto out;
+	}
+	if ((msg = malloc(len)) == NULL) {
+		rc = CB_ENOMEM;
+		goto out;
+	}
+	len = 0;
+	for (i = 0; i < a->n; i++) {
+		size_t k = strlen(a->argv[i]) + 1;
+
+		memcpy(msg + len, a->argv[i], k);
+		len += k;
+	}
+	if (send(p->status_fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+		rc = CB_EIO;
+out:
+	free(msg);
+	free(a);
+	return rc;
 }
 
 void

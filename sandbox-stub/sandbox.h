@@ -133,6 +133,10 @@ struct sbx_config {
 	bool mediate_connect;		/* medium/high: the caller serves the agent's
 					 * connect() (sbx_proc.notify_fd); without it
 					 * connect() fails (ENOSYS) in those tiers */
+	bool pool;			/* build everything but the agent and wait for
+					 * sbx_pool_handover(); argv is NULL then and id
+					 * a placeholder (docs/sandbox.md, "The warm
+					 * pool") */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -177,6 +181,23 @@ void sbx_start_refusal(int rc, char *why, size_t whylen);
  * again), or CB_EINTERNAL when the sandbox could not be set up: why then
  * holds the stub's one-line reason and the stub exits with status 125. */
 int sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* A pooled sandbox (started with cfg->pool): read its "pooled" report from
+ * status_fd.  0 once it waits for its hand-over (p->report filled),
+ * CB_EBUSY if not complete yet, CB_EINTERNAL when it could not be built
+ * (why says why). */
+int sbx_pool_finish(struct sbx_proc *p, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* Hand a pooled sandbox (sbx_pool_finish() returned 0) its task: cfg's id,
+ * argv, chdir, setenv, unsetenv and the limits nofile, fsize_bytes,
+ * cpu_secs and wall_secs (the wall clock starts now).  Everything else is
+ * what the sandbox was built with: the caller makes sure cfg's tier,
+ * binds, mem_bytes, nproc and tmp_bytes equal those, and that cfg asks for
+ * nothing a pooled sandbox never has (a broker channel, a pty, mounts,
+ * mediated connects).  Does not block.  Then poll status_fd and call
+ * sbx_spawn_finish() as after sbx_spawn_start().  0, CB_EINVAL (cfg),
+ * CB_ETOOBIG, CB_EIO (the sandbox is gone: kill and reap it). */
+int sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg) CB_WARN_UNUSED;
 
 /* sbx_spawn_start() and sbx_spawn_finish() with a blocking wait between them
  * (for programs without an event loop).  On failure *out is closed. */

@@ -67,6 +67,8 @@ struct stub_cfg {
 	int max_fd;			/* highest descriptor the launcher passed */
 	bool pty;
 	bool notify;			/* --notify: the listener goes to the broker */
+	bool pool;			/* --pool: wait for the hand-over (argv and the
+					 * per-exec options) before the agent starts */
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */
@@ -92,6 +94,11 @@ void stub_capture_sources(struct stub_cfg *c);
 /* Build the new root and pivot into it.  Runs as pid 1 of the new pid
  * namespace, with full capabilities in the new user namespace only. */
 void stub_mount_setup(const struct stub_cfg *c);
+
+/* In pid 1 at a pooled sandbox's hand-over, before the agent exists: give
+ * the sandbox its id (c->id) as hostname and in /etc/hostname (the root is
+ * made writable for that one write, then read-only again). */
+void stub_mount_set_id(const struct stub_cfg *c);
 
 /* Probe the kernel's Landlock ABI (0: none). */
 int stub_landlock_abi(void);

@@ -146,6 +146,7 @@ enum {
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
+	OPT_POOL,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -188,6 +189,7 @@ static const struct option stub_opts[] = {
 	{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
 	{ "pty", no_argument, NULL, OPT_PTY },
 	{ "notify", no_argument, NULL, OPT_NOTIFY },
+	{ "pool", no_argument, NULL, OPT_POOL },
 	{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "nproc", required_argument, NULL, OPT_NPROC },
@@ -403,6 +405,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		case OPT_NOTIFY:
 			c->notify = true;
 			break;
+		case OPT_POOL:
+			c->pool = true;
+			break;
 		case OPT_HOSTS:
 			parse_src(c, argc, argv, "--hosts-fd", &c->hosts_src);
 			c->hosts = "/capbroker/net";
@@ -420,16 +425,63 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			usage_die();
 		}
 	}
-	if (!have_tier || !have_parent || c->id == NULL || optind >= argc)
+	if (!have_tier || !have_parent || c->id == NULL)
 		usage_die();
-	if (argv[optind][0] == '\0')
+	/* A pooled sandbox gets its command at hand-over, never before. */
+	if (c->pool != (optind >= argc))
+		usage_die();
+	if (!c->pool && argv[optind][0] == '\0')
 		stub_die(0, "empty command");
-	c->argv = &argv[optind];
+	c->argv = c->pool ? NULL : &argv[optind];
 	check_tier_options(c);
 	default_limits(c);
 	/* The agent's exec descriptor sits at a number its RLIMIT_NOFILE can
 	 * never reach: see stub_seccomp.c for the "one exec" rule. */
 	c->exec_fd = STUB_EXEC_FD;
+}
+
+/* The options a pooled sandbox's hand-over may carry: what differs from
+ * one exec to the next.  Everything else (tier, binds, cgroups, memory,
+ * processes, /tmp) was built into the sandbox before anyone asked for it,
+ * from the broker's command line, and stays; an option of that kind in a
+ * hand-over is refused rather than silently ignored. */
+static void
+parse_handover(struct stub_cfg *c, int argc, char **argv)
+{
+	int o;
+
+	optind = 0;	/* glibc: start over, with a new vector */
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "+", stub_opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_ID:
+			if (!id_ok(optarg))
+				stub_die(0, "--id: want [A-Za-z0-9._-]{1,%d}", SBX_ID_MAX);
+			c->id = optarg;
+			break;
+		case OPT_NOFILE:
+		case OPT_FSIZE:
+		case OPT_CPU:
+		case OPT_WALL:
+			(void)parse_limit_opt(c, o);
+			break;
+		case OPT_CHDIR:
+			if (!path_ok(optarg))
+				stub_die(0, "--chdir must be absolute: %.200s", optarg);
+			c->chdir = optarg;
+			break;
+		case OPT_SETENV:
+		case OPT_UNSETENV:
+			parse_env_opt(c, argc, argv, o);
+			break;
+		default:
+			stub_die(0, "option not allowed at hand-over: %.40s",
+			    optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+		}
+	}
+	if (optind >= argc || argv[optind][0] == '\0')
+		stub_die(0, "hand-over without a command");
+	c->argv = &argv[optind];
 }
 
 /* ------------------------------------------------------------- outer stub */
@@ -984,6 +1036,65 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+#define STUB_HANDOVER_MAX	(256 * 1024)	/* bytes of one hand-over, at most */
+#define STUB_HANDOVER_ARGS	1024		/* strings in it, at most */
+
+/*
+ * A pooled sandbox (--pool): everything is built but the agent.  pid 1
+ * says so ("pooled ...") and waits for the broker's hand-over on the status
+ * socket: one message of NUL-terminated strings, the per-exec options and
+ * "--" and the command, read with the same option table and checks as the
+ * command line.  Nothing of the sandbox has run any agent code yet, so
+ * there is nothing a previous task could have left.  The broker closing
+ * the socket (the pool drained) or the outer stub dying ends it.
+ */
+static void
+pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int ll_abi)
+{
+	static char msg[STUB_HANDOVER_MAX + 1];
+	static char *av[STUB_HANDOVER_ARGS + 2];
+	struct pollfd pfd[2];
+	char line[96];
+	int ac = 0, n;
+	ssize_t r;
+
+	n = snprintf(line, sizeof(line), "pooled landlock=%d cgroup=%d\n", ll_abi,
+	    c->ncgroup > 0 ? 1 : 0);
+	if (write(STUB_FD_STATUS, line, (size_t)n) != n)
+		kill_all_and_exit(SBX_EXIT_SETUP);
+	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	for (;;) {
+		if (poll(pfd, 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			stub_die(errno, "poll");
+		}
+		if (pfd[1].revents != 0)
+			kill_all_and_exit(128 + SIGKILL);
+		if (pfd[0].revents != 0)
+			break;
+	}
+	do
+		r = recv(STUB_FD_STATUS, msg, sizeof(msg), MSG_TRUNC);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		kill_all_and_exit(128 + SIGKILL);	/* drained: never used */
+	if (r < 0)
+		stub_die(errno, "hand-over");
+	if ((size_t)r >= sizeof(msg) || msg[r - 1] != '\0')
+		stub_die(0, "hand-over too long or not NUL-terminated");
+	av[ac++] = (char *)"capbroker-stub";
+	for (char *s = msg; s < msg + r; s += strlen(s) + 1) {
+		if (ac > STUB_HANDOVER_ARGS)
+			stub_die(0, "hand-over has too many strings");
+		av[ac++] = s;
+	}
+	av[ac] = NULL;
+	parse_handover(c, ac, av);
+	stub_mount_set_id(c);
+}
+
 /* Tells the launcher the agent runs (with the seccomp listener when
  * --notify asked for it), then lets go of the status pipe and stdio. */
 static void
@@ -1069,6 +1180,8 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 
 	stub_mount_setup(c);
 	ll_abi = stub_landlock_abi();
+	if (c->pool)
+		pid1_await_handover(c, outer_pidfd, ll_abi);
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);

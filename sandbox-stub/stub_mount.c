@@ -588,3 +588,24 @@ stub_mount_setup(const struct stub_cfg *c)
 	if (chdir("/") == -1)
 		stub_die(errno, "chdir /");
 }
+
+void
+stub_mount_set_id(const struct stub_cfg *c)
+{
+	struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY };
+	char buf[SBX_ID_MAX + 2];
+	int fd, n;
+
+	if (sethostname(c->id, strlen(c->id)) == -1)
+		stub_die(errno, "sethostname");
+	/* Only pid 1 can do this (the agent does not exist yet and will have
+	 * no capability); the root's other attributes stay as they are. */
+	if (mount_setattr(AT_FDCWD, "/", 0, &rw, sizeof(rw)) == -1)
+		stub_die(errno, "mount_setattr / (rw)");
+	n = snprintf(buf, sizeof(buf), "%s\n", c->id);
+	fd = open("/etc/hostname", O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || write(fd, buf, (size_t)n) != n)
+		stub_die(errno, "/etc/hostname");
+	close(fd);
+	set_attr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, "/ (ro)");
+}

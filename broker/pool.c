@@ -1,0 +1,423 @@
+/*
+ * pool.c - the warm pool: proc.exec sandboxes built before anyone asks for
+ * one, so that a request only hands one its task (docs/sandbox.md, "The
+ * warm pool").
+ *
+ * Trust domain: broker.  Why it is safe:
+ *  - A pooled sandbox is an ordinary low-tier sandbox that stops before its
+ *    agent exists: the stub has joined its cgroups, dropped the broker's
+ *    credentials, made every namespace, built and pivoted into its root;
+ *    no agent code has run in it and it holds no broker channel and no
+ *    token.  It gets one task (sbx_pool_handover) and is never pooled
+ *    again: the sandbox ends with that task like a fresh one.
+ *  - The request is checked exactly as for a fresh sandbox before it comes
+ *    here (ops_proc.c: the token, the budget, the commit gate); the pool
+ *    only replaces the building.  What differs per request is applied at
+ *    hand-over by the stub (id, argv, environment, working directory,
+ *    rlimits, wall clock, and the agent's Landlock and seccomp layers,
+ *    which are made for its binary); a request that needs anything a
+ *    pooled sandbox was not built with (binds, other memory, process or
+ *    /tmp limits) is not served from the pool.
+ *  - Building runs on a thread of its own, never on the loop: spawning the
+ *    stub blocks until its exec.  That thread lives as long as the pool,
+ *    since a stub dies with the thread that spawned it (PR_SET_PDEATHSIG).
+ *    It touches only the entry it was given; everything else happens on
+ *    the loop.
+ */
+#include "broker/core.h"
+#include "broker/pool.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BRK_POOL_ID	"pooled"	/* the id until the hand-over gives its own */
+#define BRK_POOL_SHAPES	4		/* shapes (limits) kept at once: pool_size each */
+#define BRK_POOL_BACKOFF_NS (1000ULL * 1000 * 1000)	/* no build for 1 s after one failed */
+
+struct brk_pooled {
+	struct brk_pooled *next;
+	struct brk_pool *pl;
+	struct sbx_limits lim;		/* what it is built with (its shape) */
+	struct sbx_proc p;
+	struct event *ev_status, *ev_exit;
+	int rc;				/* sbx_spawn_start (the thread) */
+	int err;			/* ... and errno with it */
+	bool ready;			/* built: waits for its hand-over */
+	bool dying;			/* killed: ev_exit reaps it */
+};
+
+struct brk_pool {
+	struct brk *b;
+	pthread_t th;
+	bool th_up;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct brk_pooled *todo;	/* mu: to build */
+	struct brk_pooled *done;	/* mu: spawned, not yet seen by the loop */
+	bool stop;			/* mu */
+	int wake[2];			/* thread -> loop */
+	struct event *ev_wake;
+	struct brk_pooled *live;	/* loop: building, ready or dying */
+	size_t nqueued;			/* loop: handed to the thread, not yet back */
+	uint64_t quiet_until;		/* loop, mono ns: no build before (a failure) */
+};
+
+static void *
+brk_pool_main(void *arg)
+{
+	struct brk_pool *pl = arg;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&pl->mu);
+	for (;;) {
+		struct brk_pooled *e;
+		struct sbx_config cfg;
+
+		while (!pl->stop && !pl->todo)
+			pthread_cond_wait(&pl->cv, &pl->mu);
+		if (pl->stop)
+			break;
+		e = pl->todo;
+		pl->todo = e->next;
+		pthread_mutex_unlock(&pl->mu);
+		cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = BRK_POOL_ID,
+			.broker_fd = -1, .limits = e->lim, .pool = true };
+		e->rc = sbx_spawn_start(&cfg, &e->p);
+		e->err = errno;
+		pthread_mutex_lock(&pl->mu);
+		e->next = pl->done;
+		pl->done = e;
+		/* One byte per entry at most: the pipe never fills (the loop
+		 * drains it), and a missed byte only delays the next look. */
+		(void)!write(pl->wake[1], "", 1);
+	}
+	pthread_mutex_unlock(&pl->mu);
+	return NULL;
+}
+
+/* An entry that never reached the loop, or was reaped: its descriptors
+ * and events go. */
+static void
+brk_pooled_free(struct brk_pooled *e)
+{
+	if (e->ev_status)
+		event_free(e->ev_status);
+	if (e->ev_exit)
+		event_free(e->ev_exit);
+	sbx_proc_close(&e->p);
+	free(e);
+}
+
+static void
+brk_pool_unlink(struct brk_pool *pl, struct brk_pooled *e)
+{
+	for (struct brk_pooled **pp = &pl->live; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+}
+
+/* End a sandbox of the pool; its exit event reaps and frees it. */
+static void
+brk_pool_kill(struct brk_pooled *e)
+{
+	e->dying = true;
+	e->ready = false;
+	if (e->ev_status)
+		event_del(e->ev_status);
+	cb_ignore(sbx_kill(&e->p));
+}
+
+static void
+brk_pool_failed(struct brk_pool *pl, int reason, const char *why)
+{
+	pl->quiet_until = cb_mono_ns() + BRK_POOL_BACKOFF_NS;
+	brk_audit(pl->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = reason,
+	    .op = "sandbox.pool.failed", .actor = "broker", .detail = why });
+}
+
+/* Died (or was killed) before any hand-over. */
+static void
+brk_pool_exit(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_pooled *e = arg;
+	int ws;
+
+	(void)fd;
+	(void)ev;
+	if (waitpid(e->p.pid, &ws, WNOHANG) <= 0)
+		return;
+	if (!e->dying)
+		brk_pool_failed(e->pl, CB_EINTERNAL, "a pooled sandbox exited before its hand-over");
+	brk_pool_unlink(e->pl, e);
+	brk_pooled_free(e);
+}
+
+/* Its "pooled" report: built, or why not. */
+static void
+brk_pool_status(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_pooled *e = arg;
+	char why[512] = "";
+	int r;
+
+	(void)fd;
+	(void)ev;
+	r = sbx_pool_finish(&e->p, why, sizeof(why));
+	if (r == CB_EBUSY)
+		return;
+	event_del(e->ev_status);
+	if (r == 0) {
+		e->ready = true;
+		return;
+	}
+	brk_pool_failed(e->pl, r, why);
+	brk_pool_kill(e);
+}
+
+/* A spawn came back from the thread: watch it until it is built. */
+static void
+brk_pool_spawned(struct brk_pool *pl, struct brk_pooled *e)
+{
+	struct event_base *base = pl->b->base;
+	char why[300];
+
+	if (e->rc != 0) {
+		errno = e->err;
+		sbx_start_refusal(e->rc, why, sizeof(why));
+		brk_pool_failed(pl, e->rc, why);
+		brk_pooled_free(e);
+		return;
+	}
+	e->ev_status = event_new(base, e->p.status_fd, EV_READ | EV_PERSIST, brk_pool_status, e);
+	e->ev_exit = event_new(base, e->p.pidfd, EV_READ | EV_PERSIST, brk_pool_exit, e);
+	if (!e->ev_status || !e->ev_exit) {
+		int ws;
+
+		cb_ignore(sbx_kill(&e->p));
+		waitpid(e->p.pid, &ws, 0);
+		brk_pooled_free(e);
+		return;
+	}
+	event_add(e->ev_status, NULL);
+	event_add(e->ev_exit, NULL);
+	e->next = pl->live;
+	pl->live = e;
+}
+
+static void
+brk_pool_wake(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_pool *pl = arg;
+	struct brk_pooled *e, *list;
+	char buf[64];
+
+	(void)ev;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	pthread_mutex_lock(&pl->mu);
+	list = pl->done;
+	pl->done = NULL;
+	pthread_mutex_unlock(&pl->mu);
+	while ((e = list)) {
+		list = e->next;
+		pl->nqueued--;
+		brk_pool_spawned(pl, e);
+	}
+}
+
+static int
+brk_pool_new(struct brk *b)
+{
+	struct brk_pool *pl = calloc(1, sizeof(*pl));
+	pthread_attr_t at;
+	int r = CB_ENOMEM;
+
+	if (!pl)
+		return CB_ENOMEM;
+	pl->b = b;
+	pl->wake[0] = pl->wake[1] = -1;
+	pthread_mutex_init(&pl->mu, NULL);
+	pthread_cond_init(&pl->cv, NULL);
+	b->pool = pl;
+	if (pipe2(pl->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+		r = CB_EIO;
+		goto out;
+	}
+	if (!(pl->ev_wake = event_new(b->base, pl->wake[0], EV_READ | EV_PERSIST, brk_pool_wake, pl)))
+		goto out;
+	event_add(pl->ev_wake, NULL);
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	r = pthread_create(&pl->th, &at, brk_pool_main, pl) == 0 ? 0 : CB_EBUSY;
+	pthread_attr_destroy(&at);
+	pl->th_up = (r == 0);
+out:
+	if (r != 0)
+		brk_pool_free(b);
+	return r;
+}
+
+static bool
+brk_pool_same(const struct sbx_limits *a, const struct sbx_limits *b)
+{
+	return a->mem_bytes == b->mem_bytes && a->nproc == b->nproc && a->tmp_bytes == b->tmp_bytes;
+}
+
+/* Can a pooled sandbox run cfg?  Only what the hand-over carries may
+ * differ from how it was built. */
+static bool
+brk_pool_fits(const struct sbx_config *cfg)
+{
+	return cfg->tier == SBX_TIER_LOW && cfg->nbinds == 0 && cfg->nmounts == 0 &&
+	    cfg->nexec_allow == 0 && cfg->broker_fd < 0 && !cfg->want_pty &&
+	    !cfg->mediate_connect && !cfg->capcall_path && !cfg->pylib_dir && !cfg->hosts_dir &&
+	    !cfg->pool && cfg->argv != NULL;
+}
+
+/* Ask the thread for sandboxes of shape lim until pool_size of them are
+ * built or being built.  The pool holds at most BRK_POOL_SHAPES shapes'
+ * worth: past that, a ready sandbox of another shape makes room. */
+static void
+brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want)
+{
+	size_t have = pl->nqueued, total = pl->nqueued;
+
+	if (cb_mono_ns() < pl->quiet_until || !pl->th_up)
+		return;
+	for (struct brk_pooled *e = pl->live; e; e = e->next) {
+		if (e->dying)
+			continue;
+		total++;
+		if (brk_pool_same(&e->lim, lim))
+			have++;
+	}
+	while (have < want) {
+		struct brk_pooled *e;
+
+		if (total >= want * BRK_POOL_SHAPES) {
+			struct brk_pooled *old = NULL;
+
+			for (struct brk_pooled *o = pl->live; o; o = o->next)
+				if (o->ready && !brk_pool_same(&o->lim, lim))
+					old = o;	/* the last: the oldest */
+			if (!old)
+				return;
+			brk_pool_kill(old);
+			total--;
+		}
+		if (!(e = calloc(1, sizeof(*e))))
+			return;
+		e->pl = pl;
+		e->lim = *lim;
+		e->p.pid = -1;
+		e->p.pidfd = e->p.stdin_fd = e->p.stdout_fd = e->p.stderr_fd = -1;
+		e->p.status_fd = e->p.notify_fd = -1;
+		pthread_mutex_lock(&pl->mu);
+		e->next = pl->todo;
+		pl->todo = e;
+		pthread_cond_signal(&pl->cv);
+		pthread_mutex_unlock(&pl->mu);
+		pl->nqueued++;
+		have++;
+		total++;
+	}
+}
+
+int
+brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
+{
+	size_t want = (size_t)pol_pool_size(b->pol);
+	struct brk_pool *pl;
+	int r;
+
+	if (want == 0) {
+		/* Turned off by a policy reload: what is left goes. */
+		for (struct brk_pooled *e = b->pool ? b->pool->live : NULL; e; e = e->next)
+			if (!e->dying)
+				brk_pool_kill(e);
+		return CB_ENOENT;
+	}
+	if (!brk_pool_fits(cfg))
+		return CB_ENOENT;
+	if (!b->pool && brk_pool_new(b) != 0)
+		return CB_ENOENT;
+	pl = b->pool;
+	for (struct brk_pooled **pp = &pl->live; *pp; pp = &(*pp)->next) {
+		struct brk_pooled *e = *pp;
+
+		if (!e->ready || !brk_pool_same(&e->lim, &cfg->limits))
+			continue;
+		*pp = e->next;
+		event_free(e->ev_status);
+		event_free(e->ev_exit);
+		e->ev_status = e->ev_exit = NULL;
+		if ((r = sbx_pool_handover(&e->p, cfg)) != 0) {
+			int ws;
+
+			cb_ignore(sbx_kill(&e->p));
+			waitpid(e->p.pid, &ws, 0);
+			brk_pooled_free(e);
+		} else {
+			*out = e->p;
+			free(e);
+		}
+		brk_pool_fill(pl, &cfg->limits, want);
+		return r;
+	}
+	brk_pool_fill(pl, &cfg->limits, want);
+	return CB_ENOENT;
+}
+
+void
+brk_pool_free(struct brk *b)
+{
+	struct brk_pool *pl = b ? b->pool : NULL;
+	struct brk_pooled *lists[3], *e;
+
+	if (!pl)
+		return;
+	if (pl->th_up) {
+		pthread_mutex_lock(&pl->mu);
+		pl->stop = true;
+		pthread_cond_signal(&pl->cv);
+		pthread_mutex_unlock(&pl->mu);
+		/* Its exit ends every stub it spawned (PR_SET_PDEATHSIG). */
+		pthread_join(pl->th, NULL);
+	}
+	lists[0] = pl->todo;
+	lists[1] = pl->done;
+	lists[2] = pl->live;
+	for (size_t i = 0; i < 3; i++)
+		while ((e = lists[i])) {
+			lists[i] = e->next;
+			if (e->p.pid > 0) {
+				int ws;
+
+				cb_ignore(sbx_kill(&e->p));
+				waitpid(e->p.pid, &ws, 0);
+			}
+			brk_pooled_free(e);
+		}
+	if (pl->ev_wake)
+		event_free(pl->ev_wake);
+	if (pl->wake[0] >= 0)
+		close(pl->wake[0]);
+	if (pl->wake[1] >= 0)
+		close(pl->wake[1]);
+	pthread_cond_destroy(&pl->cv);
+	pthread_mutex_destroy(&pl->mu);
+	free(pl);
+	b->pool = NULL;
+}
