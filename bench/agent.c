@@ -25,7 +25,8 @@
  *   agent cpu read|ping N PATH           N operations between two quiet
  *                                         seconds (CPU time per op, by thread)
  *   agent raw NAME CPU REPS ITERS         ping without libclient (raw packets)
- *   agent exec N                          proc.exec of /usr/bin/true N times
+ *   agent exec NAME N [GAP_MS]            proc.exec of /usr/bin/true N times, GAP_MS
+ *                                         apart (default 0: back to back)
  *   agent net MODE PORT REPS ITERS        REPS batches of ITERS TCP connects to
  *                                         127.0.0.1:PORT, each closed at once:
  *                                         MODE mediated (socket + connect(), which
@@ -365,7 +366,7 @@ cmd_flood(uint64_t start, uint64_t end, const char *path)
 }
 
 static int
-cmd_exec(int n)
+cmd_exec(const char *name, int n, int gap_ms)
 {
 	struct cc_conn *c = conn();
 	const char *argv[] = { "/usr/bin/true", NULL };
@@ -373,8 +374,14 @@ cmd_exec(int n)
 
 	for (int i = 0; i < n; i++) {
 		struct cc_exec *x = NULL;
-		uint64_t t0 = bn_now();
-		int r = cc_proc_exec(c, argv, 0, &x);
+		struct timespec gap = { gap_ms / 1000, (long)(gap_ms % 1000) * 1000000L };
+		uint64_t t0;
+		int r;
+
+		if (gap_ms > 0)
+			nanosleep(&gap, NULL);
+		t0 = bn_now();
+		r = cc_proc_exec(c, argv, 0, &x);
 
 		v[i] = (double)(bn_now() - t0);
 		if (r != 0 || x->status != 0) {
@@ -384,7 +391,7 @@ cmd_exec(int n)
 		}
 		cc_exec_free(x);
 	}
-	bn_emit("broker.exec", "ns", v, (size_t)n);
+	bn_emit(name, "ns", v, (size_t)n);
 	cc_close(c);
 	free(v);
 	return 0;
@@ -464,8 +471,8 @@ main(int argc, char **argv)
 		return cmd_raw(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 5 && strcmp(argv[1], "cpu") == 0)
 		return cmd_cpu(argv[2], atoi(argv[3]), argv[4]);
-	if (argc == 3 && strcmp(argv[1], "exec") == 0)
-		return cmd_exec(atoi(argv[2]));
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "exec") == 0)
+		return cmd_exec(argv[2], atoi(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
 	if (argc == 6 && strcmp(argv[1], "net") == 0)
 		return cmd_net(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (argc == 2 && strcmp(argv[1], "idle") == 0) {

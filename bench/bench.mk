@@ -10,13 +10,16 @@
 #   build/bench/agent      runs inside a sandbox, drives the broker through libclient
 #   build/bench/inproc     in-process: token sign/verify/check, revocation lookups,
 #                          state with many tokens, per-connection broker memory
+#   build/bench/pool       the warm pool through the launcher API: build, hand-over,
+#                          refill rate, memory per pooled sandbox
 
-BENCH_PROGS := floor agent inproc
+BENCH_PROGS := floor agent inproc pool
 BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 
 bench_floor_LIBS  := common
 bench_agent_LIBS  := client wire common
 bench_inproc_LIBS := broker fsrv policy sandbox audit state caps wire common
+bench_pool_LIBS   := sandbox wire common
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_BINS)

@@ -25,7 +25,7 @@ if make -s -n bench-progs >/dev/null 2>&1; then
 else
 	make -s -f Makefile -f bench/bench.mk bench-progs
 fi
-for p in floor agent inproc; do
+for p in floor agent inproc pool; do
 	[ -x "$CB_BUILD/bench/$p" ] || { echo "bench: $CB_BUILD/bench/$p was not built" >&2; exit 1; }
 done
 command -v bwrap >/dev/null || echo "bench: bwrap not installed: the sandbox-start comparison is skipped" >&2

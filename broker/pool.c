@@ -41,6 +41,10 @@
 #define BRK_POOL_ID	"pooled"	/* the id until the hand-over gives its own */
 #define BRK_POOL_SHAPES	4		/* shapes (limits) kept at once: pool_size each */
 #define BRK_POOL_BACKOFF_NS (1000ULL * 1000 * 1000)	/* no build for 1 s after one failed */
+/* A take asks for its replacement this much later, so that building it does
+ * not compete for the CPU with the task just handed over (a short tool is
+ * done by then; on a 2-core machine the two slowed each other down). */
+#define BRK_POOL_REFILL_MS 25
 
 struct brk_pooled {
 	struct brk_pooled *next;
@@ -68,6 +72,8 @@ struct brk_pool {
 	struct brk_pooled *live;	/* loop: building, ready or dying */
 	size_t nqueued;			/* loop: handed to the thread, not yet back */
 	uint64_t quiet_until;		/* loop, mono ns: no build before (a failure) */
+	struct event *ev_refill;	/* loop: BRK_POOL_REFILL_MS after a take */
+	struct sbx_limits refill_lim;	/* ... the shape it refills */
 };
 
 static void *
@@ -237,6 +243,18 @@ brk_pool_wake(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+static void brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want);
+
+static void
+brk_pool_refill(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_pool *pl = arg;
+
+	(void)fd;
+	(void)ev;
+	brk_pool_fill(pl, &pl->refill_lim, (size_t)pol_pool_size(pl->b->pol));
+}
+
 static int
 brk_pool_new(struct brk *b)
 {
@@ -255,7 +273,8 @@ brk_pool_new(struct brk *b)
 		r = CB_EIO;
 		goto out;
 	}
-	if (!(pl->ev_wake = event_new(b->base, pl->wake[0], EV_READ | EV_PERSIST, brk_pool_wake, pl)))
+	if (!(pl->ev_wake = event_new(b->base, pl->wake[0], EV_READ | EV_PERSIST, brk_pool_wake, pl)) ||
+	    !(pl->ev_refill = evtimer_new(b->base, brk_pool_refill, pl)))
 		goto out;
 	event_add(pl->ev_wake, NULL);
 	pthread_attr_init(&at);
@@ -370,8 +389,15 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 			waitpid(e->p.pid, &ws, 0);
 			brk_pooled_free(e);
 		} else {
+			struct timeval tv = { 0, BRK_POOL_REFILL_MS * 1000 };
+
 			*out = e->p;
 			free(e);
+			/* A second take before the timer fires refills both. */
+			pl->refill_lim = cfg->limits;
+			if (!evtimer_pending(pl->ev_refill, NULL))
+				evtimer_add(pl->ev_refill, &tv);
+			return 0;
 		}
 		brk_pool_fill(pl, &cfg->limits, want);
 		return r;
@@ -412,6 +438,8 @@ brk_pool_free(struct brk *b)
 		}
 	if (pl->ev_wake)
 		event_free(pl->ev_wake);
+	if (pl->ev_refill)
+		event_free(pl->ev_refill);
 	if (pl->wake[0] >= 0)
 		close(pl->wake[0]);
 	if (pl->wake[1] >= 0)
