@@ -39,7 +39,6 @@
 #include <unistd.h>
 
 #define BRK_POOL_ID	"pooled"	/* the id until the hand-over gives its own */
-#define BRK_POOL_SHAPES	4		/* shapes (limits) kept at once: pool_size each */
 #define BRK_POOL_BACKOFF_NS (1000ULL * 1000 * 1000)	/* no build for 1 s after one failed */
 /* A take asks for its replacement this much later, so that building it does
  * not compete for the CPU with the task just handed over (a short tool is
@@ -305,37 +304,27 @@ brk_pool_fits(const struct sbx_config *cfg)
 	    !cfg->pool && cfg->argv != NULL;
 }
 
-/* Ask the thread for sandboxes of shape lim until pool_size of them are
- * built or being built.  The pool holds at most BRK_POOL_SHAPES shapes'
- * worth: past that, a ready sandbox of another shape makes room. */
+/* Ask the thread for sandboxes of shape lim (the low tier's) until want
+ * of them are built or being built.  A ready one of another shape (the
+ * policy was reloaded since) goes. */
 static void
 brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want)
 {
-	size_t have = pl->nqueued, total = pl->nqueued;
+	size_t have = pl->nqueued;
 
 	if (cb_mono_ns() < pl->quiet_until || !pl->th_up)
 		return;
 	for (struct brk_pooled *e = pl->live; e; e = e->next) {
 		if (e->dying)
 			continue;
-		total++;
 		if (brk_pool_same(&e->lim, lim))
 			have++;
+		else if (e->ready)
+			brk_pool_kill(e);
 	}
 	while (have < want) {
 		struct brk_pooled *e;
 
-		if (total >= want * BRK_POOL_SHAPES) {
-			struct brk_pooled *old = NULL;
-
-			for (struct brk_pooled *o = pl->live; o; o = o->next)
-				if (o->ready && !brk_pool_same(&o->lim, lim))
-					old = o;	/* the last: the oldest */
-			if (!old)
-				return;
-			brk_pool_kill(old);
-			total--;
-		}
 		if (!(e = calloc(1, sizeof(*e))))
 			return;
 		e->pl = pl;
@@ -350,7 +339,6 @@ brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want)
 		pthread_mutex_unlock(&pl->mu);
 		pl->nqueued++;
 		have++;
-		total++;
 	}
 }
 
@@ -358,6 +346,7 @@ int
 brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 {
 	size_t want = (size_t)pol_pool_size(b->pol);
+	const struct pol_limits *low;
 	struct brk_pool *pl;
 	int r;
 
@@ -368,7 +357,11 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 				brk_pool_kill(e);
 		return CB_ENOENT;
 	}
-	if (!brk_pool_fits(cfg))
+	/* Only the low tier's own shape is pooled: a child whose parent's
+	 * budget is partly used gets less, rarely, and is built fresh. */
+	low = pol_tier_limits(pol_tier_get(b->pol, POL_TIER_LOW));
+	if (!brk_pool_fits(cfg) || cfg->limits.mem_bytes != low->memory ||
+	    cfg->limits.nproc != low->processes || cfg->limits.tmp_bytes != low->tmp_size)
 		return CB_ENOENT;
 	if (!b->pool && brk_pool_new(b) != 0)
 		return CB_ENOENT;
