@@ -238,23 +238,46 @@ static const struct brk_sockopt {
 #define BRK_NSOCKOPTS	(sizeof(brk_sockopts) / sizeof(brk_sockopts[0]))
 #define BRK_SOCKOPT_MAX	32
 
+/* A fresh socket's value of each option, per family (0: IPv4, 1: IPv6),
+ * read once from the broker's first fresh socket of that family: the
+ * loop thread alone copies options, and this halves the getsockopt calls
+ * of a mediated connect (the profile's largest share, docs/performance.md). */
+static struct brk_sockopt_dflt {
+	bool have;
+	bool ok[BRK_NSOCKOPTS];
+	socklen_t len[BRK_NSOCKOPTS];
+	uint8_t v[BRK_NSOCKOPTS][BRK_SOCKOPT_MAX];
+} brk_sockopt_dflt[2];
+
+static bool
+brk_sockopt_skip(const struct brk_sockopt *o, int family)
+{
+	return (o->level == IPPROTO_IP && family != AF_INET) ||
+	    (o->level == IPPROTO_IPV6 && family != AF_INET6);
+}
+
 static void
 brk_copy_opts(int from, int to, int family)
 {
+	struct brk_sockopt_dflt *d = &brk_sockopt_dflt[family == AF_INET6];
 	uint8_t a[BRK_SOCKOPT_MAX];
 
+	if (!d->have) {
+		/* "to" is still fresh: its values are the defaults */
+		for (size_t i = 0; i < BRK_NSOCKOPTS; i++) {
+			d->len[i] = sizeof(d->v[i]);
+			d->ok[i] = !brk_sockopt_skip(&brk_sockopts[i], family) &&
+			    getsockopt(to, brk_sockopts[i].level, brk_sockopts[i].name, d->v[i],
+			    &d->len[i]) == 0;
+		}
+		d->have = true;
+	}
 	for (size_t i = 0; i < BRK_NSOCKOPTS; i++) {
 		const struct brk_sockopt *o = &brk_sockopts[i];
-		uint8_t b[BRK_SOCKOPT_MAX];
-		socklen_t la = sizeof(a), lb = sizeof(b);
+		socklen_t la = sizeof(a);
 
-		if ((o->level == IPPROTO_IP && family != AF_INET) ||
-		    (o->level == IPPROTO_IPV6 && family != AF_INET6))
-			continue;
-		/* "to" is still fresh: its value is the default to compare with */
-		if (getsockopt(from, o->level, o->name, a, &la) != 0 ||
-		    getsockopt(to, o->level, o->name, b, &lb) != 0 ||
-		    (la == lb && memcmp(a, b, la) == 0))
+		if (!d->ok[i] || getsockopt(from, o->level, o->name, a, &la) != 0 ||
+		    (la == d->len[i] && memcmp(a, d->v[i], la) == 0))
 			continue;
 		if (o->level == SOL_SOCKET && (o->name == SO_RCVBUF || o->name == SO_SNDBUF) &&
 		    la == sizeof(int)) {
@@ -347,6 +370,16 @@ brk_nconn_go(struct brk_nconn *c, int family)
 	if (errno != EINPROGRESS) {
 		brk_notify_answer(nt, c->id, errno);
 		goto done;
+	}
+	/* Often already made by now (a loopback or near peer: the handshake
+	 * ran within connect()); then no event and no loop round trip. */
+	{
+		struct pollfd p = { .fd = c->sock, .events = POLLOUT };
+
+		if (poll(&p, 1, 0) == 1) {
+			brk_nconn_connected(c->sock, EV_WRITE, c);
+			return;
+		}
 	}
 	if (nt->inflight >= BRK_NOTIFY_INFLIGHT) {
 		brk_notify_answer(nt, c->id, EAGAIN);
