@@ -29,6 +29,11 @@
  *  - The server thread touches nothing of the broker but this file's
  *    snapshot (under its lock) and copies it owns: once the sandbox stops,
  *    every operation is refused before anything else is read.
+ *  - Every audit line the server writes for the sandbox is charged to its
+ *    audit budget (budget.c), and while that is spent the server thread
+ *    answers none of its requests (brk_fss_gate): an open() loop is
+ *    throttled, then stopped, as a flooding channel is, and delays no
+ *    other sandbox (each has its own thread).
  */
 #include "broker/fs_served.h"
 #include "broker/budget.h"
@@ -96,6 +101,8 @@ struct brk_fss {
 	struct event *ev_aud;
 	struct event *ev_aud_tm;	/* the batch's drain */
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
+	struct event *ev_budget;	/* re-checks the audit budget while throttled */
+	bool budget_stopped;		/* loop only: stopped for its budget, never served again */
 	struct brk_fss_tree trees[SBX_MOUNTS_MAX];
 	unsigned ntrees;
 	struct sbx_mount mounts[SBX_MOUNTS_MAX];
@@ -113,6 +120,15 @@ struct brk_fss {
 	struct brk_fss_aud *aq;
 	size_t naq;
 	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
+	/* The sandbox's audit budget, as the server sees it (budget.c keeps
+	 * the bucket on the loop): throttled while the loop says it is spent;
+	 * queued, the bytes of the lines waiting in aq; avail, what the
+	 * bucket held at the loop's last check less what it has taken from
+	 * aq since.  The server waits while queued > avail, so the lines it
+	 * queues overdraw the bucket by one line at most. */
+	bool throttled;
+	double queued, avail;
+	char sid[CAP_AUD_MAX + 1];	/* the sandbox's id, for the cost of a line */
 
 	/* Server thread only. */
 	char state_real[4096];		/* the broker's state: never served */
@@ -374,9 +390,33 @@ brk_fss_audited(enum fsrv_op op, bool denied)
 	}
 }
 
+/* Called with f->mu held, before the server acts or queues a line: while
+ * the sandbox's audit budget is spent (the loop says throttled), or the
+ * lines already queued would overdraw it, the server waits, and with it
+ * every request of this sandbox (the kernel holds them, as the channel's
+ * requests wait in its socket); other sandboxes have servers of their
+ * own.  The loop is woken once to look (brk_fss_budget); it answers by
+ * taking the queue, or when the bucket refills, or by stopping the
+ * sandbox (then stopping ends the wait). */
+static void
+brk_fss_gate(struct brk_fss *f)
+{
+	uint64_t one = 1;
+	bool asked = false;
+
+	while (!f->stopping && (f->throttled || f->queued > f->avail)) {
+		if (!asked)
+			cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
+		asked = true;
+		pthread_cond_wait(&f->cond, &f->mu);
+	}
+}
+
 /* Queue an audit line for the loop; called with f->mu held.  A full queue
  * makes the agent's operation wait for the loop (never the loop for the
- * agent); a stopping sandbox writes nothing more. */
+ * agent); a stopping sandbox writes nothing more.  Its bytes count as
+ * queued until the loop writes it and charges them to the sandbox
+ * (brk_audit_sbx). */
 static void
 brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason,
     const uint8_t *tid, const char *res, const char *detail)
@@ -400,6 +440,11 @@ brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason
 		a->has_tid = true;
 		memcpy(a->tid, tid, CAP_ID_LEN);
 	}
+	/* What it will cost (a coalesced denial costs less: counted in full
+	 * here, the loop's check corrects it). */
+	f->queued += (double)aud_rec_cost(&(struct aud_rec){ .kind = AUD_OP, .decision = d,
+	    .reason = reason, .sandbox = f->sid, .op = op, .resource = a->resource,
+	    .token_id = tid, .actor = "agent", .detail = a->detail });
 	f->naq++;
 	/* Wake the loop for the first record of a batch (it then drains after
 	 * BRK_FSS_AUD_DELAY_US) and again at half a queue (it drains at once);
@@ -431,6 +476,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
 		e = CB_EPERM;
 	pthread_mutex_lock(&f->mu);
+	brk_fss_gate(f);
 	if (f->stopping) {
 		pthread_mutex_unlock(&f->mu);
 		return CB_EPERM;
@@ -510,6 +556,7 @@ fss_closed(void *arg, const struct fsrv_close *c)
 	snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
 	    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
 	pthread_mutex_lock(&f->mu);
+	brk_fss_gate(f);
 	if (!f->stopping)
 		brk_fss_audit(f, "fs.close", AUD_NONE, 0, NULL, path, detail);
 	pthread_mutex_unlock(&f->mu);
@@ -517,13 +564,15 @@ fss_closed(void *arg, const struct fsrv_close *c)
 
 /* ---- the loop's side of the audit queue ----------------------------- */
 
-/* One allowed (or informative) record, as the explicit operations write. */
+/* One allowed (or informative) record, as the explicit operations write:
+ * charged to the sandbox's audit budget (red-team F6: uncharged, an
+ * open() loop grew the log by 5 MiB a second). */
 static void
 brk_fss_write(struct brk_fss *f, const struct brk_fss_aud *a)
 {
-	brk_audit(f->s->b, &(struct aud_rec){ .kind = AUD_OP, .decision = a->d,
-	    .reason = a->reason, .sandbox = f->s->id, .op = a->op, .resource = a->resource,
-	    .token_id = a->has_tid ? a->tid : NULL, .actor = "agent", .detail = a->detail });
+	cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_OP, .decision = a->d,
+	    .reason = a->reason, .op = a->op, .resource = a->resource,
+	    .token_id = a->has_tid ? a->tid : NULL, .actor = "agent", .detail = a->detail }));
 }
 
 static void
@@ -539,6 +588,9 @@ brk_fss_drain(struct brk_fss *f)
 	pthread_mutex_lock(&f->mu);
 	q = f->aq;
 	n = f->naq;
+	/* Taken: from here the bucket itself is charged, line by line. */
+	f->avail -= f->queued;
+	f->queued = 0.0;
 	if (n) {
 		f->aq = f->aq_spare;
 		f->aq_spare = q;
@@ -559,11 +611,71 @@ brk_fss_drain(struct brk_fss *f)
 	}
 }
 
+/* The sandbox's audit budget (budget.c), after the server's lines are
+ * charged: the server is served on, throttled (its requests wait, the
+ * bucket is looked at again when it should have refilled) or, throttled
+ * too long, the sandbox is stopped as a flooding channel is (chan.c): its
+ * line first, then the channel closes (b->chan_closed) and the agent is
+ * killed.  f may be
+ * gone when this returns after a stop. */
+static void
+brk_fss_budget(struct brk_fss *f)
+{
+	struct brk_sbx *s = f->s;
+	struct timeval wait;
+	char why[256];
+
+	if (s->dead || f->budget_stopped)
+		return;
+	switch (brk_budget_check(s, &wait, why, sizeof(why))) {
+	case BRK_BUDGET_OK:
+		pthread_mutex_lock(&f->mu);
+		f->throttled = false;
+		f->avail = s->aud_bytes;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->mu);
+		return;
+	case BRK_BUDGET_WAIT:
+		pthread_mutex_lock(&f->mu);
+		f->throttled = true;
+		pthread_mutex_unlock(&f->mu);
+		evtimer_add(f->ev_budget, &wait);
+		return;
+	case BRK_BUDGET_STOP:
+		pthread_mutex_lock(&f->mu);
+		f->throttled = true;
+		pthread_mutex_unlock(&f->mu);
+		/* Its line before the stop: refused for now (the writer behind
+		 * a burst), the server keeps waiting and the check is tried
+		 * again.  A log that failed for good takes no line at all. */
+		if (brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why }) != 0 &&
+		    aud_healthy(s->b->aud)) {
+			wait = (struct timeval){ 0, 100000 };
+			evtimer_add(f->ev_budget, &wait);
+			return;
+		}
+		s->close_noted = true;
+		f->budget_stopped = true;
+		s->b->chan_closed(s, why);
+		return;
+	}
+}
+
+static void
+brk_fss_budget_again(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	brk_fss_budget(arg);
+}
+
 static void
 brk_fss_aud_tick(evutil_socket_t fd, short ev, void *arg)
 {
 	(void)fd, (void)ev;
 	brk_fss_drain(arg);
+	brk_fss_budget(arg);	/* last: f may be gone after it */
 }
 
 /* The server queued the first record of a batch (drain it a little later,
@@ -581,10 +693,11 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 	pthread_mutex_lock(&f->mu);
 	n = f->naq;
 	pthread_mutex_unlock(&f->mu);
-	if (n >= BRK_FSS_AUDQ_MAX / 2)
+	if (n >= BRK_FSS_AUDQ_MAX / 2 ||
+	    (!evtimer_pending(f->ev_aud_tm, NULL) && evtimer_add(f->ev_aud_tm, &delay) != 0)) {
 		brk_fss_drain(f);
-	else if (!evtimer_pending(f->ev_aud_tm, NULL) && evtimer_add(f->ev_aud_tm, &delay) != 0)
-		brk_fss_drain(f);
+		brk_fss_budget(f);	/* last: f may be gone after it */
+	}
 }
 
 /* ---- the server thread ---------------------------------------------- */
@@ -775,6 +888,8 @@ brk_fss_discard(struct brk_fss *f)
 		event_free(f->ev_aud);
 	if (f->ev_aud_tm)
 		event_free(f->ev_aud_tm);
+	if (f->ev_budget)
+		event_free(f->ev_budget);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -836,6 +951,8 @@ brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
 	f->inst = s->inst;
 	f->floor = st_now(s->b->st);
 	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
+	f->avail = s->aud_bytes;
+	snprintf(f->sid, sizeof(f->sid), "%s", s->id);
 	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cond, NULL);
@@ -881,6 +998,7 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 	    !(f->ev_aud = event_new(f->s->b->base, f->aud_efd, EV_READ | EV_PERSIST,
 	    brk_fss_aud_ready, f)) ||
 	    !(f->ev_aud_tm = evtimer_new(f->s->b->base, brk_fss_aud_tick, f)) ||
+	    !(f->ev_budget = evtimer_new(f->s->b->base, brk_fss_budget_again, f)) ||
 	    event_add(f->ev_aud, NULL) != 0) {
 		snprintf(why, whylen, "the file server: %s", strerror(errno));
 		return CB_EIO;
@@ -1031,6 +1149,7 @@ brk_fss_stop(struct brk_sbx *s)
 	brk_fss_drain(f);
 	event_free(f->ev_aud);
 	event_free(f->ev_aud_tm);
+	event_free(f->ev_budget);
 	free(f->aq_spare);	/* the thread frees aq */
 	close(f->aud_efd);
 	/* The thread frees everything itself once it has stopped: the loop
