@@ -78,6 +78,10 @@ struct brk_fss_tree {
 	unsigned idx;			/* fsrv's tree index */
 	uid_t uid;
 	gid_t gid;
+	mode_t mode;			/* its root's permission bits when serving began */
+	dev_t dev;			/* its root, as opened: the directory served */
+	ino_t ino;
+	bool moved;			/* under mu: no longer at path (brk_fss_roots) */
 	int mnt;			/* detached mount, until the spawn */
 };
 
@@ -296,6 +300,53 @@ brk_fss_superset(const struct brk_fss_grant *nw, size_t nn, const struct brk_fss
 	return true;
 }
 
+/*
+ * Is every served tree's root still the directory at its path?  A root
+ * moved (or removed, or replaced) on the host is no longer served: the
+ * tokens name a path, and the directory the broker holds open is not at
+ * that path any more, so serving it on would act on files no token names
+ * (a workspace renamed to ~/old-project, another user's directory moved
+ * in place of it).  From then on every operation on that tree is refused
+ * (ENOENT to the broker, EACCES to the agent), one line says so, and the
+ * kernel's cached names are dropped.  Looked at when the sandbox's tokens
+ * change and once a second (the loop's refresh), so a move takes effect
+ * within a second; a root moved back is not served again.  Only an answer
+ * that says the path names something else counts: a failure for another
+ * reason (out of descriptors) leaves the tree served until the next look.
+ */
+static void
+brk_fss_roots(struct brk_fss *f)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < f->ntrees; i++) {
+		struct brk_fss_tree *t = &f->trees[i];
+		struct stat st;
+		bool moved;
+		int fd;
+
+		if (t->idx == BRK_FSS_NOTREE || t->moved)
+			continue;
+		if ((fd = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0) {
+			moved = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV;
+		} else {
+			moved = fstat(fd, &st) == 0 && (st.st_dev != t->dev || st.st_ino != t->ino);
+			close(fd);
+		}
+		if (!moved)
+			continue;
+		pthread_mutex_lock(&f->mu);
+		t->moved = true;
+		pthread_mutex_unlock(&f->mu);
+		cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .reason = CB_ENOENT, .op = "fs.serve", .resource = t->path, .actor = "broker",
+		    .detail = "the tree's root was moved or removed on the host: no longer served" }));
+		any = true;
+	}
+	if (any && f->srv)
+		cb_ignore(fsrv_invalidate_all(f->srv));
+}
+
 void
 brk_fss_refresh(struct brk_sbx *s)
 {
@@ -306,6 +357,7 @@ brk_fss_refresh(struct brk_sbx *s)
 
 	if (!f)
 		return;
+	brk_fss_roots(f);
 	if (brk_fss_collect(s, &g, &n) != 0) {
 		/* Out of memory: serve nothing rather than something stale. */
 		g = NULL;
@@ -453,6 +505,29 @@ brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason
 		cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
 }
 
+/*
+ * A mode change of a grant's root (a served tree's root, or the fixed
+ * root of any grant, as "DIR/ **" covers DIR itself): refused when it
+ * would give anyone a permission the root did not have (a tree's root:
+ * when serving began; another grant's root: now), set-id and sticky bits
+ * included.  fs.write covers what is beneath a root, not who else may
+ * reach the directory the owner chose: an agent making the workspace 0777
+ * would open it to every user of the host.  Keeping or removing bits is
+ * allowed (tar restoring "." works), as are times.  Called with f->mu held.
+ */
+static bool
+brk_fss_root_mode_refused(const struct brk_fss *f, const struct brk_fss_tree *t,
+    const char *path, const struct fsrv_check *c)
+{
+	bool root = strcmp(path, t->path) == 0;
+
+	for (size_t i = 0; i < f->ng && !root; i++)
+		root = strcmp(path, f->g[i].root) == 0;
+	if (!root)
+		return false;
+	return (c->mode & ~(strcmp(path, t->path) == 0 ? t->mode : c->cur_mode) & 07777) != 0;
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -460,7 +535,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	const struct brk_fss_tree *t = NULL;
 	char path[2 * CAP_STR_MAX + 2];
 	const uint8_t *tid = NULL;
-	const char *aop;
+	const char *aop, *why = NULL;
 	unsigned have = 0;
 	uint64_t now;
 	int e = 0;
@@ -504,8 +579,16 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	}
 	if (!e && (c->need & ~have) != 0)
 		e = CB_ENOTCOVERED;
+	if (!e && t->moved) {
+		e = CB_ENOENT;
+		why = "the tree's root was moved or removed on the host: no longer served";
+	}
+	if (!e && c->set_mode && brk_fss_root_mode_refused(f, t, path, c)) {
+		e = CB_EPERM;
+		why = "a grant's root keeps its mode: no permission it did not have";
+	}
 	if ((aop = brk_fss_audited(c->op, e != 0)) != NULL) {
-		const char *detail = "served";
+		const char *detail = why ? why : "served";
 		char both[4 * CAP_STR_MAX + 16];
 		const char *res = path;
 
@@ -912,6 +995,9 @@ brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *
 	}
 	t->uid = st.st_uid;
 	t->gid = st.st_gid;
+	t->mode = st.st_mode & 07777;
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
 	if ((dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
 		snprintf(why, whylen, "the file server cannot open /dev/fuse: %s", strerror(errno));
 		r = CB_EUNSUPPORTED;

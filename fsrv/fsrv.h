@@ -84,6 +84,11 @@ struct fsrv_check {
 	pid_t pid;		/* requesting thread, as the kernel reports it */
 	uid_t uid;		/* its fsuid and fsgid, as the kernel reports them */
 	gid_t gid;
+	/* FSRV_OP_SETATTR changing the mode: to mode, from cur_mode (both
+	 * permission bits only, 07777), so the caller may refuse a mode it
+	 * will not have on a given path (docs/fsrv.md: a grant's root). */
+	bool set_mode;
+	mode_t mode, cur_mode;
 };
 
 /* Returns 0 to allow, a negative CB_E* code to deny (the agent sees EACCES).

@@ -419,6 +419,28 @@ out:
 	return e;
 }
 
+/* Ask the caller about a setattr; a mode change says from what to what
+ * (the current mode read without following a final symlink). */
+static int
+fsrv_check_setattr(fuse_req_t req, const char *path, const struct stat *attr, int to_set)
+{
+	struct fsrv_tree *t = fsrv_t(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fsrv_check c = { .tree = t->idx, .op = FSRV_OP_SETATTR, .need = FSRV_CAP_WRITE,
+		.path = path, .pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid };
+	struct stat cur;
+	int e;
+
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		if ((e = fsrv_stat_path(t, path, &cur)) != 0)
+			return e;
+		c.set_mode = true;
+		c.mode = attr->st_mode & 07777;
+		c.cur_mode = cur.st_mode & 07777;
+	}
+	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
+}
+
 static void
 fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	     struct fuse_file_info *fi)
@@ -430,7 +452,7 @@ fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	int e;
 
 	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
-	    (e = fsrv_check(req, FSRV_OP_SETATTR, FSRV_CAP_WRITE, path)) != 0)
+	    (e = fsrv_check_setattr(req, path, attr, to_set)) != 0)
 		goto out;
 	/* Files belong to the tree's owner: an agent cannot give them away. */
 	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
