@@ -506,6 +506,50 @@ brk_sbx_name(struct brk_sbx *s, const char *id, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * Whose directory may be a workspace?  The workspace is the medium tier's
+ * file ceiling, and the broker acts there as the directory's owner (its
+ * tokens' changes, the served tree), root included.  A sandbox started by
+ * root or by the broker's own user may work anywhere: they can reach
+ * those files anyway.  One started over the admin socket by another
+ * administrator (a uid or gid the policy names) must work in a directory
+ * that administrator owns: otherwise `run --connect --workspace
+ * /home/other` (or a run from /tmp) would let its agent, and the tokens
+ * `capctl issue` adds inside the ceiling, read and change another user's
+ * files as that user, or as root.  The medium tier checks the workspace
+ * whether named or the caller's current directory; the high tier (whose
+ * ceiling the policy sets to everything) only a named one, whose tokens
+ * are minted by the broker; the low tier has no host files, and "/" is no
+ * workspace at all (brk_sbx_place).  0, or
+ * CB_EPERM with a sentence in why.
+ */
+static int
+brk_sbx_ws_owner(const struct brk_sbx *s, const struct brk_sbx_spec *spec, char *why,
+    size_t whylen)
+{
+	struct stat st;
+	int fd;
+
+	if (spec->owner == 0 || spec->owner == geteuid() || !spec->workspace ||
+	    strcmp(s->workspace, "/") == 0 || s->stier == SBX_TIER_LOW ||
+	    (s->stier == SBX_TIER_HIGH && !spec->serve_workspace))
+		return 0;
+	if ((fd = cb_open_abs(s->workspace, O_PATH | O_DIRECTORY)) < 0 || fstat(fd, &st) != 0) {
+		snprintf(why, whylen, "workspace '%s': %s", s->workspace, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return CB_EINVAL;
+	}
+	close(fd);
+	if (st.st_uid == spec->owner)
+		return 0;
+	snprintf(why, whylen, "workspace '%s' belongs to uid %u, not to uid %u who asked: a sandbox "
+	    "started over the admin socket works in a directory its administrator owns%s",
+	    s->workspace, (unsigned)st.st_uid, (unsigned)spec->owner,
+	    spec->serve_workspace ? "" : " (without --workspace, the current directory)");
+	return CB_EPERM;
+}
+
 /* Its tier (*tier) and workspace, and the tier's rules instantiated on
  * that workspace. */
 static int
@@ -533,6 +577,8 @@ brk_sbx_place(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct p
 		snprintf(why, whylen, "workspace '%s': %s", cwd, strerror(errno));
 		return CB_EINVAL;
 	}
+	if ((r = brk_sbx_ws_owner(s, spec, why, whylen)) != 0)
+		return r;
 	if ((r = pol_tier_instantiate(*tier, strcmp(s->workspace, "/") ? s->workspace : NULL,
 		 &s->inst)) != 0) {
 		snprintf(why, whylen, "workspace '%s' cannot be used: %s", s->workspace,
