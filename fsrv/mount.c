@@ -8,7 +8,7 @@
  * nosuid and nodev, so a set-id file or a device node in a served tree
  * gives the agent nothing, whatever the server reports.
  */
-#include "fsrv/fsrv.h"
+#include "fsrv/fsrv_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@ fsrv_mount_err(int e)
 int
 fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd)
 {
-	char num[3][24];
+	char num[4][24];
 	unsigned attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	int fs = -1, m = -1, e = 0;
 
@@ -42,6 +42,7 @@ fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd)
 	snprintf(num[0], sizeof(num[0]), "%d", dev_fd);
 	snprintf(num[1], sizeof(num[1]), "%u", (unsigned)o->user_id);
 	snprintf(num[2], sizeof(num[2]), "%u", (unsigned)o->group_id);
+	snprintf(num[3], sizeof(num[3]), "%u", FSRV_READ_MAX);
 	fs = fsopen("fuse", FSOPEN_CLOEXEC);
 	if (fs < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "source", "capbroker", 0) != 0 ||
@@ -50,6 +51,9 @@ fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd)
 	    fsconfig(fs, FSCONFIG_SET_STRING, "rootmode", "40000", 0) != 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "user_id", num[1], 0) != 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "group_id", num[2], 0) != 0 ||
+	    /* Direct-I/O reads come in pieces that fit a pipe with their
+	     * header, so that they can be spliced (ops.c, fsrv_read). */
+	    fsconfig(fs, FSCONFIG_SET_STRING, "max_read", num[3], 0) != 0 ||
 	    (o->allow_other && fsconfig(fs, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) != 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
 		e = fsrv_mount_err(errno);

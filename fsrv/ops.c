@@ -827,6 +827,30 @@ fsrv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fi
 	}
 	if (size > FSRV_IO_MAX)
 		size = FSRV_IO_MAX;
+	if (size >= FSRV_SPLICE_MIN && t->srv->splice) {
+		/* Large reads: libfuse splices the file's pages into a pipe and
+		 * the pipe into /dev/fuse, one copy (into the agent's buffer)
+		 * instead of two (pread here, then the write to the kernel).
+		 * The reply is exactly what the file holds at off now (the
+		 * size from fstat, capped); should the file shrink meanwhile,
+		 * libfuse sends what it could read.  A reply libfuse cannot
+		 * splice (a pipe it cannot grow) it reads and writes itself. */
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+		struct stat st;
+
+		if (fstat(h->fd, &st) != 0) {
+			fuse_reply_err(req, errno);
+			return;
+		}
+		bv.buf[0].size = st.st_size <= off ? 0 :
+			(size_t)st.st_size - (size_t)off < size ? (size_t)(st.st_size - off) : size;
+		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		bv.buf[0].fd = h->fd;
+		bv.buf[0].pos = off;
+		h->nread += bv.buf[0].size;
+		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_NONBLOCK);
+		return;
+	}
 	if (t->iolen < size) {
 		char *b = realloc(t->io, size);
 
@@ -1024,15 +1048,22 @@ fsrv_statfs(fuse_req_t req, fuse_ino_t ino)
 static void
 fsrv_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
-	/* No splice (the buffer is ours to check), no export (no handles the
-	 * agent could forge), no writeback cache (every write is checked).
+	struct fsrv_tree *t = userdata;
+
+	/* Replies may be spliced (large reads, fsrv_read); requests are not
+	 * (SPLICE_READ: the buffer is ours to check), pages are never moved.
+	 * No export (no handles the agent could forge), no writeback cache
+	 * (every write is checked).
 	 * No flush handler either: the kernel then stops sending FUSE_FLUSH
 	 * (a round trip on every close) after the first ENOSYS; writes are
 	 * not buffered here, so there is nothing to flush. */
 	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 				  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_EXPORT_SUPPORT |
 				  FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL);
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE) {
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+		t->srv->splice = true;
+	}
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 }

@@ -68,6 +68,7 @@ struct fsrv {
 	struct fsrv_inval *q;
 	size_t nq, capq;
 	bool stop, busy, started;
+	bool splice;		/* the kernel takes spliced replies (fsrv_init) */
 	pthread_t notifier;
 };
 

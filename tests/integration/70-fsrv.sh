@@ -29,6 +29,7 @@ echo topsecret >"$R/secret/key"
 echo readonly >"$R/ro/file"
 echo inside >"$R/cached/f"
 head -c 1048576 /dev/urandom >"$R/big"
+head -c 1061165 /dev/urandom >"$R/odd"	# 1 MiB + 12,589: not a page multiple
 ln -s /etc/hostname "$R/abs"
 ln -s ../../../../../../../etc/hostname "$R/up"
 ln -s a.txt "$R/rel"
@@ -69,6 +70,14 @@ t_ok "... both gone on the host" test ! -e "$R/d1"
 t_match "grep -r finds text" "$(grep -r needle "$M" 2>/dev/null)" 'sub/hay\.txt:needle'
 t_match "find walks the tree" "$(find "$M" -name hay.txt 2>/dev/null)" "^$M/sub/hay\\.txt\$"
 t_is "a 1 MiB file reads back whole" "$(cmp "$M/big" "$R/big" && echo same)" same
+# Reads of 8 KiB and more are spliced from the file, in pieces of at most
+# 512 KiB (the mount's max_read); the last piece stops at the end of file.
+t_is "... and one of an odd size, read 1 MiB at a time (spliced)" \
+	"$(dd if="$M/odd" bs=1M 2>/dev/null | cmp - "$R/odd" && echo same)" same
+t_is "... and its last 10,000 bytes, from an offset" \
+	"$(tail -c 10000 "$M/odd" | cmp - <(tail -c 10000 "$R/odd")  && echo same)" same
+t_is "... and a 64 KiB read from the middle" \
+	"$(dd if="$M/odd" bs=64k skip=7 count=1 2>/dev/null | cmp - <(dd if="$R/odd" bs=64k skip=7 count=1 2>/dev/null) && echo same)" same
 t_ok "git init, add, commit in the mount" sh -c "cd '$M' && git init -q . && git add a.txt sub &&
 	git -c user.name=t -c user.email=t@t.invalid commit -qm first"
 t_is "git status is clean" "$(cd "$M" && git status --short --untracked-files=no)" ""
@@ -113,6 +122,7 @@ printf -- '- .\n' >"$A"
 t_ok "revoke everything (SIGHUP, caches invalidated)" reload 2
 t_match "after revocation cat fails" "$(cat "$M/sub/hay.txt" 2>&1)" 'Permission denied'
 t_match "... and a read on the already-open file fails" "$(head -c 4 <&7 2>&1)" 'Permission denied'
+t_match "... a large (spliced) read on it too" "$(dd bs=256k count=1 <&7 2>&1 >/dev/null)" 'Permission denied'
 t_ok "... and a name cached for 30 s is gone (invalidated)" sh -c "! test -e '$M/sub/seen'"
 printf 'rlwd .\n' >"$A"
 t_ok "grant again" reload 3

@@ -24,6 +24,7 @@ OWN=4243
 W="$T_TMP/ws"
 mkdir -p "$W/proj" "$W/c" "$W/sub"
 echo hello >"$W/a.txt"
+head -c 100000 /dev/urandom >"$W/big.bin"
 echo needle >"$W/sub/hay.txt"
 echo "host secret" >"$T_TMP/beside.txt"
 ln -s "$T_TMP/beside.txt" "$W/out-link"
@@ -81,11 +82,13 @@ t_exit "the low tier sees no workspace" 2 timeout 60 "$CB" run --tier low --work
 # -- audit ------------------------------------------------------------------------
 A="$T_TMP/st-audit"
 timeout 60 "$CB" run --state "$A" --id aud1 --tier medium --workspace "$W" --approve deny -- /bin/sh -c \
-	'echo x >audited.txt; cat audited.txt >/dev/null; mv audited.txt moved.txt; rm moved.txt' >/dev/null 2>&1
+	'echo x >audited.txt; cat audited.txt >/dev/null; mv audited.txt moved.txt; rm moved.txt;
+	cat big.bin >/dev/null' >/dev/null 2>&1
 t_ok "a create is audited (served)" grep -q "\"op\":\"fs.create\",\"resource\":\"$W/audited.txt\".*\"decision\":\"allow\"" "$A/audit.jsonl"
 t_ok "an open is audited" grep -q "\"op\":\"fs.open\",\"resource\":\"$W/audited.txt\".*\"decision\":\"allow\"" "$A/audit.jsonl"
 t_ok "a rename is one line with both names" grep -q "\"op\":\"fs.rename\",\"resource\":\"$W/audited.txt -> $W/moved.txt\"" "$A/audit.jsonl"
 t_ok "a close says how many bytes moved" grep -q "\"op\":\"fs.close\",\"resource\":\"$W/audited.txt\".*\"detail\":\"served, 0 bytes read, 2 written\"" "$A/audit.jsonl"
+t_ok "... also for a large (spliced) read" grep -q "\"op\":\"fs.close\",\"resource\":\"$W/big.bin\".*\"detail\":\"served, 100000 bytes read, 0 written\"" "$A/audit.jsonl"
 t_ok "a delete is audited" grep -q "\"op\":\"fs.delete\",\"resource\":\"$W/moved.txt\"" "$A/audit.jsonl"
 t_is "no line per read or lookup" "$(grep -c '"op":"fs.\(read\|lookup\|getattr\)"' "$A/audit.jsonl")" 0
 t_ok "the log still verifies" "$CTL" --state "$A" audit verify
