@@ -1120,9 +1120,14 @@ brk_fss_apply(struct brk_fss *f, struct sbx_config *cfg, bool ws_served)
 int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
+	const struct pol_tier *tier = pol_tier_get(s->pol->pol, s->tier_name);
+	/* cache_data only where the policy opts in (fs_cache_data): cached
+	 * pages of an open file are read without a check until a revocation's
+	 * invalidation drops them (docs/fsrv.md). */
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
 		.entry_timeout = BRK_FSS_TIMEOUT,
-		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true };
+		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
+		.cache_data = tier && pol_tier_fs_cache_data(tier) };
 	struct brk_fss *f;
 	struct brk_fss_grant *g = NULL;
 	size_t ng = 0;

@@ -44,6 +44,7 @@ struct pol_tier {
 	struct pol_limits limits;
 	size_t nrules;
 	struct pol_rule *rules;
+	bool fs_cache_data;	/* served files: the kernel may cache their data */
 };
 
 struct pol_domain {

@@ -226,6 +226,7 @@ pol_tier_copy(struct pol_tier *dst, const struct pol_tier *src)
 	int r;
 
 	dst->limits = src->limits;
+	dst->fs_cache_data = src->fs_cache_data;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		return CB_ENOMEM;
 	if ((r = specv_copy(&dst->ceiling, &src->ceiling)) != 0)
@@ -344,6 +345,7 @@ pol_tier_at(const struct pol *p, size_t i)
 const char *pol_tier_name(const struct pol_tier *t) { return t->name; }
 const char *pol_tier_base(const struct pol_tier *t) { return t->base; }
 const char *pol_tier_workspace(const struct pol_tier *t) { return t->workspace; }
+bool pol_tier_fs_cache_data(const struct pol_tier *t) { return t->fs_cache_data; }
 const struct pol_limits *pol_tier_limits(const struct pol_tier *t) { return &t->limits; }
 
 size_t

@@ -135,6 +135,11 @@ const char *pol_tier_base(const struct pol_tier *t);
 /* The workspace the policy gives this tier, or NULL (then the broker uses
  * --workspace or the current directory). */
 const char *pol_tier_workspace(const struct pol_tier *t);
+
+/* Does the tier let the kernel cache the data of served files
+ * (`fs_cache_data`, docs/policy.md)?  Off by default: every read of a
+ * served file then reaches the broker's check. */
+bool pol_tier_fs_cache_data(const struct pol_tier *t);
 const struct pol_limits *pol_tier_limits(const struct pol_tier *t);
 /* Bind mounts, read-only first; *out points into t. */
 size_t pol_tier_binds(const struct pol_tier *t, const struct pol_bind **out);

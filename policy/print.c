@@ -136,6 +136,8 @@ put_tier(FILE *f, const struct pol_tier *t)
 	put_list(f, "    ", "exec", t->exec.n, str_at, &t->exec);
 	put_binds(f, t, false);
 	put_binds(f, t, true);
+	if (t->fs_cache_data)
+		fputs("    fs_cache_data = true;\n", f);
 	fputs("    limits = {\n      memory = ", f);
 	put_bytes(f, l->memory);
 	fputs(";\n      processes = ", f);
