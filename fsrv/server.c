@@ -57,11 +57,16 @@ fsrv_notifier(void *arg)
 					cb_ignore(fuse_lowlevel_notify_inval_entry(t->se, q[i].id,
 						q[i].name, strlen(q[i].name)));
 				else
-					/* Attributes; with cache_data also every page
-					 * (offset 0, length 0: all), so a revoked file's
-					 * cached data cannot be read without a check. */
+					/* Attributes and every page (offset 0, length
+					 * 0: all), so a revoked file's cached data
+					 * cannot be read without a check: with
+					 * cache_data the file's pages, and in either
+					 * mode those a MAP_PRIVATE mapping faulted in
+					 * (direct I/O still maps through the page
+					 * cache); mapped pages are unmapped, and the
+					 * next access faults into the check. */
 					cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, q[i].id,
-						s->cfg.cache_data ? 0 : -1, 0));
+						0, 0));
 			}
 			free(q[i].name);
 		}

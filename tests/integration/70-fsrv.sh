@@ -114,7 +114,21 @@ t_is "... but reads" "$(cat "$M/ro/file")" readonly
 t_match "a rename out of the read-only area is refused" "$(mv "$M/ro/file" "$M/stolen" 2>&1)" 'Permission denied'
 t_is "the host file is untouched" "$(cat "$R/ro/file")" readonly
 
-# Revocation: the next open fails, and so does a read on an open file.
+# Revocation: the next open fails, and so does a read on an open file,
+# and a page of a private mapping faulted in before (the invalidation drops
+# and unmaps it: the next access faults into the check).
+python3 - "$M/big" "$T_TMP/mapped" "$T_TMP/go" <<'PY' >"$T_TMP/map.out" 2>&1 &
+import mmap, os, sys, time
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+first = m[0]
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.02)
+print("still read", m[0] == first, flush=True)
+PY
+mpid=$!
+for _ in $(seq 100); do [ -e "$T_TMP/mapped" ] && break; sleep 0.05; done
 exec 7<"$M/big"
 t_ok "a name is looked up (and cached)" test -e "$M/sub/seen"
 t_is "an open file reads" "$(head -c 4 <&7 | wc -c)" 4
@@ -124,6 +138,9 @@ t_match "after revocation cat fails" "$(cat "$M/sub/hay.txt" 2>&1)" 'Permission 
 t_match "... and a read on the already-open file fails" "$(head -c 4 <&7 2>&1)" 'Permission denied'
 t_match "... a large (spliced) read on it too" "$(dd bs=256k count=1 <&7 2>&1 >/dev/null)" 'Permission denied'
 t_ok "... and a name cached for 30 s is gone (invalidated)" sh -c "! test -e '$M/sub/seen'"
+touch "$T_TMP/go"
+{ wait "$mpid"; } 2>/dev/null
+t_is "... and a private mapping's page faulted in before cannot be read (SIGBUS)" "$?:$(cat "$T_TMP/map.out")" "135:"
 printf 'rlwd .\n' >"$A"
 t_ok "grant again" reload 3
 t_is "the open file reads again" "$(head -c 4 <&7 | wc -c)" 4
