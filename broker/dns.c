@@ -20,7 +20,8 @@
  *    allow list: an agent cannot make the broker look up a name no token
  *    covers, so no DNS query for such a name leaves the host.  Every query
  *    for such a name is a denial, audited and charged to the sandbox's
- *    audit budget; every lookup made is audited (allowed).
+ *    audit budget; every lookup is audited (allowed) before it is made,
+ *    and not made when its line cannot be written (SERVFAIL).
  *  - The answer only helps the agent find an address.  What counts is the
  *    connect() judgment, against live tokens, of the address the broker
  *    itself looked up for the name (hosts.c); a name never unlocks a
@@ -304,7 +305,6 @@ brk_dconn_looked_up(void *arg)
 {
 	struct brk_dconn *d = arg;
 	struct brk_sbx *s = d->s;
-	char detail[64];
 	bool ok;
 
 	d->busy = false;
@@ -313,11 +313,6 @@ brk_dconn_looked_up(void *arg)
 		return;
 	}
 	brk_hosts_learn(s, d->q.name, d->addr, d->naddr);
-	snprintf(detail, sizeof(detail), "DNS query: looked up, %zu address%s", d->naddr,
-	    d->naddr == 1 ? "" : "es");
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
-	    .op = "net.resolve", .resource = d->q.name,
-	    .token_id = d->h ? d->h->tok->c.id : NULL, .actor = "agent", .detail = detail }));
 	ok = brk_dconn_reply(d, d->naddr ? LDNS_RCODE_NOERROR : LDNS_RCODE_NXDOMAIN, d->addr,
 	    d->naddr);
 	brk_dns_query_free(&d->q);
@@ -349,7 +344,14 @@ brk_dconn_query(struct brk_dconn *d)
 	    BRK_DNS_ADDRS, &found);
 	if (found)
 		return brk_dconn_reply(d, na ? LDNS_RCODE_NOERROR : LDNS_RCODE_NXDOMAIN, a, na);
-	if (brk_work(s->b, brk_dconn_lookup, brk_dconn_looked_up, d) != 0)
+	/* Audited before the lookup, as a connect is before the broker
+	 * connects (room in the log, as brk_tok_commit asks): no line, no
+	 * query leaves the host (fail closed). */
+	if (!aud_room(s->b->aud) ||
+	    brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	    .op = "net.resolve", .resource = d->q.name, .token_id = d->h->tok->c.id,
+	    .actor = "agent", .detail = "DNS query: looked up by the broker" }) != 0 ||
+	    brk_work(s->b, brk_dconn_lookup, brk_dconn_looked_up, d) != 0)
 		return brk_dconn_reply(d, LDNS_RCODE_SERVFAIL, NULL, 0);
 	d->busy = true;
 	bufferevent_disable(d->bev, EV_READ);
