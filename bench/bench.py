@@ -501,7 +501,8 @@ def bench_fuse():
     # alone, direct I/O), fsrvc -> harness_cache (its --cache-data), pll ->
     # passthrough_ll; host and broker keep their names.
     names = {"host": "host", "pll": "passthrough_ll", "fsrv": "harness",
-             "fsrvc": "harness_cache", "broker": "broker"}
+             "fsrvc": "harness_cache", "broker": "broker",
+             "brokerc": "broker_cache", "brokerp": "broker_passthrough"}
     for col, name in names.items():
         for op, scale in FUSE_OPS:
             k = f"fuse.{col}.{op}"
@@ -623,6 +624,14 @@ def summary():
               "fuse.passthrough_ll.read4k")
         ratio("fuse.harness.read4k_vs_host", "fuse.harness.read4k", "fuse.host.read4k")
         ratio("fuse.harness.git_status_vs_host", "fuse.harness.git", "fuse.host.git")
+    # The policy's opt-ins (fs_cache_data, fs_passthrough), same rows.
+    for mode in ("cache", "passthrough"):
+        if f"fuse.broker_{mode}.read4k" in fig:
+            ratio(f"fuse.{mode}.read4k_vs_passthrough_ll", f"fuse.broker_{mode}.read4k",
+                  "fuse.passthrough_ll.read4k")
+            ratio(f"fuse.{mode}.read4k_vs_host", f"fuse.broker_{mode}.read4k", "fuse.host.read4k")
+            ratio(f"fuse.{mode}.read1m_vs_host", f"fuse.broker_{mode}.read1m", "fuse.host.read1m")
+            ratio(f"fuse.{mode}.git_status_vs_host", f"fuse.broker_{mode}.git", "fuse.host.git")
     target("p99 under flood <= 5x unloaded p99", ratios["fair.p99"], 5.0,
            f"{ratios['fair.p99']:.2f}x")
     return fig, ratios, targets
@@ -727,7 +736,13 @@ ROWS = [
         ("git status (5,000 files), fsrv-serve alone", "fuse.harness.git"),
         ("git status (5,000 files), broker mount in sandbox", "fuse.broker.git"),
         ("cat loop, per process, host", "fuse.host.catloop"),
-        ("cat loop, per process, broker mount in sandbox", "fuse.broker.catloop")]),
+        ("cat loop, per process, broker mount in sandbox", "fuse.broker.catloop"),
+        ("open+read 4 KiB+close, broker, fs_cache_data", "fuse.broker_cache.read4k"),
+        ("open+read 4 KiB+close, broker, fs_passthrough", "fuse.broker_passthrough.read4k"),
+        ("open+read 1 MiB+close, broker, fs_cache_data", "fuse.broker_cache.read1m"),
+        ("open+read 1 MiB+close, broker, fs_passthrough", "fuse.broker_passthrough.read1m"),
+        ("git status (5,000 files), broker, fs_cache_data", "fuse.broker_cache.git"),
+        ("git status (5,000 files), broker, fs_passthrough", "fuse.broker_passthrough.git")]),
 ]
 
 
@@ -756,7 +771,11 @@ def table(fig, ratios, targets):
               "fuse.read4k_vs_host", "fuse.read1m_vs_host", "fuse.read1m_vs_passthrough_ll",
               "fuse.git_status_vs_host", "fuse.git_status_vs_passthrough_ll",
               "fuse.catloop_vs_host", "fuse.harness.read4k_vs_passthrough_ll",
-              "fuse.harness.read4k_vs_host", "fuse.harness.git_status_vs_host"):
+              "fuse.harness.read4k_vs_host", "fuse.harness.git_status_vs_host",
+              "fuse.cache.read4k_vs_passthrough_ll", "fuse.cache.read4k_vs_host",
+              "fuse.cache.read1m_vs_host", "fuse.cache.git_status_vs_host",
+              "fuse.passthrough.read4k_vs_passthrough_ll", "fuse.passthrough.read4k_vs_host",
+              "fuse.passthrough.read1m_vs_host", "fuse.passthrough.git_status_vs_host"):
         if k in ratios:
             out.append(f"  {k:<50} {ratios[k]:>11.2f}x")
     for k in ("mem.per_sandbox.100", "mem.per_sandbox.1000"):

@@ -16,7 +16,10 @@
 # timeouts), and "broker": the same client inside a real sandbox of
 # `capbroker run --tier high --workspace TREE`, served by the broker's own
 # file server (its authorisation against live tokens, its 1 s timeouts),
-# broker, server thread and sandbox pinned to the same CPU.  A further row,
+# broker, server thread and sandbox pinned to the same CPU; "brokerc" and
+# "brokerp" are the same with the policy's opt-ins, `fs_cache_data` (the
+# kernel keeps file pages) and `fs_passthrough` (the kernel reads and
+# writes an open file itself; root broker).  A further row,
 # catloop, runs `cat` as a process per file (200 files) on the host and in
 # the sandbox.  Prints a table and
 # writes $CB_BUILD/bench/fsrv.json.  Host side, trusted.
@@ -103,15 +106,23 @@ done
 # The broker's own file server, from inside a sandbox (pinned like the rest).
 CBB=${CB_BIN:-$PWD/bin}
 chmod -R a+rX "$B/bench" 2>/dev/null || true
-inbox() { taskset -c "$CPU" "$CBB/capbroker" run --tier high --workspace "$R" --approve deny \
-	--ro-bind "$B/bench:/opt/cbbench" -- "$@" 2>/dev/null; }
-v[broker.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
-v[broker.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
-v[broker.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
-v[broker.git]=$(inbox /bin/sh -c 'git -C repo status --porcelain >/dev/null; for i in $(seq '"$ngit"'); do
-	t0=$(date +%s%N); git -C repo status --porcelain >/dev/null; t1=$(date +%s%N)
-	echo $(( (t1 - t0) / 1000 )); done' | sort -n |
-	awk '{a[NR]=$1} END {printf "%.1f\n", a[int((NR+1)/2)]/1000}')
+printf 'tiers = { high = { fs_cache_data = true; }; };\n' >"$W/cache.conf"
+printf 'tiers = { high = { fs_passthrough = true; }; };\n' >"$W/pt.conf"
+: >"$W/none.conf"
+POLICY=$W/none.conf
+inbox() { taskset -c "$CPU" "$CBB/capbroker" run --policy "$POLICY" --tier high --workspace "$R" \
+	--approve deny --ro-bind "$B/bench:/opt/cbbench" -- "$@" 2>/dev/null; }
+for col in broker brokerc brokerp; do
+	case $col in broker) POLICY=$W/none.conf ;; brokerc) POLICY=$W/cache.conf ;; brokerp) POLICY=$W/pt.conf ;; esac
+	v[$col.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
+	v[$col.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
+	v[$col.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
+	v[$col.git]=$(inbox /bin/sh -c 'git -C repo status --porcelain >/dev/null; for i in $(seq '"$ngit"'); do
+		t0=$(date +%s%N); git -C repo status --porcelain >/dev/null; t1=$(date +%s%N)
+		echo $(( (t1 - t0) / 1000 )); done' | sort -n |
+		awk '{a[NR]=$1} END {printf "%.1f\n", a[int((NR+1)/2)]/1000}')
+done
+POLICY=$W/none.conf
 # A process per file: 200 cats, the mean per cat in microseconds.
 catloop='t0=$(date +%s%N); for i in $(seq 200); do cat f4k >/dev/null; done; t1=$(date +%s%N); echo $(( (t1 - t0) / 200000 ))'
 v[host.catloop]=$(cd "$R" && taskset -c "$CPU" /bin/sh -c "$catloop")
@@ -142,6 +153,14 @@ for k in read4k read1m stat git; do
 done
 printf '%-16s %8s %8s %9s\n' "catloop (us)" "${v[host.catloop]}" "${v[broker.catloop]}" \
 	"$(r "${v[broker.catloop]}" "${v[host.catloop]}")"
+printf '\n%-16s %8s %8s %8s %11s %11s   (the policy opt-ins: fs_cache_data, fs_passthrough)\n' \
+	row host cache passthr cache/host passthr/host
+for k in read4k read1m stat git; do
+	unit=us; [ $k = git ] && unit=ms
+	printf '%-16s %8s %8s %8s %11s %11s\n' "$k ($unit)" "${v[host.$k]}" "${v[brokerc.$k]}" \
+		"${v[brokerp.$k]}" "$(r "${v[brokerc.$k]}" "${v[host.$k]}")" \
+		"$(r "${v[brokerp.$k]}" "${v[host.$k]}")"
+done
 {
 	printf '{\n'
 	for k in "${!v[@]}"; do printf '  "fuse.%s": %s,\n' "$k" "${v[$k]}"; done

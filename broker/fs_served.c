@@ -1127,7 +1127,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
 		.entry_timeout = BRK_FSS_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
-		.cache_data = tier && pol_tier_fs_cache_data(tier) };
+		.cache_data = tier && pol_tier_fs_cache_data(tier),
+		.passthrough = tier && pol_tier_fs_passthrough(tier) };
 	struct brk_fss *f;
 	struct brk_fss_grant *g = NULL;
 	size_t ng = 0;

@@ -118,6 +118,9 @@ struct fsrv_cfg {
 	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
 	bool cache_data;	/* let the kernel cache file data (see docs/fsrv.md) */
+	bool passthrough;	/* FUSE passthrough: the kernel reads and writes an
+				 * open file's backing fd itself, unchecked, until it
+				 * is closed (docs/fsrv.md); needs CAP_SYS_ADMIN */
 	bool keep_identity;	/* the serving thread does nothing else: keep a
 				 * tree owner's identity between requests */
 };

@@ -217,10 +217,11 @@ static void fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h);
  * revocation then stops reads only once fsrv_invalidate_*() has dropped
  * the pages (docs/fsrv.md). */
 static void
-fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi)
+fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struct fsrv_handle *h)
 {
-	fi->direct_io = !t->srv->cfg.cache_data;
-	fi->keep_cache = t->srv->cfg.cache_data;
+	/* Passthrough (a backing id): the kernel does the I/O on our fd. */
+	fi->direct_io = !t->srv->cfg.cache_data && h->backing == 0;
+	fi->keep_cache = t->srv->cfg.cache_data && h->backing == 0;
 }
 
 /* Hand the kernel a node for (parent, name) with attributes st; for a
@@ -259,7 +260,8 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	e.entry_timeout = t->srv->cfg.entry_timeout;
 	if (fi != NULL) {
 		fi->fh = (uint64_t)(uintptr_t)h;
-		fsrv_open_mode(t, fi);
+		fsrv_open_mode(t, fi, h);
+		t->pt_reply = h->backing;
 		if (fuse_reply_create(req, &e, fi) != 0) {
 			/* Interrupted: the kernel holds neither name nor handle. */
 			pthread_mutex_lock(&t->srv->lock);
@@ -723,6 +725,7 @@ fsrv_handle_new(struct fsrv_tree *t, int fd)
 static void
 fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h)
 {
+	fsrv_pt_close(t, h->backing);
 	if (h->dir != NULL)
 		closedir(h->dir);	/* closes h->fd */
 	else if (h->fd >= 0)
@@ -777,8 +780,10 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->node = n;
 	fsrv_node_hold(n);
 	pthread_mutex_unlock(&t->srv->lock);
+	h->backing = fsrv_pt_backing(t, fd);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fsrv_open_mode(t, fi);
+	fsrv_open_mode(t, fi, h);
+	t->pt_reply = h->backing;
 	if (fuse_reply_open(req, fi) != 0)
 		fsrv_handle_free(t, h);	/* interrupted: the kernel has no handle */
 }
@@ -808,6 +813,7 @@ fsrv_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, EMFILE);
 		return;
 	}
+	h->backing = fsrv_pt_backing(t, fd);
 	fsrv_reply_entry(req, parent, name, &st, fi, h);
 }
 

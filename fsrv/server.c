@@ -147,10 +147,17 @@ fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	if (t->se == NULL)
 		goto out;
 	/* libfuse takes an open /dev/fuse as "/dev/fd/N" (and then mounts
-	 * nothing itself); the session owns dfd from here. */
-	snprintf(mp, sizeof(mp), "/dev/fd/%d", dfd);
-	if (fuse_session_mount(t->se, mp) != 0)
-		goto out;
+	 * nothing itself), or, for passthrough, as the fd of our own I/O
+	 * callbacks (passthrough.c); the session owns dfd from here. */
+	if (s->cfg.passthrough) {
+		if (fuse_session_custom_io(t->se, &fsrv_pt_io, dfd) != 0)
+			goto out;
+	} else {
+		snprintf(mp, sizeof(mp), "/dev/fd/%d", dfd);
+		if (fuse_session_mount(t->se, mp) != 0)
+			goto out;
+	}
+	t->dev_fd = dfd;
 	dfd = -1;
 	s->trees[s->ntrees++] = t;
 	*tree = t->idx;
@@ -420,6 +427,9 @@ fsrv_free(struct fsrv *s)
 		/* Closing the session's /dev/fuse ends the connection: the agent
 		 * gets ENOTCONN from then on, never a hang. */
 		fuse_session_destroy(t->se);
+		/* Its /dev/fuse is closed: the backing ids died with it, and
+		 * the number may name another tree's device by now. */
+		t->dev_fd = -1;
 		/* A killed sandbox never releases its files: close them here. */
 		fsrv_handles_close(t);
 		free(t->buf.mem);

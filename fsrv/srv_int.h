@@ -27,6 +27,7 @@ struct fsrv_handle {
 	off_t offset;
 	uint64_t nread, nwritten;	/* bytes, reported at release (fsrv_cfg.on_close) */
 	struct fsrv_node *node;
+	int backing;			/* passthrough: the kernel's backing id, or 0 */
 	struct fsrv_handle *prev, *next;	/* the tree's open handles */
 };
 
@@ -43,6 +44,15 @@ struct fsrv_tree {
 	size_t iolen;
 	bool closed;
 	bool as_owner;			/* act as uid/gid (fsrv_tree_owner) */
+	/* Passthrough (fsrv_cfg.passthrough): libfuse 3.14 cannot ask for it,
+	 * so the tree's I/O goes through fsrv_pt_read/fsrv_pt_writev, which
+	 * see every request and reply (passthrough.c). */
+	int dev_fd;			/* the session's /dev/fuse (owned by the session) */
+	uint64_t cur_unique;		/* the request being answered */
+	uint32_t cur_opcode;
+	bool pt_offered;		/* the kernel offered FUSE_PASSTHROUGH */
+	bool pt_on;			/* ... and we asked for it */
+	int pt_reply;			/* backing id to put in the next open reply */
 	uid_t uid;
 	gid_t gid;
 };
@@ -74,6 +84,12 @@ struct fsrv {
 
 /* The FUSE operations (ops.c). */
 extern const struct fuse_lowlevel_ops fsrv_ops;
+
+/* Passthrough (passthrough.c): the session's I/O, a backing id for an
+ * open file (0 when passthrough is off or refused), and its release. */
+extern const struct fuse_custom_io fsrv_pt_io;
+int fsrv_pt_backing(struct fsrv_tree *t, int fd);
+void fsrv_pt_close(struct fsrv_tree *t, int id);
 
 /* Close every handle still open on t (the connection is going away). */
 void fsrv_handles_close(struct fsrv_tree *t);

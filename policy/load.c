@@ -995,17 +995,19 @@ apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 				apply_limits(x, s, &t->limits);
 		} else if (strcmp(name, "requestable") == 0) {
 			r = get_rules(x, t, s);
-		} else if (strcmp(name, "fs_cache_data") == 0) {
+		} else if (strcmp(name, "fs_cache_data") == 0 || strcmp(name, "fs_passthrough") == 0) {
 			if (config_setting_type(s) != CONFIG_TYPE_BOOL)
 				wrong_type(x, s, "a boolean (true or false)");
-			else
+			else if (name[3] == 'c')
 				t->fs_cache_data = config_setting_get_bool(s) != 0;
+			else
+				t->fs_passthrough = config_setting_get_bool(s) != 0;
 		} else {
 			char where[128];
 
 			snprintf(where, sizeof(where), "tier \"%s\"", t->name);
 			unknown_key(x, s, where, "extends, workspace, ceiling, exec, ro_binds, rw_binds, "
-			    "limits, requestable, fs_cache_data");
+			    "limits, requestable, fs_cache_data, fs_passthrough");
 		}
 	}
 	return r;

@@ -45,6 +45,7 @@ struct pol_tier {
 	size_t nrules;
 	struct pol_rule *rules;
 	bool fs_cache_data;	/* served files: the kernel may cache their data */
+	bool fs_passthrough;	/* served files: FUSE passthrough (unchecked after open) */
 };
 
 struct pol_domain {

@@ -227,6 +227,7 @@ pol_tier_copy(struct pol_tier *dst, const struct pol_tier *src)
 
 	dst->limits = src->limits;
 	dst->fs_cache_data = src->fs_cache_data;
+	dst->fs_passthrough = src->fs_passthrough;
 	if (src->workspace && !(dst->workspace = strdup(src->workspace)))
 		return CB_ENOMEM;
 	if ((r = specv_copy(&dst->ceiling, &src->ceiling)) != 0)
@@ -346,6 +347,7 @@ const char *pol_tier_name(const struct pol_tier *t) { return t->name; }
 const char *pol_tier_base(const struct pol_tier *t) { return t->base; }
 const char *pol_tier_workspace(const struct pol_tier *t) { return t->workspace; }
 bool pol_tier_fs_cache_data(const struct pol_tier *t) { return t->fs_cache_data; }
+bool pol_tier_fs_passthrough(const struct pol_tier *t) { return t->fs_passthrough; }
 const struct pol_limits *pol_tier_limits(const struct pol_tier *t) { return &t->limits; }
 
 size_t

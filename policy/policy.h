@@ -140,6 +140,11 @@ const char *pol_tier_workspace(const struct pol_tier *t);
  * (`fs_cache_data`, docs/policy.md)?  Off by default: every read of a
  * served file then reaches the broker's check. */
 bool pol_tier_fs_cache_data(const struct pol_tier *t);
+
+/* Does the tier let served files be opened with FUSE passthrough
+ * (`fs_passthrough`, docs/policy.md)?  Off by default.  Such an open file
+ * is read and written by the kernel directly and outlives its token. */
+bool pol_tier_fs_passthrough(const struct pol_tier *t);
 const struct pol_limits *pol_tier_limits(const struct pol_tier *t);
 /* Bind mounts, read-only first; *out points into t. */
 size_t pol_tier_binds(const struct pol_tier *t, const struct pol_bind **out);

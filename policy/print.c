@@ -138,6 +138,8 @@ put_tier(FILE *f, const struct pol_tier *t)
 	put_binds(f, t, true);
 	if (t->fs_cache_data)
 		fputs("    fs_cache_data = true;\n", f);
+	if (t->fs_passthrough)
+		fputs("    fs_passthrough = true;\n", f);
 	fputs("    limits = {\n      memory = ", f);
 	put_bytes(f, l->memory);
 	fputs(";\n      processes = ", f);

@@ -6,7 +6,10 @@
 # (71 tests that too).  On, the kernel keeps the file's pages: a shared
 # mapping works, reads still return the file, show-policy says so, and a
 # revocation still cuts an open file once its invalidation has dropped the
-# pages (milliseconds).  Needs root (the broker mounts FUSE).
+# pages (milliseconds).  With `fs_passthrough` the kernel reads and writes
+# an open file itself: it works, and, as documented, a file opened before a
+# revocation keeps reading after it (a new open fails).  Needs root (the
+# broker mounts FUSE).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
@@ -61,4 +64,28 @@ agent_do c1 "for i in \$(seq 20); do python3 -c '$PREAD' >/dev/null 2>&1 || { ec
 t_match "on: a read on the open file fails within 2 s of the revocation" "$AOUT" "^cut"
 agent_do c1 "cat a.txt"
 t_match "... and the next open fails" "$AOUT" "Permission denied"
+agent_stop c1
+
+# -- passthrough ---------------------------------------------------------------
+printf 'tiers = { medium = { fs_passthrough = true; }; };\n' >"$T_TMP/pt.conf"
+t_match "show-policy prints fs_passthrough" "$("$CB" show-policy "$T_TMP/pt.conf")" \
+	"fs_passthrough = true;"
+t_is "passthrough: a shared mapping works" \
+	"$(run --policy "$T_TMP/pt.conf" -- /usr/bin/python3 -c "$MMAP" a.txt)" hello
+t_is "passthrough: reads and writes work" \
+	"$(run --policy "$T_TMP/pt.conf" -- /bin/sh -c 'echo through >pt.txt && cat pt.txt && cat big.bin | cksum')" \
+	"$(printf 'through\n'; cksum <"$W/big.bin")"
+t_is "... the file is on the host, the owner's" "$(stat -c %u "$W/pt.txt"):$(cat "$W/pt.txt")" "4244:through"
+srv_stop
+S2="$T_TMP/st2"
+srv_start "$S2" --policy "$T_TMP/pt.conf"
+agent_start p1 --tier medium --workspace "$W"
+ID=$("$CTL" --state "$S2" --json list --sandbox p1 | jget 'd[0]["id"]')
+agent_do p1 "exec 7<a.txt && python3 -c '$PREAD'"
+t_match "passthrough: an open file reads" "$AOUT" "^hello"
+t_ok "capctl revoke returns" "$CTL" --state "$S2" revoke "$ID"
+agent_do p1 "cat a.txt"
+t_match "passthrough: the next open fails" "$AOUT" "Permission denied"
+agent_do p1 "sleep 0.5; python3 -c '$PREAD'"
+t_match "passthrough: the file opened before keeps reading (it outlives its token, documented)" "$AOUT" "^hello"
 t_done

@@ -5,7 +5,7 @@
  * one command against the mount.
  *
  *   fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]
- *              [--timeout SECONDS] [--cache-data] [--owner UID:GID]
+ *              [--timeout SECONDS] [--cache-data] [--passthrough] [--owner UID:GID]
  *              [--restore-identity] [--max-nodes N] [--userns] [--chroot]
  *              [--verbose] [-- CMD ARGS...]
  *
@@ -253,7 +253,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]\n"
-			"       [--timeout S] [--cache-data] [--owner UID:GID] [--restore-identity]\n"
+			"       [--timeout S] [--cache-data] [--passthrough] [--owner UID:GID] [--restore-identity]\n"
 			"       [--max-nodes N] [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
 	exit(64);
 }
@@ -293,6 +293,8 @@ main(int argc, char **argv)
 			cfg.keep_identity = false;
 		} else if (strcmp(argv[i], "--cache-data") == 0) {
 			cfg.cache_data = true;
+		} else if (strcmp(argv[i], "--passthrough") == 0) {
+			cfg.passthrough = true;
 		} else if (strcmp(argv[i], "--verbose") == 0) {
 			verbose = true;
 		} else if (i + 1 < argc && strcmp(argv[i], "--root") == 0) {
