@@ -230,8 +230,8 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
  * the way, exactly as the launcher will open it to hand the stub an fd: a
  * grant that reaches its files only through a symlink shows nothing. */
 static void
-brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store, size_t storelen,
-    const char *dir)
+brk_proc_bind(const struct brk *br, struct sbx_bind *b, struct sbx_src_id *ids, size_t *nb,
+    char *store, size_t storelen, const char *dir)
 {
 	static const char *const seen[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
 	struct stat st;
@@ -260,6 +260,7 @@ brk_proc_bind(const struct brk *br, struct sbx_bind *b, size_t *nb, char *store,
 	close(fd);
 	memcpy(store, dir, strlen(dir) + 1);
 	b[*nb] = (struct sbx_bind){ .src = store, .dst = store };
+	ids[*nb] = (struct sbx_src_id){ st.st_dev, st.st_ino };
 	(*nb)++;
 }
 
@@ -315,10 +316,11 @@ brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
  * inside the ceiling, the exact path when it has no wildcard, or R when it
  * is exactly R/ followed by a ** component.  A narrower glob such as *.txt
  * files under /data is never bound, since binding /data would show the
- * program files the agent may not read.  Returns the number of binds. */
+ * program files the agent may not read.  Returns the number of binds;
+ * ids[i] is the object binds[i] names now (the pool compares it). */
 static size_t
 brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
-    char (*store)[CAP_STR_MAX + 1])
+    struct sbx_src_id *ids, char (*store)[CAP_STR_MAX + 1])
 {
 	char dir[CAP_STR_MAX + 1], *slash;
 	size_t nb = 0;
@@ -326,7 +328,7 @@ brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
 	snprintf(dir, sizeof(dir), "%s", prog);
 	if ((slash = strrchr(dir, '/')) && slash != dir) {
 		*slash = '\0';
-		brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
+		brk_proc_bind(s->b, binds, ids, &nb, store[nb], sizeof(store[0]), dir);
 	}
 	for (size_t k = 0; k < s->nheld; k++) {
 		struct brk_held *hk = &s->held[k];
@@ -340,12 +342,12 @@ brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
 			if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
 				continue;
 			if (!strchr(c->res, '*'))
-				brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), c->res);
+				brk_proc_bind(s->b, binds, ids, &nb, store[nb], sizeof(store[0]), c->res);
 			else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
 			    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
 				memcpy(dir, c->res, l - 3);
 				dir[l - 3] = '\0';
-				brk_proc_bind(s->b, binds, &nb, store[nb], sizeof(store[0]), dir);
+				brk_proc_bind(s->b, binds, ids, &nb, store[nb], sizeof(store[0]), dir);
 			}
 		}
 	}
@@ -425,6 +427,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	struct sbx_config cfg;
 	struct sbx_limits budget;
 	struct sbx_bind binds[BRK_PROC_BINDS];
+	struct sbx_src_id ids[BRK_PROC_BINDS];
 	char store[BRK_PROC_BINDS][CAP_STR_MAX + 1];
 	char *argv[WIRE_ARGV_MAX + 1];
 	char id[CAP_AUD_MAX + 1];
@@ -453,7 +456,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	argv[q->argc] = NULL;
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
 	cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = id, .argv = argv, .binds = binds,
-		.nbinds = brk_proc_visible(s, q->argv[0], binds, store), .broker_fd = -1,
+		.nbinds = brk_proc_visible(s, q->argv[0], binds, ids, store), .broker_fd = -1,
 		.limits = budget };
 	if (!(x = brk_proc_new(s, q, h, &cfg.limits))) {
 		brk_deny(s, q, CB_ENOMEM, q->argv[0], h->tok->c.id, NULL);
@@ -461,7 +464,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	}
 	/* A pooled sandbox built like this one would be, if there is one;
 	 * else (or if its hand-over failed) a fresh one. */
-	pooled = brk_pool_take(s->b, &cfg, &x->p) == 0;
+	pooled = brk_pool_take(s->b, &cfg, ids, &x->p) == 0;
 	if (!pooled && (e = sbx_spawn_start(&cfg, &x->p)) != 0) {
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		free(x->in);

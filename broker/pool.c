@@ -39,6 +39,8 @@
 #include <unistd.h>
 
 #define BRK_POOL_ID	"pooled"	/* the id until the hand-over gives its own */
+#define BRK_POOL_BINDS	8		/* binds of a pooled sandbox (proc.exec's most) */
+#define BRK_POOL_SHAPES	4		/* shapes kept at once, pool_size each */
 #define BRK_POOL_BACKOFF_NS (1000ULL * 1000 * 1000)	/* no build for 1 s after one failed */
 /* A take asks for its replacement this much later, so that building it does
  * not compete for the CPU with the task just handed over (a short tool is
@@ -48,7 +50,11 @@
 struct brk_pooled {
 	struct brk_pooled *next;
 	struct brk_pool *pl;
-	struct sbx_limits lim;		/* what it is built with (its shape) */
+	struct sbx_limits lim;		/* what it is built with (its shape): limits */
+	size_t nb;			/* ... and read-only binds, each at its own path */
+	char *src[BRK_POOL_BINDS];
+	struct sbx_bind binds[BRK_POOL_BINDS];
+	struct sbx_src_id ids[BRK_POOL_BINDS];	/* the objects the build opened */
 	struct sbx_proc p;
 	struct event *ev_status, *ev_exit;
 	int rc;				/* sbx_spawn_start (the thread) */
@@ -72,7 +78,7 @@ struct brk_pool {
 	size_t nqueued;			/* loop: handed to the thread, not yet back */
 	uint64_t quiet_until;		/* loop, mono ns: no build before (a failure) */
 	struct event *ev_refill;	/* loop: BRK_POOL_REFILL_MS after a take */
-	struct sbx_limits refill_lim;	/* ... the shape it refills */
+	struct brk_pooled *refill;	/* ... the shape it refills (never live) */
 };
 
 static void *
@@ -96,7 +102,8 @@ brk_pool_main(void *arg)
 		pl->todo = e->next;
 		pthread_mutex_unlock(&pl->mu);
 		cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = BRK_POOL_ID,
-			.broker_fd = -1, .limits = e->lim, .pool = true };
+			.broker_fd = -1, .limits = e->lim, .binds = e->binds, .nbinds = e->nb,
+			.bind_ids = e->ids, .pool = true };
 		e->rc = sbx_spawn_start(&cfg, &e->p);
 		e->err = errno;
 		pthread_mutex_lock(&pl->mu);
@@ -115,12 +122,55 @@ brk_pool_main(void *arg)
 static void
 brk_pooled_free(struct brk_pooled *e)
 {
+	if (!e)
+		return;
 	if (e->ev_status)
 		event_free(e->ev_status);
 	if (e->ev_exit)
 		event_free(e->ev_exit);
 	sbx_proc_close(&e->p);
+	for (size_t i = 0; i < e->nb; i++)
+		free(e->src[i]);
 	free(e);
+}
+
+/* A new entry of the shape (lim, the nb binds b), not yet built; NULL:
+ * out of memory. */
+static struct brk_pooled *
+brk_pooled_new(struct brk_pool *pl, const struct sbx_limits *lim, const struct sbx_bind *b,
+    size_t nb)
+{
+	struct brk_pooled *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->pl = pl;
+	e->lim = *lim;
+	e->p.pid = -1;
+	e->p.pidfd = e->p.stdin_fd = e->p.stdout_fd = e->p.stderr_fd = -1;
+	e->p.status_fd = e->p.notify_fd = -1;
+	for (; e->nb < nb; e->nb++) {
+		if (!(e->src[e->nb] = strdup(b[e->nb].src))) {
+			brk_pooled_free(e);
+			return NULL;
+		}
+		e->binds[e->nb] = (struct sbx_bind){ .src = e->src[e->nb], .dst = e->src[e->nb] };
+	}
+	return e;
+}
+
+/* Is e of the shape (lim, the nb binds b)? */
+static bool
+brk_pool_same(const struct brk_pooled *e, const struct sbx_limits *lim, const struct sbx_bind *b,
+    size_t nb)
+{
+	if (e->lim.mem_bytes != lim->mem_bytes || e->lim.nproc != lim->nproc ||
+	    e->lim.tmp_bytes != lim->tmp_bytes || e->nb != nb)
+		return false;
+	for (size_t i = 0; i < nb; i++)
+		if (strcmp(e->src[i], b[i].src) != 0)
+			return false;
+	return true;
 }
 
 static void
@@ -242,7 +292,7 @@ brk_pool_wake(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
-static void brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want);
+static void brk_pool_fill(struct brk_pool *pl, const struct brk_pooled *t, size_t want);
 
 static void
 brk_pool_refill(evutil_socket_t fd, short ev, void *arg)
@@ -251,7 +301,10 @@ brk_pool_refill(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	brk_pool_fill(pl, &pl->refill_lim, (size_t)pol_pool_size(pl->b->pol));
+	if (pl->refill)
+		brk_pool_fill(pl, pl->refill, (size_t)pol_pool_size(pl->b->pol));
+	brk_pooled_free(pl->refill);
+	pl->refill = NULL;
 }
 
 static int
@@ -287,51 +340,60 @@ out:
 	return r;
 }
 
-static bool
-brk_pool_same(const struct sbx_limits *a, const struct sbx_limits *b)
-{
-	return a->mem_bytes == b->mem_bytes && a->nproc == b->nproc && a->tmp_bytes == b->tmp_bytes;
-}
-
 /* Can a pooled sandbox run cfg?  Only what the hand-over carries may
  * differ from how it was built. */
 static bool
 brk_pool_fits(const struct sbx_config *cfg)
 {
-	return cfg->tier == SBX_TIER_LOW && cfg->nbinds == 0 && cfg->nmounts == 0 &&
-	    cfg->nexec_allow == 0 && cfg->broker_fd < 0 && !cfg->want_pty &&
-	    !cfg->mediate_connect && !cfg->capcall_path && !cfg->pylib_dir && !cfg->hosts_dir &&
-	    !cfg->pool && cfg->argv != NULL;
+	if (cfg->tier != SBX_TIER_LOW || cfg->nbinds > BRK_POOL_BINDS || cfg->nmounts != 0 ||
+	    cfg->nexec_allow != 0 || cfg->broker_fd >= 0 || cfg->want_pty ||
+	    cfg->mediate_connect || cfg->capcall_path || cfg->pylib_dir || cfg->hosts_dir ||
+	    cfg->pool || cfg->argv == NULL)
+		return false;
+	/* proc.exec's binds: read-only, each at its own path, opened as us. */
+	for (size_t i = 0; i < cfg->nbinds; i++)
+		if (cfg->binds[i].writable || cfg->binds[i].as_caller ||
+		    strcmp(cfg->binds[i].src, cfg->binds[i].dst) != 0)
+			return false;
+	return true;
 }
 
-/* Ask the thread for sandboxes of shape lim (the low tier's) until want
- * of them are built or being built.  A ready one of another shape (the
- * policy was reloaded since) goes. */
+/* Ask the thread for sandboxes of shape t until want of them are built or
+ * being built.  The pool keeps BRK_POOL_SHAPES shapes' worth at most: past
+ * that, the oldest ready sandbox of another shape makes room. */
 static void
-brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want)
+brk_pool_fill(struct brk_pool *pl, const struct brk_pooled *t, size_t want)
 {
-	size_t have = pl->nqueued;
+	size_t have = 0, total = pl->nqueued;
 
 	if (cb_mono_ns() < pl->quiet_until || !pl->th_up)
 		return;
 	for (struct brk_pooled *e = pl->live; e; e = e->next) {
 		if (e->dying)
 			continue;
-		if (brk_pool_same(&e->lim, lim))
+		total++;
+		if (brk_pool_same(e, &t->lim, t->binds, t->nb))
 			have++;
-		else if (e->ready)
-			brk_pool_kill(e);
 	}
+	/* Those queued to the thread count as of this shape: at worst one
+	 * take too many waits for the next refill. */
+	have += pl->nqueued;
 	while (have < want) {
 		struct brk_pooled *e;
 
-		if (!(e = calloc(1, sizeof(*e))))
+		if (total >= want * BRK_POOL_SHAPES) {
+			struct brk_pooled *old = NULL;
+
+			for (struct brk_pooled *o = pl->live; o; o = o->next)
+				if (o->ready && !brk_pool_same(o, &t->lim, t->binds, t->nb))
+					old = o;	/* the last: the oldest */
+			if (!old)
+				return;
+			brk_pool_kill(old);
+			total--;
+		}
+		if (!(e = brk_pooled_new(pl, &t->lim, t->binds, t->nb)))
 			return;
-		e->pl = pl;
-		e->lim = *lim;
-		e->p.pid = -1;
-		e->p.pidfd = e->p.stdin_fd = e->p.stdout_fd = e->p.stderr_fd = -1;
-		e->p.status_fd = e->p.notify_fd = -1;
 		pthread_mutex_lock(&pl->mu);
 		e->next = pl->todo;
 		pl->todo = e;
@@ -339,11 +401,37 @@ brk_pool_fill(struct brk_pool *pl, const struct sbx_limits *lim, size_t want)
 		pthread_mutex_unlock(&pl->mu);
 		pl->nqueued++;
 		have++;
+		total++;
 	}
 }
 
+/* Refill shape t (a template) now, or BRK_POOL_REFILL_MS after a take
+ * (later: the timer keeps one shape; an earlier one pending is filled at
+ * once). */
+static void
+brk_pool_want(struct brk_pool *pl, const struct sbx_config *cfg, bool later, size_t want)
+{
+	struct timeval tv = { 0, BRK_POOL_REFILL_MS * 1000 };
+	struct brk_pooled *t = brk_pooled_new(pl, &cfg->limits, cfg->binds, cfg->nbinds);
+
+	if (!t)
+		return;
+	if (!later) {
+		brk_pool_fill(pl, t, want);
+		brk_pooled_free(t);
+		return;
+	}
+	if (pl->refill && !brk_pool_same(pl->refill, &t->lim, t->binds, t->nb))
+		brk_pool_fill(pl, pl->refill, want);
+	brk_pooled_free(pl->refill);
+	pl->refill = t;
+	if (!evtimer_pending(pl->ev_refill, NULL))
+		evtimer_add(pl->ev_refill, &tv);
+}
+
 int
-brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
+brk_pool_take(struct brk *b, const struct sbx_config *cfg, const struct sbx_src_id *ids,
+    struct sbx_proc *out)
 {
 	size_t want = (size_t)pol_pool_size(b->pol);
 	const struct pol_limits *low;
@@ -357,7 +445,7 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 				brk_pool_kill(e);
 		return CB_ENOENT;
 	}
-	/* Only the low tier's own shape is pooled: a child whose parent's
+	/* Only the low tier's own limits are pooled: a child whose parent's
 	 * budget is partly used gets less, rarely, and is built fresh. */
 	low = pol_tier_limits(pol_tier_get(b->pol, POL_TIER_LOW));
 	if (!brk_pool_fits(cfg) || cfg->limits.mem_bytes != low->memory ||
@@ -369,8 +457,14 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 	for (struct brk_pooled **pp = &pl->live; *pp; pp = &(*pp)->next) {
 		struct brk_pooled *e = *pp;
 
-		if (!e->ready || !brk_pool_same(&e->lim, &cfg->limits))
+		if (!e->ready || !brk_pool_same(e, &cfg->limits, cfg->binds, cfg->nbinds))
 			continue;
+		/* A bind path that names another object than when the sandbox
+		 * was built (renamed, replaced): the sandbox is stale. */
+		if (cfg->nbinds && memcmp(e->ids, ids, cfg->nbinds * sizeof(*ids)) != 0) {
+			brk_pool_kill(e);
+			continue;
+		}
 		*pp = e->next;
 		event_free(e->ev_status);
 		event_free(e->ev_exit);
@@ -381,21 +475,17 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, struct sbx_proc *out)
 			cb_ignore(sbx_kill(&e->p));
 			waitpid(e->p.pid, &ws, 0);
 			brk_pooled_free(e);
-		} else {
-			struct timeval tv = { 0, BRK_POOL_REFILL_MS * 1000 };
-
-			*out = e->p;
-			free(e);
-			/* A second take before the timer fires refills both. */
-			pl->refill_lim = cfg->limits;
-			if (!evtimer_pending(pl->ev_refill, NULL))
-				evtimer_add(pl->ev_refill, &tv);
-			return 0;
+			brk_pool_want(pl, cfg, false, want);
+			return r;
 		}
-		brk_pool_fill(pl, &cfg->limits, want);
-		return r;
+		*out = e->p;
+		e->p = (struct sbx_proc){ .pid = -1, .pidfd = -1, .stdin_fd = -1, .stdout_fd = -1,
+			.stderr_fd = -1, .status_fd = -1, .notify_fd = -1 };
+		brk_pooled_free(e);
+		brk_pool_want(pl, cfg, true, want);
+		return 0;
 	}
-	brk_pool_fill(pl, &cfg->limits, want);
+	brk_pool_want(pl, cfg, false, want);
 	return CB_ENOENT;
 }
 
@@ -433,6 +523,7 @@ brk_pool_free(struct brk *b)
 		event_free(pl->ev_wake);
 	if (pl->ev_refill)
 		event_free(pl->ev_refill);
+	brk_pooled_free(pl->refill);
 	if (pl->wake[0] >= 0)
 		close(pl->wake[0]);
 	if (pl->wake[1] >= 0)

@@ -438,6 +438,8 @@ open_sources(const struct sbx_config *cfg, struct argbuf *a)
 		paths[n++] = cfg->hosts_dir;
 	a->nsrc = 0;
 	a->err[0] = '\0';
+	for (size_t i = 0; cfg->bind_ids != NULL && i < cfg->nbinds; i++)
+		cfg->bind_ids[i] = (struct sbx_src_id){ 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		if (open_source_as(i < cfg->nbinds ? &cfg->binds[i] : NULL, paths[i], &a->src[i]) != 0) {
 			snprintf(a->err, sizeof(a->err), "bind source %.400s: %s", paths[i],
@@ -446,6 +448,12 @@ open_sources(const struct sbx_config *cfg, struct argbuf *a)
 			    "a symlink on the way (give its target)" : strerror(errno));
 			close_sources(a);
 			return;
+		}
+		if (cfg->bind_ids != NULL && i < cfg->nbinds) {
+			struct stat st;
+
+			if (fstat(a->src[i].fd, &st) == 0)
+				cfg->bind_ids[i] = (struct sbx_src_id){ st.st_dev, st.st_ino };
 		}
 		a->nsrc++;
 	}

@@ -89,6 +89,15 @@ struct sbx_mount {
 
 #define SBX_MOUNTS_MAX		16	/* served trees one sandbox is started with */
 
+/* Which object a bind source was when the launcher opened it (0, 0: it
+ * could not be opened).  The warm pool compares them: a pooled sandbox
+ * shows the objects it was built with, which must still be what the
+ * source paths name when it is handed a task. */
+struct sbx_src_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 /* Resource limits; 0 means the SBX_DEFAULT_* value. */
 struct sbx_limits {
 	uint64_t mem_bytes;
@@ -133,6 +142,8 @@ struct sbx_config {
 	bool mediate_connect;		/* medium/high: the caller serves the agent's
 					 * connect() (sbx_proc.notify_fd); without it
 					 * connect() fails (ENOSYS) in those tiers */
+	struct sbx_src_id *bind_ids;	/* optional, nbinds entries: filled by
+					 * sbx_spawn_start with what it opened */
 	bool pool;			/* build everything but the agent and wait for
 					 * sbx_pool_handover(); argv is NULL then and id
 					 * a placeholder (docs/sandbox.md, "The warm

@@ -80,6 +80,31 @@ wait "$rpid"
 t_match "... and the next exec is refused" "$(tail -1 "$T_TMP/outr")" '"refused": "revoked"'
 t_is "... without a hand-over" "$(takes r)" 0
 
+# A workspace (an fs.read grant) is shown to every proc.exec child: the pool
+# builds sandboxes with that bind too, and hands one over only while the
+# path still names the directory it was built with.
+W="$T_TMP/ws"
+mkdir -p "$W" && echo old >"$W/f"
+cat >"$T_TMP/pw.conf" <<EOT
+defaults = { pool_size = 2; };
+tiers = { medium = { ceiling = [ "fs.*:\${workspace}/**", "proc.exec:/usr/bin/cat", "proc.exec:/usr/bin/true" ]; }; };
+EOT
+"$CB_BIN/capbroker" run --state "$T_TMP/stw" --policy "$T_TMP/pw.conf" --tier medium --workspace "$W" \
+	--ro-bind "$BIND" --grant "proc.exec:/usr/bin/cat" --grant "proc.exec:/usr/bin/true" \
+	-- /usr/bin/python3 /t/pool_agent.py ws "$W/f" 3 >"$T_TMP/outw" 2>"$T_TMP/errw" &
+wpid=$!
+t_ok "with a workspace, the tasks run" until_ok 150 grep -q WARM "$T_TMP/outw"
+t_is "... and see it, from a pooled sandbox too" "$(sed -n 's/.*"out": "\([a-z]*\)\\n".*/\1/p' "$T_TMP/outw")" \
+	"old
+old"
+t_ok "... which was built with the workspace bind" test "$(takes w)" -ge 1
+before=$(takes w)
+mv "$W" "$T_TMP/ws-moved" && mkdir "$W" && echo new >"$W/f" && chmod 755 "$W"
+wait "$wpid"
+t_is "a workspace replaced while sandboxes wait: the next task sees the new one" \
+	"$(tail -1 "$T_TMP/outw" | sed -n 's/.*"out": "\([a-z]*\)\\n".*/\1/p')" new
+t_is "... not from a sandbox built with the old one (no hand-over)" "$(takes w)" "$before"
+
 # The policy key.
 t_match "show-policy prints defaults.pool_size" "$("$CB_BIN/capbroker" show-policy)" 'pool_size = 2;'
 printf 'defaults = { pool_size = 17; };\n' >"$T_TMP/bad.conf"

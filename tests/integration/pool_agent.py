@@ -5,8 +5,12 @@ line per task (argv, status, stdout, stderr, or the refusal).
 
   pool_agent.py tasks      the comparison tasks (same list with the pool on
                            and off; the test compares the lines)
-  pool_agent.py revoked    one exec (the pool fills), "WARM", a pause while
+  pool_agent.py revoked S  one exec (the pool fills), "WARM", S seconds while
                            the test revokes the token, the same exec again
+  pool_agent.py ws F S     cat F (a file in the workspace, which proc.exec
+                           shows its child) three times, a pause between the
+                           first two; "WARM" and S seconds before the third
+                           (the test replaces the workspace then)
 """
 import json
 import os
@@ -74,6 +78,13 @@ def main():
     if sys.argv[1] == "tasks":
         for argv, data in TASKS:
             print(json.dumps(exec_(argv, data), sort_keys=True), flush=True)
+            time.sleep(pause)
+    elif sys.argv[1] == "ws":
+        for i in range(3):
+            if i == 2:
+                print("WARM", flush=True)
+                time.sleep(float(sys.argv[3]))
+            print(json.dumps(exec_(["/usr/bin/cat", sys.argv[2]]), sort_keys=True), flush=True)
             time.sleep(pause)
     elif sys.argv[1] == "revoked":
         print("WARM", flush=True)
