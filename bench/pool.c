@@ -8,9 +8,10 @@
  *   pool handover N     N times: build one pooled low-tier sandbox, wait
  *                       until it is built, hand it /usr/bin/true; prints
  *                       pool.build (spawn to "pooled"), pool.handover
- *                       (hand-over to "ready": the agent has exec'd) and
- *                       pool.handover_exit (hand-over to the sandbox
- *                       reaped: what a proc.exec reply waits for)
+ *                       (hand-over to "ready": the agent has exec'd),
+ *                       pool.handover_exit (hand-over to its exit report:
+ *                       what a proc.exec reply waits for) and
+ *                       pool.handover_reaped (... to the sandbox reaped)
  *   pool refill N       N pooled sandboxes spawned back to back from one
  *                       thread (as the broker's pool thread does), until
  *                       all are built: pool.refill_rate (sandboxes/s)
@@ -51,7 +52,7 @@ static void
 start_pooled(struct sbx_proc *p)
 {
 	struct sbx_config c = { .tier = SBX_TIER_LOW, .id = "pooled", .broker_fd = -1,
-		.pool = true };
+		.report_exit = true, .pool = true };
 	char why[300];
 	int r;
 
@@ -88,17 +89,17 @@ static int
 cmd_handover(int n)
 {
 	double *b = calloc((size_t)n, sizeof(double)), *h = calloc((size_t)n, sizeof(double));
-	double *x = calloc((size_t)n, sizeof(double));
+	double *x = calloc((size_t)n, sizeof(double)), *y = calloc((size_t)n, sizeof(double));
 	char *argv[] = { "/usr/bin/true", NULL };
 
 	for (int i = 0; i < n; i++) {
 		struct sbx_config c = { .tier = SBX_TIER_LOW, .id = "bench-task", .argv = argv,
-			.broker_fd = -1 };
+			.broker_fd = -1, .report_exit = true };
 		struct sbx_proc p;
 		char why[512];
 		siginfo_t si;
 		uint64_t t0 = bn_now(), t1, t2;
-		int r;
+		int r, st;
 
 		start_pooled(&p);
 		await_pooled(&p);
@@ -111,8 +112,14 @@ cmd_handover(int n)
 		if (r != 0)
 			die("hand-over", why);
 		t2 = bn_now();
-		waitid(P_PIDFD, (id_t)p.pidfd, &si, WEXITED);
+		do
+			wait_in(p.status_fd);
+		while ((r = sbx_exit_report(&p, &st)) == CB_EBUSY);
+		if (r != 0 || st != 0)
+			die("task", "/usr/bin/true did not report exit 0");
 		x[i] = (double)(bn_now() - t1);
+		waitid(P_PIDFD, (id_t)p.pidfd, &si, WEXITED);
+		y[i] = (double)(bn_now() - t1);
 		sbx_proc_close(&p);
 		if (si.si_code != CLD_EXITED || si.si_status != 0)
 			die("task", "/usr/bin/true did not exit 0");
@@ -122,6 +129,7 @@ cmd_handover(int n)
 	bn_emit("pool.build", "ns", b, (size_t)n);
 	bn_emit("pool.handover", "ns", h, (size_t)n);
 	bn_emit("pool.handover_exit", "ns", x, (size_t)n);
+	bn_emit("pool.handover_reaped", "ns", y, (size_t)n);
 	return 0;
 }
 

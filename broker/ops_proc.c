@@ -55,6 +55,9 @@ struct brk_proc {
 	uint8_t *out, *err, *in;	/* in: stdin not yet written */
 	size_t nout, nerr, nin, offin;
 	bool trunc, exited, out_eof, err_eof, failed;
+	bool ready;			/* the stub said "ready": the next report is its exit */
+	bool replied;			/* the reply is sent (exit report or reaped) */
+	bool reaped;			/* the stub is reaped: x can go */
 	int status;
 };
 
@@ -85,6 +88,9 @@ brk_proc_free(struct brk_proc *x)
 	free(x);
 }
 
+/* Reply once the program has exited (its sandbox's exit report, or the
+ * stub reaped) and both its outputs are at end of file; x goes once the
+ * stub is reaped too (its budget is held until then). */
 static void
 brk_proc_maybe_done(struct brk_proc *x)
 {
@@ -92,7 +98,7 @@ brk_proc_maybe_done(struct brk_proc *x)
 
 	if (!x->exited || !x->out_eof || !x->err_eof)
 		return;
-	if (!x->s->dead) {
+	if (!x->replied && !x->s->dead) {
 		rp.has_status = true;
 		rp.status = x->status;
 		rp.out = x->out;
@@ -102,7 +108,9 @@ brk_proc_maybe_done(struct brk_proc *x)
 		rp.trunc = x->trunc;
 		brk_reply(x->s, &rp, -1);
 	}
-	brk_proc_free(x);
+	x->replied = true;
+	if (x->reaped)
+		brk_proc_free(x);
 }
 
 static void
@@ -194,8 +202,10 @@ brk_proc_exit(evutil_socket_t fd, short ev, void *arg)
 		return;
 	event_del(x->ev_exit);
 	event_del(x->ev_status);
+	x->reaped = true;
+	if (!x->exited)
+		x->status = sbx_wait_status(ws);
 	x->exited = true;
-	x->status = sbx_wait_status(ws);
 	/* Whatever is still in the pipes arrives before EOF. */
 	if (!x->out_eof)
 		brk_proc_read(x, x->p.stdout_fd, x->out, &x->nout, &x->out_eof, x->ev_out);
@@ -209,13 +219,33 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 {
 	struct brk_proc *x = arg;
 	char why[512] = "";
-	int r;
+	int r, code;
 
 	(void)fd;
 	(void)ev;
+	if (x->ready) {
+		/* The exit report: the answer need not wait for the teardown. */
+		if ((r = sbx_exit_report(&x->p, &code)) == CB_EBUSY)
+			return;
+		event_del(x->ev_status);
+		if (r == 0 && !x->exited) {
+			x->exited = true;
+			x->status = code;
+			if (!x->out_eof)
+				brk_proc_read(x, x->p.stdout_fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+			if (!x->err_eof)
+				brk_proc_read(x, x->p.stderr_fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+			brk_proc_maybe_done(x);
+		}
+		return;
+	}
 	r = sbx_spawn_finish(&x->p, why, sizeof(why));
 	if (r == CB_EBUSY)
 		return;
+	if (r == 0) {
+		x->ready = true;
+		return;
+	}
 	event_del(x->ev_status);
 	if (r != 0)
 		cb_ignore(brk_audit_sbx(x->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
@@ -457,7 +487,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
 	cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = id, .argv = argv, .binds = binds,
 		.nbinds = brk_proc_visible(s, q->argv[0], binds, ids, store), .broker_fd = -1,
-		.limits = budget };
+		.limits = budget, .report_exit = true };
 	if (!(x = brk_proc_new(s, q, h, &cfg.limits))) {
 		brk_deny(s, q, CB_ENOMEM, q->argv[0], h->tok->c.id, NULL);
 		return;
@@ -507,6 +537,6 @@ void
 brk_proc_kill_all(struct brk_sbx *s)
 {
 	for (struct brk_proc *x = s->procs; x; x = x->next)
-		if (!x->exited)
+		if (!x->reaped)
 			cb_ignore(sbx_kill(&x->p));
 }

@@ -103,7 +103,7 @@ brk_pool_main(void *arg)
 		pthread_mutex_unlock(&pl->mu);
 		cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = BRK_POOL_ID,
 			.broker_fd = -1, .limits = e->lim, .binds = e->binds, .nbinds = e->nb,
-			.bind_ids = e->ids, .pool = true };
+			.bind_ids = e->ids, .report_exit = true, .pool = true };
 		e->rc = sbx_spawn_start(&cfg, &e->p);
 		e->err = errno;
 		pthread_mutex_lock(&pl->mu);
@@ -348,7 +348,7 @@ brk_pool_fits(const struct sbx_config *cfg)
 	if (cfg->tier != SBX_TIER_LOW || cfg->nbinds > BRK_POOL_BINDS || cfg->nmounts != 0 ||
 	    cfg->nexec_allow != 0 || cfg->broker_fd >= 0 || cfg->want_pty ||
 	    cfg->mediate_connect || cfg->capcall_path || cfg->pylib_dir || cfg->hosts_dir ||
-	    cfg->pool || cfg->argv == NULL)
+	    cfg->pool || cfg->argv == NULL || !cfg->report_exit)
 		return false;
 	/* proc.exec's binds: read-only, each at its own path, opened as us. */
 	for (size_t i = 0; i < cfg->nbinds; i++)

@@ -605,6 +605,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 		rc |= arg(a, "--pty");
 	if (cfg->mediate_connect && cfg->tier != SBX_TIER_LOW)
 		rc |= arg(a, "--notify");
+	if (cfg->report_exit)
+		rc |= arg(a, "--report-exit");
 	if (cfg->chdir != NULL) {
 		rc |= arg(a, "--chdir");
 		rc |= arg(a, cfg->chdir);
@@ -950,6 +952,26 @@ int
 sbx_spawn_finish(struct sbx_proc *p, char *why, size_t whylen)
 {
 	return read_report(p, "ready", why, whylen);
+}
+
+int
+sbx_exit_report(struct sbx_proc *p, int *status)
+{
+	char buf[64];
+	ssize_t n;
+	int fd, code;
+
+	n = recv_report(p->status_fd, buf, sizeof(buf) - 1, &fd);
+	close_fd(&fd);
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return CB_EBUSY;
+	if (n <= 0)
+		return CB_EINTERNAL;
+	buf[n] = '\0';
+	if (sscanf(buf, "exit %d", &code) != 1 || code < 0 || code > 255)
+		return CB_EINTERNAL;
+	*status = code;
+	return 0;
 }
 
 int

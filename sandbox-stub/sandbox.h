@@ -144,6 +144,9 @@ struct sbx_config {
 					 * connect() fails (ENOSYS) in those tiers */
 	struct sbx_src_id *bind_ids;	/* optional, nbinds entries: filled by
 					 * sbx_spawn_start with what it opened */
+	bool report_exit;		/* report the agent's exit status on status_fd
+					 * as soon as it exits (sbx_exit_report), before
+					 * the sandbox is torn down */
 	bool pool;			/* build everything but the agent and wait for
 					 * sbx_pool_handover(); argv is NULL then and id
 					 * a placeholder (docs/sandbox.md, "The warm
@@ -209,6 +212,12 @@ int sbx_pool_finish(struct sbx_proc *p, char *why, size_t whylen) CB_WARN_UNUSED
  * sbx_spawn_finish() as after sbx_spawn_start().  0, CB_EINVAL (cfg),
  * CB_ETOOBIG, CB_EIO (the sandbox is gone: kill and reap it). */
 int sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg) CB_WARN_UNUSED;
+
+/* With cfg->report_exit, after "ready": read the agent's exit report from
+ * status_fd.  0 with *status as sbx_wait_status() would give it, CB_EBUSY
+ * if it is not there yet, CB_EINTERNAL when the sandbox ended without one
+ * (killed, timed out: reap it and use its status instead). */
+int sbx_exit_report(struct sbx_proc *p, int *status) CB_WARN_UNUSED;
 
 /* sbx_spawn_start() and sbx_spawn_finish() with a blocking wait between them
  * (for programs without an event loop).  On failure *out is closed. */

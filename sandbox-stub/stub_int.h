@@ -69,6 +69,8 @@ struct stub_cfg {
 	bool notify;			/* --notify: the listener goes to the broker */
 	bool pool;			/* --pool: wait for the hand-over (argv and the
 					 * per-exec options) before the agent starts */
+	bool report_exit;		/* --report-exit: "exit N" on the status socket
+					 * when the agent exits */
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */

@@ -146,7 +146,7 @@ enum {
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
-	OPT_POOL,
+	OPT_POOL, OPT_REPORT_EXIT,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -190,6 +190,7 @@ static const struct option stub_opts[] = {
 	{ "pty", no_argument, NULL, OPT_PTY },
 	{ "notify", no_argument, NULL, OPT_NOTIFY },
 	{ "pool", no_argument, NULL, OPT_POOL },
+	{ "report-exit", no_argument, NULL, OPT_REPORT_EXIT },
 	{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "nproc", required_argument, NULL, OPT_NPROC },
@@ -407,6 +408,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_POOL:
 			c->pool = true;
+			break;
+		case OPT_REPORT_EXIT:
+			c->report_exit = true;
 			break;
 		case OPT_HOSTS:
 			parse_src(c, argc, argv, "--hosts-fd", &c->hosts_src);
@@ -1113,7 +1117,8 @@ pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
 	} else {
 		(void)!write(STUB_FD_STATUS, ready, strlen(ready));
 	}
-	close(STUB_FD_STATUS);
+	if (!c->report_exit)
+		close(STUB_FD_STATUS);
 	/* The agent's stdio is the agent's: its end-of-file must reach the
 	 * broker when the agent closes it, not when pid 1 exits. */
 	close(STDIN_FILENO);
@@ -1150,8 +1155,13 @@ pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
 		while (read(sfd, &si, sizeof(si)) > 0)
 			;
 		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (p == agent)
+			if (p == agent) {
+				/* --report-exit: the broker may answer now, not
+				 * after the namespaces are torn down. */
+				if (c->report_exit)
+					(void)!dprintf(STUB_FD_STATUS, "exit %d\n", exit_code(st));
 				kill_all_and_exit(exit_code(st));
+			}
 		}
 	}
 }
