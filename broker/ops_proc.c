@@ -83,7 +83,8 @@ brk_proc_free(struct brk_proc *x)
 	free(x->in);
 	free(x->out);
 	free(x->err);
-	x->s->inflight--;
+	if (!x->replied)
+		x->s->inflight--;
 	brk_sbx_release(x->s);
 	free(x);
 }
@@ -108,6 +109,10 @@ brk_proc_maybe_done(struct brk_proc *x)
 		rp.trunc = x->trunc;
 		brk_reply(x->s, &rp, -1);
 	}
+	/* Answered: no longer in flight, nor using the sandbox's budget (its
+	 * program is gone; the rest of it goes with the teardown). */
+	if (!x->replied)
+		x->s->inflight--;
 	x->replied = true;
 	if (x->reaped)
 		brk_proc_free(x);
@@ -318,7 +323,10 @@ brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
 	struct sbx_limits used = { 0 };
 	size_t n = 0;
 
-	for (struct brk_proc *x = s->procs; x; x = x->next, n++) {
+	for (struct brk_proc *x = s->procs; x; x = x->next) {
+		if (x->replied)
+			continue;
+		n++;
 		used.mem_bytes += x->lim.mem_bytes;
 		used.nproc += x->lim.nproc;
 		used.cpu_secs += x->lim.cpu_secs;
