@@ -143,11 +143,11 @@ struct brk_fss {
 /* ---- the workspace token ------------------------------------------- */
 
 /* Mint a token for the whole tree dir (fs.read, fs.list, fs.write and
- * fs.delete on dir/ **, each only inside the ceiling) and hold it.  *minted
- * says whether any capability was inside the ceiling. */
+ * fs.delete on dir/ **, each only inside the ceiling) and hold it; none
+ * when no capability is inside the ceiling.  what names the tree in why. */
 static int
-brk_fss_tree_token(struct brk_sbx *s, const char *dir, const char *what, uint64_t now,
-    uint64_t ttl, const char *actor, bool *minted, char *why, size_t whylen)
+brk_fss_tree_token(struct brk_sbx *s, const char *dir, const char *what,
+    const struct brk_fss_mint *m, char *why, size_t whylen)
 {
 	static const char *const ops[] = { "fs.read", "fs.list", "fs.write", "fs.delete" };
 	struct cap *caps[4] = { NULL };
@@ -157,7 +157,6 @@ brk_fss_tree_token(struct brk_sbx *s, const char *dir, const char *what, uint64_
 	uint32_t th;
 	int r = 0;
 
-	*minted = false;
 	for (size_t i = 0; i < 4; i++) {
 		char spec[CAP_STR_MAX + 32];
 
@@ -181,13 +180,13 @@ brk_fss_tree_token(struct brk_sbx *s, const char *dir, const char *what, uint64_
 	if (n == 0)
 		goto out;
 	if ((r = brk_tok_mint(s->b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = n,
-	    .nbf = now, .exp = now + ttl, .by = actor ? actor : "broker" }, &text, id)) != 0) {
+	    .nbf = m->now, .exp = m->now + m->ttl, .by = m->actor ? m->actor : "broker" }, &text,
+	    id)) != 0) {
 		snprintf(why, whylen, "%s token: %s", what, brk_decide_why(s->b, r));
 		goto out;
 	}
 	if ((r = brk_held_add(s, text, strlen(text), true, &th)) != 0)
 		snprintf(why, whylen, "%s token: %s", what, cb_strerror(r));
-	*minted = r == 0;
 out:
 	free(text);
 	for (size_t i = 0; i < 4; i++)
@@ -196,11 +195,10 @@ out:
 }
 
 int
-brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, uint64_t now, uint64_t ttl,
-    const char *actor, char *why, size_t whylen)
+brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, const struct brk_fss_mint *m,
+    char *why, size_t whylen)
 {
 	const struct pol_tier *tier = pol_tier_get(s->pol->pol, s->tier_name);
-	bool minted;
 
 	if (s->stier == SBX_TIER_LOW || !(serve_workspace || (tier && pol_tier_workspace(tier))) ||
 	    strcmp(s->workspace, "/") == 0)
@@ -211,8 +209,7 @@ brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, uint64_t now, uint64_
 		for (size_t k = 0; k < s->held[i].tok->c.ncaps; k++)
 			if (cap_op_is_fs(s->held[i].tok->c.caps[k]->op))
 				return 0;
-	return brk_fss_tree_token(s, s->workspace, "workspace", now, ttl, actor, &minted, why,
-	    whylen);
+	return brk_fss_tree_token(s, s->workspace, "workspace", m, why, whylen);
 }
 
 /* ---- the grant snapshot (loop thread) ------------------------------- */
@@ -852,16 +849,16 @@ brk_fss_rw_candidate(const struct brk_sbx *s, const struct sbx_bind *bd)
 static int
 brk_fss_rw_tokens(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
-	uint64_t now = st_now(s->b->st);
-	bool minted;
+	/* It lives as long as the sandbox may. */
+	struct brk_fss_mint m = { .now = st_now(s->b->st),
+		.ttl = s->wall ? s->wall : SBX_DEFAULT_WALL_SECS, .actor = "broker" };
 	int r;
 
 	for (size_t i = 0; i < cfg->nbinds; i++) {
 		if (!brk_fss_rw_candidate(s, &cfg->binds[i]))
 			continue;
-		/* It lives as long as the sandbox may. */
-		if ((r = brk_fss_tree_token(s, cfg->binds[i].src, "writable bind", now,
-		    s->wall ? s->wall : SBX_DEFAULT_WALL_SECS, "broker", &minted, why, whylen)) != 0)
+		if ((r = brk_fss_tree_token(s, cfg->binds[i].src, "writable bind", &m, why,
+		    whylen)) != 0)
 			return r;
 	}
 	return 0;

@@ -34,8 +34,12 @@ struct brk_fss;
  * fs.delete on WORKSPACE/ ** (which covers WORKSPACE itself), each only if
  * inside the tier's ceiling (a policy narrows them there).  0, or an error
  * with a sentence in why. */
-int brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, uint64_t now, uint64_t ttl,
-    const char *actor, char *why, size_t whylen) CB_WARN_UNUSED;
+struct brk_fss_mint {
+	uint64_t now, ttl;	/* valid from now for ttl seconds */
+	const char *actor;	/* on whose word (NULL: "broker") */
+};
+int brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, const struct brk_fss_mint *m,
+    char *why, size_t whylen) CB_WARN_UNUSED;
 
 /* In brk_sbx_create, before the spawn: start serving every tree the
  * sandbox's tokens cover (the workspace; the root of every fs.* grant),

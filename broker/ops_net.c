@@ -195,18 +195,31 @@ brk_net_connected(evutil_socket_t fd, short ev, void *arg)
 	brk_net_free(n);
 }
 
+/* One resolved address to judge, and what it is judged against. */
+struct brk_net_ask {
+	struct brk_held *presented;	/* the token presented, or NULL: any held */
+	const char *hostname;
+	int port;
+	const struct cap_addr *addr;
+	const struct pol_net_prefix *host;	/* the host's own addresses */
+	size_t nhost;
+	/* what the never rules' host names resolved to (pol_inst_never_match_net) */
+	const struct pol_never_addrs *na;
+	size_t nna;
+};
+
 /* Judge one resolved address: some valid token (the presented one, or any
  * held) with a capability inside the ceiling that covers it and that the
  * policy's never-reachable ranges do not refuse.  On failure, the first
  * reason met.  The one judgment of net.connect: the explicit operation
- * and the mediated connect() (notify.c) both come here.  na[0..nna): what
- * the never rules' host names resolved to (pol_inst_never_match_net). */
+ * and the mediated connect() (notify.c) both come here. */
 static int
-brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostname, int port,
-    const struct cap_addr *a, const struct pol_net_prefix *host, size_t nhost,
-    const struct pol_never_addrs *na, size_t nna, struct brk_held **out)
+brk_net_judge(struct brk_sbx *s, const struct brk_net_ask *q, struct brk_held **out)
 {
-	struct cap_req r = { .op = CAP_NET_CONNECT, .host = hostname, .port = port, .addr = a };
+	struct brk_held *presented = q->presented;
+	const struct cap_addr *a = q->addr;
+	struct cap_req r = { .op = CAP_NET_CONNECT, .host = q->hostname, .port = q->port,
+		.addr = a };
 	int first = CB_ENOTCOVERED;
 
 	*out = NULL;
@@ -225,14 +238,15 @@ brk_net_judge(struct brk_sbx *s, struct brk_held *presented, const char *hostnam
 			if (!cap_match(c, &r))
 				continue;
 			if (!(h->in_ceiling & (1u << j)) ||
-			    (h->tok->c.elevated && pol_inst_never_match_net(s->inst, &r, na, nna))) {
+			    (h->tok->c.elevated &&
+			     pol_inst_never_match_net(s->inst, &r, q->na, q->nna))) {
 				if (first == CB_ENOTCOVERED) {
 					first = CB_EPOLICY;
 					*out = h;
 				}
 				continue;
 			}
-			if (pol_net_blocked_host(s->pol->pol, a, c, host, nhost)) {
+			if (pol_net_blocked_host(s->pol->pol, a, c, q->host, q->nhost)) {
 				if (first == CB_ENOTCOVERED || first == CB_EPOLICY) {
 					first = CB_ENETBLOCKED;
 					*out = h;
@@ -257,7 +271,8 @@ brk_net_check(struct brk_sbx *s, struct brk_held *presented, const char *hostnam
 	*out = NULL;
 	if ((e = brk_hostaddr_get(s->b, &host, &nhost)) != 0)
 		return e;
-	return brk_net_judge(s, presented, hostname, port, a, host, nhost, NULL, 0, out);
+	return brk_net_judge(s, &(struct brk_net_ask){ .presented = presented,
+	    .hostname = hostname, .port = port, .addr = a, .host = host, .nhost = nhost }, out);
 }
 
 /* The first never name that could not be resolved, or NULL. */
@@ -282,8 +297,10 @@ brk_net_choose(struct brk_net *n, const struct pol_net_prefix *host, size_t nhos
 
 	for (size_t i = 0; i < n->naddr; i++) {
 		struct brk_held *h = NULL;
-		int r = brk_net_judge(s, n->presented ? &s->held[n->th] : NULL, n->host, n->port,
-		    &n->addr[i], host, nhost, n->na, n->nnever, &h);
+		int r = brk_net_judge(s, &(struct brk_net_ask){
+		    .presented = n->presented ? &s->held[n->th] : NULL, .hostname = n->host,
+		    .port = n->port, .addr = &n->addr[i], .host = host, .nhost = nhost, .na = n->na,
+		    .nna = n->nnever }, &h);
 		char at[INET6_ADDRSTRLEN];
 
 		if (r == 0) {

@@ -742,17 +742,26 @@ brk_sbx_binds(const struct brk_sbx_spec *spec, const struct pol_tier *tier, stru
 	return 0;
 }
 
+/* What a sandbox is started with, once placed and its binds opened. */
+struct brk_spawn {
+	const struct brk_sbx_spec *spec;
+	const struct pol_tier *tier;
+	const struct brk_binds *binds;
+	int agent_fd;			/* the agent's end of the channel */
+};
+
 /* Start the agent in its sandbox: the tier's rules and limits (--timeout
  * may shorten the tier's wall clock, never lengthen it), the binds, the
  * agent's end of the channel. */
 static int
-brk_sbx_spawn(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct pol_tier *tier,
-    const struct brk_binds *bb, int agent_fd, char *why, size_t whylen)
+brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t whylen)
 {
+	const struct brk_sbx_spec *spec = sp->spec;
+	const struct pol_tier *tier = sp->tier;
 	const struct pol_limits *lim = pol_tier_limits(tier);
 	struct sbx_config cfg = {
-		.tier = s->stier, .id = s->id, .argv = spec->argv, .binds = bb->v,
-		.nbinds = bb->n, .broker_fd = agent_fd,
+		.tier = s->stier, .id = s->id, .argv = spec->argv, .binds = sp->binds->v,
+		.nbinds = sp->binds->n, .broker_fd = sp->agent_fd,
 		.capcall_path = s->b->capcall_path[0] ? s->b->capcall_path : NULL,
 		.pylib_dir = s->b->pylib_dir[0] ? s->b->pylib_dir : NULL,
 		.want_pty = spec->want_pty, .chdir = spec->chdir,
@@ -854,11 +863,13 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		goto out;
 	brk_join_argv(spec->argv, &s->command);
 	if ((r = brk_sbx_grants(s, spec, now, why, whylen)) != 0 ||
-	    (r = brk_fss_workspace(s, spec->serve_workspace, now,
-		spec->ttl ? spec->ttl : pol_default_ttl(b->pol), spec->actor, why, whylen)) != 0 ||
+	    (r = brk_fss_workspace(s, spec->serve_workspace, &(struct brk_fss_mint){ .now = now,
+		.ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol), .actor = spec->actor },
+		why, whylen)) != 0 ||
 	    (r = brk_sbx_channel(s, &agent_fd, why, whylen)) != 0 ||
 	    (r = brk_sbx_binds(spec, tier, &bb, why, whylen)) != 0 ||
-	    (r = brk_sbx_spawn(s, spec, tier, &bb, agent_fd, why, whylen)) != 0 ||
+	    (r = brk_sbx_spawn(s, &(struct brk_spawn){ .spec = spec, .tier = tier, .binds = &bb,
+		.agent_fd = agent_fd }, why, whylen)) != 0 ||
 	    (r = brk_sbx_watch(s)) != 0)
 		goto out;
 	{

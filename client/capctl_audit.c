@@ -284,10 +284,16 @@ ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_af
 	return CTL_OK;
 }
 
+/* A verification's report, the broker's (its audit-verify reply) or our
+ * own offline one in the same shape. */
 static int
-ctl_verify_print(struct ctl *c, bool intact, const char *problem, uint64_t line, uint64_t lines,
-    uint64_t checkpoints, uint64_t unsealed, const char *what, const char *path, bool offline)
+ctl_verify_print(struct ctl *c, const struct wire_adm_rep *v, bool offline)
 {
+	bool intact = v->intact;
+	const char *problem = v->problem, *what = v->what, *path = v->path;
+	uint64_t line = v->line, lines = v->lines, checkpoints = v->checkpoints;
+	uint64_t unsealed = v->unsealed;
+
 	if (c->json) {
 		ctl_json(c, json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "intact", intact,
 		    "problem", J(problem), "line", (json_int_t)line, "lines", (json_int_t)lines,
@@ -366,8 +372,10 @@ ctl_offline_verify(struct ctl *c)
 			printf("NOT INTACT (missing): the audit log is gone\n");
 		goto out;
 	}
-	code = ctl_verify_print(c, r == 0, aud_problem_name(rep.problem), rep.line, rep.lines,
-	    rep.checkpoints, rep.unsealed, rep.what, path, true);
+	code = ctl_verify_print(c, &(struct wire_adm_rep){ .intact = r == 0,
+	    .problem = aud_problem_name(rep.problem), .line = rep.line, .lines = rep.lines,
+	    .checkpoints = rep.checkpoints, .unsealed = rep.unsealed, .what = rep.what,
+	    .path = path }, true);
 out:
 	cap_keyring_free(kr);
 	st_close(st);
@@ -389,8 +397,7 @@ ctl_audit_verify(struct ctl *c)
 	ctl_begin(c, &rq, WIRE_ADM_AUDIT_VERIFY);
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
-	return ctl_verify_print(c, m.intact, m.problem, m.line, m.lines, m.checkpoints, m.unsealed,
-	    m.what, m.path, false);
+	return ctl_verify_print(c, &m, false);
 }
 
 int

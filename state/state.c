@@ -1322,11 +1322,24 @@ st_request_expire(struct st *st, uint64_t now, size_t *n)
 	return rc;
 }
 
-/* Decide a pending request: approve (tok != NULL) or deny. */
+/* A decision on a pending request: approve (tok != NULL) or deny. */
+struct st_req_verdict {
+	uint64_t id;
+	const char *by;
+	uint64_t now;
+	uint64_t ttl;			/* approve: the approved ttl */
+	enum st_scope scope;		/* approve */
+	const struct st_token *tok;	/* approve: the token minted for it */
+	const char *reason;		/* deny: why, or NULL */
+};
+
 static int
-decide(struct st *st, uint64_t id, const char *by, uint64_t now, uint64_t ttl,
-    enum st_scope scope, const struct st_token *tok, const char *reason)
+decide(struct st *st, const struct st_req_verdict *d)
 {
+	uint64_t id = d->id, now = d->now, ttl = d->ttl;
+	const char *by = d->by, *reason = d->reason;
+	enum st_scope scope = d->scope;
+	const struct st_token *tok = d->tok;
 	struct st_request *r = NULL;
 	sqlite3_stmt *s = NULL;
 	size_t done = 0;
@@ -1395,13 +1408,15 @@ st_request_approve(struct st *st, uint64_t id, const char *by, uint64_t now,
 {
 	if (tok == NULL)
 		return CB_EINVAL;
-	return decide(st, id, by, now, approved_ttl, scope, tok, NULL);
+	return decide(st, &(struct st_req_verdict){ .id = id, .by = by, .now = now,
+	    .ttl = approved_ttl, .scope = scope, .tok = tok });
 }
 
 int
 st_request_deny(struct st *st, uint64_t id, const char *by, uint64_t now, const char *reason)
 {
-	return decide(st, id, by, now, 0, ST_SCOPE_ONCE, NULL, reason);
+	return decide(st, &(struct st_req_verdict){ .id = id, .by = by, .now = now,
+	    .scope = ST_SCOPE_ONCE, .reason = reason });
 }
 
 /* ---- audit head ---------------------------------------------------- */
