@@ -11,11 +11,9 @@
  */
 #include "broker/core.h"
 #include "broker/budget.h"
-#include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/chan.h"
 #include "broker/commit.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 
 #include <errno.h>
@@ -203,7 +201,7 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 		    .op = "request", .resource = p->cap->text, .actor = "agent",
 		    .detail = detail }));
 	}
-	brk_admin_notify(b, p->rid);
+	b->request_arrived(b, p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
 		brk_tty_prompt_next(b);
 }

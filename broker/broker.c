@@ -494,6 +494,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	b->opts = *o;
 	b->chan_closed = brk_sbx_close_channel;
 	b->tokens_changed = brk_fss_refresh;
+	b->sbx_free = brk_sbx_free;
+	b->request_arrived = brk_admin_notify;
 	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);

@@ -213,12 +213,19 @@ struct brk {
 	struct brk_pending *tty_current;
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
 	struct brk_pool *pool;		/* pre-built proc.exec sandboxes (pool.c), or NULL */
-	/* A channel had to close (chan.c cannot call up into sbx.c):
+	/* The calls up, set by brk_new, so that no file calls one above it
+	 * (docs/architecture.md).  A channel had to close (chan.c):
 	 * brk_sbx_close_channel. */
 	void (*chan_closed)(struct brk_sbx *s, const char *why);
 	/* A sandbox's token table changed (tokens.c tells; set to
 	 * brk_fss_refresh by brk_new: its file server's grant snapshot). */
 	void (*tokens_changed)(struct brk_sbx *s);
+	/* The last reference to a dead sandbox went (brk_sbx_release):
+	 * brk_sbx_free. */
+	void (*sbx_free)(struct brk_sbx *s);
+	/* An elevation request arrived (approval.c): brk_admin_notify, which
+	 * tells the admin connections that watch. */
+	void (*request_arrived)(struct brk *b, uint64_t rid);
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
 	bool stopping;
@@ -235,6 +242,23 @@ brk_audit(struct brk *b, const struct aud_rec *r)
 {
 	if (b->aud)
 		cb_ignore(aud_append(b->aud, r));
+}
+
+/* A reference on s: whatever keeps a sandbox across events (the read
+ * loop, a DNS lookup, a proc.exec child, a waiting request, the connect
+ * notifier) holds one, so s outlives its channel until the last is
+ * released; the last release of a dead sandbox frees it (b->sbx_free). */
+static inline void
+brk_sbx_hold(struct brk_sbx *s)
+{
+	s->refs++;
+}
+
+static inline void
+brk_sbx_release(struct brk_sbx *s)
+{
+	if (--s->refs == 0 && s->dead && (!s->spawned || s->exited))
+		s->b->sbx_free(s);
 }
 
 #endif

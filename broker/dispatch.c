@@ -13,7 +13,6 @@
 #include "broker/chan.h"
 #include "broker/dispatch.h"
 #include "broker/ops.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 
 #include <event2/event.h>

@@ -31,7 +31,6 @@
 #include "broker/core.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 #include "broker/work.h"
 

@@ -32,7 +32,6 @@
 #include "broker/chan.h"
 #include "broker/hostaddr.h"
 #include "broker/ops.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 #include "broker/work.h"
 

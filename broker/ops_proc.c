@@ -23,7 +23,6 @@
 #include "broker/chan.h"
 #include "broker/ops.h"
 #include "broker/pool.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 
 #include <errno.h>
@@ -547,4 +546,15 @@ brk_proc_kill_all(struct brk_sbx *s)
 	for (struct brk_proc *x = s->procs; x; x = x->next)
 		if (!x->reaped)
 			cb_ignore(sbx_kill(&x->p));
+}
+
+/* Here, beside the kill of its children, rather than in sbx.c: the
+ * connect notifier (notify.c), below sbx.c, kills a sandbox too. */
+void
+brk_sbx_kill(struct brk_sbx *s, const char *actor)
+{
+	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id, .op = "kill",
+	    .actor = actor });
+	if (s->spawned && !s->exited)
+		sbx_kill(&s->proc);
 }

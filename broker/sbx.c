@@ -35,12 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void
-brk_sbx_hold(struct brk_sbx *s)
-{
-	s->refs++;
-}
-
 /* A sandbox is done with its policy: free it if a reload has replaced it
  * and no other sandbox uses it. */
 static void
@@ -54,13 +48,6 @@ brk_pol_release(struct brk *b, struct brk_pol *bp)
 		pol_free(bp->pol);
 		free(bp);
 	}
-}
-
-void
-brk_sbx_release(struct brk_sbx *s)
-{
-	if (--s->refs == 0 && s->dead && (!s->spawned || s->exited))
-		brk_sbx_free(s);
 }
 
 struct brk_sbx *
@@ -230,15 +217,6 @@ brk_sbx_ran_out(const struct brk_sbx *s)
 {
 	return s->exited && s->exit_code == SBX_EXIT_TIMEOUT && s->wall &&
 	    cb_now() + 1 >= s->started_at + s->wall;
-}
-
-void
-brk_sbx_kill(struct brk_sbx *s, const char *actor)
-{
-	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id, .op = "kill",
-	    .actor = actor });
-	if (s->spawned && !s->exited)
-		sbx_kill(&s->proc);
 }
 
 static void brk_sbx_status(evutil_socket_t fd, short ev, void *arg);

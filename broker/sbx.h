@@ -11,9 +11,6 @@ struct brk_sbx *brk_sbx_find(struct brk *b, const char *id);
 /* The sentence for "WHAT exceeds the ceiling of tier T", listing what the
  * tier's ceiling does allow (cut with "..." when it does not fit). */
 void brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t whylen);
-void brk_sbx_hold(struct brk_sbx *s);
-void brk_sbx_release(struct brk_sbx *s);
-
 
 /* The channel is gone (the agent closed it, or it misbehaved): the
  * sandbox is ended.  Set as brk.chan_closed. */

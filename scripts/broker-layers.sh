@@ -5,6 +5,11 @@
 #  - the channel (chan.c) calls no handler, no dispatcher and nothing that
 #    owns a sandbox (it reports a closed channel through brk.chan_closed);
 #  - a handler (ops_*.c) never calls the dispatcher back;
+#  - nothing below the sandbox's owner (sbx.c) or the admin socket
+#    (admin.c) calls them: the dispatcher, the handlers, the approvals, the
+#    connect notifier, /etc/hosts and the file server reach them only
+#    through the callbacks brk_new sets (core.h: chan_closed, sbx_free,
+#    request_arrived, tokens_changed);
 #  - the leaves (commit.c, budget.c, hostaddr.c, work.c, tokens.c) call
 #    nothing above them.
 # Prints one line per broken rule and exits 1; exits 0 when all hold.
@@ -41,6 +46,9 @@ forbid service.c $private
 forbid chan.c dispatch.h ops.h sbx.h approval.h admin.h tokens.h commit.h work.h fs_served.h
 for f in "$b"/ops_*.c; do
 	[ -f "$f" ] && forbid "$(basename "$f")" dispatch.h admin.h
+done
+for f in dispatch.c approval.c notify.c hosts.c fs_served.c "$b"/ops_*.c; do
+	forbid "$(basename "$f")" sbx.h admin.h
 done
 for f in commit.c budget.c hostaddr.c work.c; do
 	forbid "$f" chan.h dispatch.h ops.h tokens.h sbx.h approval.h admin.h fs_served.h

@@ -25,4 +25,15 @@ cp "$CB_TOP/broker/main.c" "$C/broker/main.c"
 
 printf '  #  include "broker/dispatch.h"\n' >>"$C/broker/ops_fs.c"
 t_exit "a handler calling the dispatcher back fails the check" 1 "${check[@]}" "$C"
+cp "$CB_TOP/broker/ops_fs.c" "$C/broker/ops_fs.c"
+
+for f in approval.c notify.c; do
+	printf '#include "broker/sbx.h"\n#include "broker/admin.h"\n' >>"$C/broker/$f"
+	t_exit "$f calling up into the sandbox's owner or the admin socket fails the check" 1 \
+		"${check[@]}" "$C"
+	t_match "... and names the first" "$(cat "$T_TMP/out")" "^broker/$f includes broker/sbx.h$"
+	t_match "... and the second" "$(cat "$T_TMP/out")" "^broker/$f includes broker/admin.h$"
+	cp "$CB_TOP/broker/$f" "$C/broker/$f"
+done
+t_ok "the copy, restored, passes again" "${check[@]}" "$C"
 t_done
