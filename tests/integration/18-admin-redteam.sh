@@ -19,21 +19,6 @@ mkdir -p "$W"
 echo "data" >"$W/f.txt"
 err() { cat "$T_TMP/err"; }
 mode() { stat -c %a "$1"; }
-pending_rid() { # CAP: rid of the pending request for CAP, waiting for it
-	local i r
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == sys.argv[2]] + [""])[0]' "$1" 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
-# jget with extra arguments (sys.argv[2:]) for values that must not be
-# pasted into Python source
-jget() { "$PYTHON" -c 'import json, sys
-d = json.load(sys.stdin)
-print(eval(sys.argv[1]))' "$@"; }
 
 srv_start "$S"
 agent_start a1 --tier medium --workspace "$W"

@@ -14,16 +14,6 @@ S="$T_TMP/st"
 mkdir -p "$W"
 HOST=$(cat /etc/hostname)
 err() { cat "$T_TMP/err"; }
-pending_rid() { # CAP: rid of the pending request for CAP, waiting for it
-	local i
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == "'"$1"'"] + [""])[0]' 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 tok_of() { # JSON list entry of the newest elevated token of sandbox $1
 	"$CTL" --state "$S" --json list --sandbox "$1" | jget '[t for t in d if t["elevated"]][-1]'
 }

@@ -22,16 +22,6 @@ SHOWN='a\\u202etxt.dwssap\\u2069b\\u2066c\\u200bd\\u2028e\\ufefff\\U000e0041g\\u
 raw_free() {
 	! grep -qaF -e "$RLO" -e "$LRI" -e "$PDI" -e "$ZWSP" -e "$LS" -e "$BOM" -e "$TAG" -e "$NEL" "$1"
 }
-pending_rid() { # CAP: rid of the pending request for CAP, waiting for it
-	local i r
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == "'"$1"'"] + [""])[0]' 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 
 srv_start "$S"
 # The sandbox's command line is the launcher's choice, shown to approvers.
@@ -60,33 +50,7 @@ wait "$APID_INV"
 t_is "the agent was denied (77)" "$?" 77
 
 # -- the tty prompt of capbroker run --------------------------------------------------
-cat >"$T_TMP/ptydrive.py" <<'PY'
-# ptydrive.py ANSWER CMD...: run CMD on a new pseudo-terminal, answer the
-# first "Approve?" with ANSWER, print what the terminal showed.
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-out, answered, deadline = b"", False, time.time() + 60
-while time.time() < deadline:
-    r, _, _ = select.select([fd], [], [], 0.2)
-    if not r:
-        continue
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-    if not answered and b"Approve?" in out:
-        answered = True
-        time.sleep(0.1)
-        os.write(fd, (sys.argv[1] + "\n").encode())
-os.waitpid(pid, 0)
-sys.stdout.buffer.write(out)
-PY
-"$PYTHON" "$T_TMP/ptydrive.py" n /bin/sh -c 'exec "$@" </dev/null' sh \
+pty_drive n /bin/sh -c 'exec "$@" </dev/null' sh \
 	"$CB" run --state "$T_TMP/s2" --approve tty --tier medium --workspace "$W" --id tty1 -- \
 	/bin/sh -c "capcall request fs.read:/etc/hostname --ttl 5 --reason '$REASON'" >"$T_TMP/tty.out" 2>&1
 t_ok "the tty prompt showed the request" grep -q "Approve?" "$T_TMP/tty.out"

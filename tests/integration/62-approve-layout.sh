@@ -35,16 +35,6 @@ short() { # FILE PREFIX
 	l=${l#*"$2"}
 	[ -n "$l" ] && [ "${#l}" -le 200 ]
 }
-pending_rid() { # CAP: rid of the pending request for CAP, waiting for it
-	local i r
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == "'"$1"'"] + [""])[0]' 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 
 srv_start "$S"
 printf '%s' "$REASON" >"$T_TMP/reason"
@@ -72,33 +62,7 @@ wait "$APID_LAY"
 t_is "the agent was denied (77)" "$?" 77
 
 # -- the tty prompt of capbroker run --------------------------------------------------
-cat >"$T_TMP/ptydrive.py" <<'PY'
-# ptydrive.py ANSWER CMD...: run CMD on a new pseudo-terminal, answer the
-# first "Approve?" with ANSWER, print what the terminal showed.
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-out, answered, deadline = b"", False, time.time() + 60
-while time.time() < deadline:
-    r, _, _ = select.select([fd], [], [], 0.2)
-    if not r:
-        continue
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        break
-    if not data:
-        break
-    out += data
-    if not answered and b"Approve?" in out:
-        answered = True
-        time.sleep(0.1)
-        os.write(fd, (sys.argv[1] + "\n").encode())
-os.waitpid(pid, 0)
-sys.stdout.buffer.write(out)
-PY
-"$PYTHON" "$T_TMP/ptydrive.py" n /bin/sh -c 'exec "$@" </dev/null' sh \
+pty_drive n /bin/sh -c 'exec "$@" </dev/null' sh \
 	"$CB" run --state "$T_TMP/s2" --approve tty --tier medium --workspace "$W" --id tty1 \
 	--setenv R "$REASON" -- /bin/sh -c 'capcall request fs.read:/etc/hostname --ttl 5 --reason "$R"' \
 	>"$T_TMP/tty.out" 2>&1

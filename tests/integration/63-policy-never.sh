@@ -31,19 +31,6 @@ t_ok "the policy is valid" "$CB" check-policy "$T_TMP/never.conf"
 srv_start "$S" --policy "$T_TMP/never.conf"
 agent_start a1 --tier medium --workspace "$T_TMP/ws"
 pending_count() { "$CTL" --state "$S" --json pending | jget 'len(d)'; }
-pending_rid() { # CAP
-	local i r
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == sys.argv[2]] + [""])[0]' "$1" 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
-jget() { "$PYTHON" -c 'import json, sys
-d = json.load(sys.stdin)
-print(eval(sys.argv[1]))' "$@"; }
 
 for req in "fs.read:$W/secret/fil*" "fs.read:$W/secret/*" "fs.read:$W/*/file" "fs.read:/**" \
 	"fs.read:$W/secret/file"; do

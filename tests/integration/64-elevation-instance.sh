@@ -19,16 +19,6 @@ mkdir -p "$W"
 echo "in the workspace" >"$W/f"
 BIND="$CB_TOP/tests/integration:/t"
 HOST=$(cat /etc/hostname)
-pending_rid() { # CAP
-	local i r
-	for i in $(seq 100); do
-		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
-			jget '([r["rid"] for r in d if r["cap"] == "'"$1"'"] + [""])[0]' 2>/dev/null)
-		[ -n "$r" ] && { echo "$r"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 
 srv_start "$S"
 # -- hole 7: 71 requests under one session approval ------------------------------------

@@ -10,8 +10,16 @@
 #                          (stdout+stderr), ARC = its exit status
 # agent_send ID CMD        the same without waiting (ASEQ = its number);
 #                          agent_wait ID ASEQ [TENTHS] waits for it later
-# jget EXPR                read JSON on stdin, print the Python expression
-#                          EXPR of it (d is the document)
+# jget EXPR [ARG...]       read JSON on stdin, print the Python expression
+#                          EXPR of it (d is the document; ARGs, values that
+#                          must not be pasted into Python source, are
+#                          sys.argv[2:])
+# pending_rid CAP          the id of the pending request for CAP in the
+#                          broker of state $S, waiting up to 10 s for it
+# pty_drive ANSWERS CMD... CMD on a new pseudo-terminal (tests/integration/
+#                          ptydrive.py), each "Approve?" answered with the
+#                          next of the comma-separated ANSWERS; prints what
+#                          the terminal showed, then "EXIT n"
 # Every process started here is killed at exit.
 CTL="$CB_BIN/capctl"
 CB="$CB_BIN/capbroker"
@@ -102,4 +110,17 @@ agent_stop() {
 
 jget() { "$PYTHON" -c 'import json, sys
 d = json.load(sys.stdin)
-print(eval(sys.argv[1]))' "$1"; }
+print(eval(sys.argv[1]))' "$@"; }
+
+pending_rid() {
+	local i r
+	for i in $(seq 100); do
+		r=$("$CTL" --state "$S" --json pending 2>/dev/null |
+			jget '([r["rid"] for r in d if r["cap"] == sys.argv[2]] + [""])[0]' "$1" 2>/dev/null)
+		[ -n "$r" ] && { echo "$r"; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+pty_drive() { "$PYTHON" "$CB_TOP/tests/integration/ptydrive.py" "$@"; }
