@@ -30,7 +30,7 @@ writes of one file reach the disk in order up to its last sync and in any
 subset beyond it, which the three families above bracket; torn writes
 (part of one write) are not modelled (SQLite's WAL frames and the audit
 log's lines carry their own checks for those, tested by
-tests/integration/54-admin-durable.sh).  See docs/state.md.
+tests/integration/58-admin-durable.sh).  See docs/state.md.
 """
 import hashlib
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 63-policy-never.sh - issue 10, hole 3: never rules win.  With a never rule
+# 36-policy-never.sh - issue 10, hole 3: never rules win.  With a never rule
 # for one file before a human rule for everything, a request that merely
 # overlaps the never rule (fs.read:/secret/fil*, fs.read:/**) is refused at
 # once without reaching a human, wherever the never rule stands in the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 54-audit-allowed-flood.sh - red-team finding F5 (issue 10, hole 8 by the
+# 80-audit-allowed-flood.sh - red-team finding F5 (issue 10, hole 8 by the
 # allowed path): every audit byte a sandbox causes is charged to its audit
 # budget, allowed operations too.  Before, one agent doing fs.stat of an
 # 800-byte path in its own workspace in a loop wrote 109 MiB of audit log in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 54-audit-budget.sh - issue 10, hole 8: one agent cannot fill the disk with
+# 81-audit-budget.sh - issue 10, hole 8: one agent cannot fill the disk with
 # audit lines.  On one broker, two hostile agents send denied requests at
 # full speed (one a new path each time, one the same request) while a
 # well-behaved agent reads a file: identical denials are coalesced into

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 54-admin-durable.sh - nothing acknowledged is lost (issue 11): a revoke
+# 58-admin-durable.sh - nothing acknowledged is lost (issue 11): a revoke
 # that failed on a full disk really is written by its retry; issue and
 # retire-key are in the log when acknowledged (kill -9 right after the
 # reply); a state rolled back behind its log (the SQLite WAL deleted, cut or

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 31-policy-file-mode.sh - issue 10, hole 11: a policy file any local user
+# 33-policy-file-mode.sh - issue 10, hole 11: a policy file any local user
 # could rewrite (ceilings, administrators, requestable rules for the next
 # start) is refused like a key file: by check-policy, by `capbroker run` and
 # by `capbroker serve`, which does not start on it.  So is an @include'd

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 71-run-connect-why.sh - `run --connect` tells its user why the sandbox
+# 35-run-connect-why.sh - `run --connect` tells its user why the sandbox
 # could not be set up (a bind source missing, say), as a local `run` does:
 # the broker keeps the stub's one-line reason and sends it with the exit.
 . "$(dirname "$0")/../lib.sh"

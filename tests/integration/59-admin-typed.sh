@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 57-admin-typed.sh - the admin protocol is typed (wire/admin.c): against a
+# 59-admin-typed.sh - the admin protocol is typed (wire/admin.c): against a
 # real `capbroker serve`, a command carrying a key it does not take, a key
 # no command knows, or a field of the wrong type is refused with the
 # message's id and a reason naming the key, and the connection still works.

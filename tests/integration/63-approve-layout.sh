@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 62-approve-layout.sh - the red-team pass over issue 10: an agent's reason
+# 63-approve-layout.sh - the red-team pass over issue 10: an agent's reason
 # can no longer draw a block of its own under the real request.  Before,
 # the one escaper (common/text.c) left combining marks, the spaces
 # U+2000-200A, U+3000, the braille blank U+2800 and long runs of spaces

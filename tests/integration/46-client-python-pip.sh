@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 44-client-python-pip.sh - client/python is a package pip installs into a
+# 46-client-python-pip.sh - client/python is a package pip installs into a
 # virtual environment (offline: Debian's setuptools, wheel and msgpack stand
 # in for PyPI), with its version, its type information and its dependency.
 . "$(dirname "$0")/../lib.sh"

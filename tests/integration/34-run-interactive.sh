@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 64-run-interactive.sh - `capbroker run` started from a terminal (a real
+# 34-run-interactive.sh - `capbroker run` started from a terminal (a real
 # pseudo-terminal driven by Python's pty module): the agent gets a pty of
 # its own and its stdin, so an interactive agent works (a shell reading
 # from the user); ^C reaches the agent and run exits 130; an approval

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 19-broker-service.sh - capbroker serve as a service: the systemd units,
+# 25-broker-service.sh - capbroker serve as a service: the systemd units,
 # socket activation, readiness and reload notification, SIGHUP reloading the
 # policy (new sandboxes only; a bad file keeps the old policy), one broker per
 # state directory, stale admin sockets, the journal.

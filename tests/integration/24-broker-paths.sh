@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 19-broker-paths.sh - every path the broker touches is resolved by the kernel
+# 24-broker-paths.sh - every path the broker touches is resolved by the kernel
 # from a grant's root, bind sources included (issue 10, the path half).
 #
 # Each block is one class of hole that was found open; each assertion failed

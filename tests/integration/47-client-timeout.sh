@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 44-client-timeout.sh - clients never wait forever for a broker that does
+# 47-client-timeout.sh - clients never wait forever for a broker that does
 # not answer (stopped, wedged): capcall (the C library) and the Python
 # module give up after their timeout with the contract's 75 / RequestExpired
 # ('timed-out'); a late reply does not confuse the next call; a SIGSTOPped
