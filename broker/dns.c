@@ -39,7 +39,6 @@
 #include "broker/dns.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
-#include "broker/sbx.h"
 #include "broker/tokens.h"
 #include "broker/work.h"
 

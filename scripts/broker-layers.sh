@@ -7,7 +7,7 @@
 #  - a handler (ops_*.c) never calls the dispatcher back;
 #  - nothing below the sandbox's owner (sbx.c) or the admin socket
 #    (admin.c) calls them: the dispatcher, the handlers, the approvals, the
-#    connect notifier, /etc/hosts and the file server reach them only
+#    connect notifier, the resolver, /etc/hosts and the file server reach them only
 #    through the callbacks brk_new sets (core.h: chan_closed, sbx_free,
 #    request_arrived, tokens_changed);
 #  - the leaves (commit.c, budget.c, hostaddr.c, work.c, tokens.c) call
@@ -47,7 +47,7 @@ forbid chan.c dispatch.h ops.h sbx.h approval.h admin.h tokens.h commit.h work.h
 for f in "$b"/ops_*.c; do
 	[ -f "$f" ] && forbid "$(basename "$f")" dispatch.h admin.h
 done
-for f in dispatch.c approval.c notify.c hosts.c fs_served.c "$b"/ops_*.c; do
+for f in dispatch.c approval.c notify.c dns.c hosts.c fs_served.c "$b"/ops_*.c; do
 	forbid "$(basename "$f")" sbx.h admin.h
 done
 for f in commit.c budget.c hostaddr.c work.c; do

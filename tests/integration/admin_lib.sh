@@ -1,5 +1,6 @@
-# tests/integration/admin_lib.sh - helpers for the capctl and approval tests
-# (5*-admin*.sh, 6*-approve*.sh), sourced after tests/lib.sh.
+# tests/integration/admin_lib.sh - helpers for the tests that drive a
+# `capbroker serve` (capctl, approvals, run --connect), sourced after
+# tests/lib.sh.
 #
 # srv_start STATE [ARGS]   capbroker serve in the background (SRV = its pid),
 #                          waits until it answers `capctl status`
