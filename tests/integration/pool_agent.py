@@ -1,4 +1,4 @@
-"""pool_agent.py - an agent (inside a sandbox) for 73-proc-pool.sh: runs a
+"""pool_agent.py - an agent (inside a sandbox) for 26-proc-pool.sh: runs a
 fixed list of proc.exec tasks over its raw channel, one at a time, a pause
 between them so that the broker's warm pool refills, and prints one JSON
 line per task (argv, status, stdout, stderr, or the refusal).

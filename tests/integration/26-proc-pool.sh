@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 73-proc-pool.sh - issue 16, the warm pool: proc.exec takes a pre-built
+# 26-proc-pool.sh - issue 16, the warm pool: proc.exec takes a pre-built
 # sandbox when one fits.  A pooled sandbox must behave exactly as a fresh
 # one (the same tasks give the same results with defaults.pool_size 2 and
 # 0), serve one task only (a task's files, processes and environment never
