@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 73-net-dns.sh - issue 14, names: a name a `*.domain` token covers resolves
+# 27-net-dns.sh - issue 14, names: a name a `*.domain` token covers resolves
 # inside the sandbox through the broker's resolver (broker/dns.c), for an
 # unmodified `getent` and Python's getaddrinfo; a name no token covers gets
 # NXDOMAIN, and the broker never looks it up (its audit says so, and no DNS

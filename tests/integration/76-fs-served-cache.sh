@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 73-fs-served-cache.sh - the policy's `fs_cache_data` opt-in for served
+# 76-fs-served-cache.sh - the policy's `fs_cache_data` opt-in for served
 # files (docs/policy.md, docs/fsrv.md).  Off (the default) every read of a
 # served file reaches the broker's check: a shared mapping is refused
 # (direct I/O) and a read on an open file fails right after a revocation
