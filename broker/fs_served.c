@@ -532,7 +532,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	const struct brk_fss_tree *t = NULL;
 	char path[2 * CAP_STR_MAX + 2];
 	const uint8_t *tid = NULL;
-	const char *aop, *why = NULL;
+	const char *aop, *why = NULL, *mglob = NULL;
+	bool matched = false;
 	unsigned have = 0;
 	uint64_t now;
 	int e = 0;
@@ -561,7 +562,14 @@ fss_authz(void *arg, const struct fsrv_check *c)
 
 		if (now < g->nbf || now > g->exp)
 			continue;
-		if (cap_path_match(g->glob, path)) {
+		/* A token's capabilities usually share one glob (the
+		 * workspace's four are "DIR/ **"): match it once, not once per
+		 * capability, on every request. */
+		if (!mglob || strcmp(mglob, g->glob) != 0) {
+			mglob = g->glob;
+			matched = cap_path_match(g->glob, path);
+		}
+		if (matched) {
 			struct cap_req r = { .op = g->op, .path = path };
 
 			if (g->elevated && pol_inst_never_match(f->inst, &r))
