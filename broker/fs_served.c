@@ -59,6 +59,9 @@
 #define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
 				 * (revocation invalidates them at once) */
 #define BRK_FSS_NOTREE	((unsigned)-1)	/* a tree that could not be served */
+/* Trees of one sandbox: those it starts with (SBX_MOUNTS_MAX) and those
+ * granted while it runs. */
+#define BRK_FSS_TREES_MAX (SBX_MOUNTS_MAX + 32)
 
 /* One fs.* capability of a live token, as the server thread judges it. */
 struct brk_fss_grant {
@@ -85,6 +88,18 @@ struct brk_fss_tree {
 	int mnt;			/* detached mount, until the spawn */
 };
 
+/* A tree granted while the sandbox runs, for the server thread to add. */
+struct brk_fss_late {
+	unsigned ti;			/* its index in trees[] */
+	int root, dev;			/* its root and its FUSE connection */
+};
+
+/* A bind of the sandbox, as brk_fss_servable needs it after the spawn. */
+struct brk_fss_bind {
+	char *src, *dst;
+	bool writable;
+};
+
 /* One audit line the server thread asks the loop to write. */
 struct brk_fss_aud {
 	const char *op;
@@ -107,11 +122,18 @@ struct brk_fss {
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
 	struct event *ev_budget;	/* re-checks the audit budget while throttled */
 	bool budget_stopped;		/* loop only: stopped for its budget, never served again */
-	struct brk_fss_tree trees[SBX_MOUNTS_MAX];
+	struct event *ev_chan;		/* pid 1's answers to later mounts */
+	bool chan_ok;			/* the sandbox runs: later mounts may be sent */
+	bool full_said;			/* BRK_FSS_TREES_MAX reached, audited once */
+	/* Written by the loop only (ntrees, and each tree but its idx: under
+	 * mu once the thread runs); idx by the thread, under mu. */
+	struct brk_fss_tree trees[BRK_FSS_TREES_MAX];
 	unsigned ntrees;
 	struct sbx_mount mounts[SBX_MOUNTS_MAX];
 	size_t nmounts;
 	struct sbx_bind *binds;		/* cfg's binds without the served ones */
+	struct brk_fss_bind *bd;	/* cfg's binds, kept for later grants */
+	size_t nbd;
 
 	/* Shared: under mu. */
 	pthread_mutex_t mu;
@@ -133,6 +155,8 @@ struct brk_fss {
 	bool throttled;
 	double queued, avail;
 	char sid[CAP_AUD_MAX + 1];	/* the sandbox's id, for the cost of a line */
+	struct brk_fss_late late[BRK_FSS_TREES_MAX];
+	size_t nlate;
 
 	/* Server thread only. */
 	char state_real[4096];		/* the broker's state: never served */
@@ -213,6 +237,8 @@ brk_fss_workspace(struct brk_sbx *s, bool serve_workspace, const struct brk_fss_
 }
 
 /* ---- the grant snapshot (loop thread) ------------------------------- */
+
+static void brk_fss_grow(struct brk_fss *f);
 
 static unsigned
 brk_fss_capbit(enum cap_op op)
@@ -371,9 +397,13 @@ brk_fss_refresh(struct brk_sbx *s)
 	brk_fss_grants_free(old, nold);
 	/* What the kernel caches for a path no grant covers any more must
 	 * not answer for it: names, attributes and (with cached data) pages.
-	 * Opens, reads, writes and directory reads reach fss_authz anyway. */
+	 * Opens, reads, writes and directory reads reach fss_authz anyway.
+	 * A revoked tree stays mounted (docs/sandbox.md): every operation
+	 * on it is refused until a grant covers it again. */
 	if (lost && f->srv)
 		cb_ignore(fsrv_invalidate_all(f->srv));
+	/* A new grant's tree appears at its host path. */
+	brk_fss_grow(f);
 }
 
 void
@@ -538,22 +568,23 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	uint64_t now;
 	int e = 0;
 
+	pthread_mutex_lock(&f->mu);
+	brk_fss_gate(f);
+	/* Under the lock: the loop adds trees granted while the sandbox runs. */
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
 			t = &f->trees[i];
-	if (!t)
-		return CB_EPERM;
-	if (snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "", c->path) >
-	    CAP_STR_MAX)
-		return CB_ETOOBIG;
-	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
-		e = CB_EPERM;
-	pthread_mutex_lock(&f->mu);
-	brk_fss_gate(f);
-	if (f->stopping) {
+	if (!t || f->stopping) {
 		pthread_mutex_unlock(&f->mu);
 		return CB_EPERM;
 	}
+	if (snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "", c->path) >
+	    CAP_STR_MAX) {
+		pthread_mutex_unlock(&f->mu);
+		return CB_ETOOBIG;
+	}
+	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
+		e = CB_EPERM;
 	now = cb_now();
 	if (now < f->floor)
 		now = f->floor;
@@ -634,19 +665,18 @@ fss_closed(void *arg, const struct fsrv_close *c)
 
 	if (c->nread == 0 && c->nwritten == 0)
 		return;
+	pthread_mutex_lock(&f->mu);
+	brk_fss_gate(f);
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
 			t = &f->trees[i];
-	if (!t)
-		return;
-	snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "",
-	    c->path[0] ? c->path : "(unlinked)");
-	snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
-	    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
-	pthread_mutex_lock(&f->mu);
-	brk_fss_gate(f);
-	if (!f->stopping)
+	if (t && !f->stopping) {
+		snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "",
+		    c->path[0] ? c->path : "(unlinked)");
+		snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
+		    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
 		brk_fss_audit(f, "fs.close", AUD_NONE, 0, NULL, path, detail);
+	}
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -790,6 +820,39 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 
 /* ---- the server thread ---------------------------------------------- */
 
+/* Serve the trees the loop queued (granted while the sandbox runs), each
+ * as its owner like the trees of the start.  A tree that cannot be served
+ * keeps no index: every request of its mount is refused. */
+static void
+brk_fss_add_late(struct brk_fss *f)
+{
+	struct brk_fss_late q[BRK_FSS_TREES_MAX];
+	size_t n;
+
+	pthread_mutex_lock(&f->mu);
+	n = f->nlate;
+	memcpy(q, f->late, n * sizeof(q[0]));
+	f->nlate = 0;
+	pthread_mutex_unlock(&f->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct brk_fss_tree *t = &f->trees[q[i].ti];	/* the loop wrote it before the 'a' */
+		unsigned idx;
+		int e = fsrv_add_tree(f->srv, q[i].root, q[i].dev, &idx);
+
+		if (e == 0 && t->uid != 0)
+			e = fsrv_tree_owner(f->srv, idx, t->uid, t->gid);
+		close(q[i].root);
+		close(q[i].dev);
+		pthread_mutex_lock(&f->mu);
+		if (e == 0)
+			t->idx = idx;
+		else
+			brk_fss_audit(f, "fs.serve", AUD_DENY, e, NULL, t->path,
+			    "not served: the file server refused the tree");
+		pthread_mutex_unlock(&f->mu);
+	}
+}
+
 static void *
 brk_fss_main(void *arg)
 {
@@ -807,21 +870,36 @@ brk_fss_main(void *arg)
 	f->started = e ? e : 1;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
-	if (!e)
+	/* Serve until the loop says stop ('x', or the pipe closes); an 'a'
+	 * brings trees granted while the sandbox runs.  With every connection
+	 * gone fsrv_run returns at once: the read then waits for the loop.
+	 * The server is freed only once the loop has let go of f: it may
+	 * still queue invalidations until then. */
+	while (!e) {
+		char c;
+		ssize_t n;
+
 		cb_ignore(fsrv_run(f->srv, f->stop_pipe[0]));
-	/* Stopped (or every connection gone): every later request is refused
-	 * once the loop says stop, and the connections end here; the agent
-	 * sees ENOTCONN. */
-	fsrv_free(f->srv);
-	f->srv = NULL;
-	/* The loop still points at f until it says stop (or closes the pipe). */
-	{
+		n = read(f->stop_pipe[0], &c, 1);
+		if (n == 1 && c == 'a')
+			brk_fss_add_late(f);
+		else if (n != -1 || errno != EINTR)
+			break;
+	}
+	if (e) {
 		char c;
 
 		while (read(f->stop_pipe[0], &c, 1) < 0 && errno == EINTR)
 			;
 	}
+	/* The connections end here; the agent sees ENOTCONN. */
+	fsrv_free(f->srv);
+	f->srv = NULL;
 	pthread_mutex_lock(&f->mu);
+	for (size_t i = 0; i < f->nlate; i++) {
+		close(f->late[i].root);
+		close(f->late[i].dev);
+	}
 	brk_fss_grants_free(f->g, f->ng);
 	for (size_t i = 0; i < f->naq; i++)
 		free(f->aq[i].resource);
@@ -938,7 +1016,7 @@ brk_fss_want(struct brk_fss *f, const char *path)
  * itself, /capbroker), not inside the system runtime it binds (/usr and
  * the top-level links), not a bind's destination, not the broker's state. */
 static bool
-brk_fss_servable(const struct brk_fss *f, const struct sbx_config *cfg, const char *root)
+brk_fss_servable(const struct brk_fss *f, const char *root)
 {
 	static const char *const sys[] = { "/usr", "/bin", "/lib", "/lib64", "/sbin", NULL };
 
@@ -947,12 +1025,43 @@ brk_fss_servable(const struct brk_fss *f, const struct sbx_config *cfg, const ch
 	for (size_t i = 0; sys[i]; i++)
 		if (brk_fss_within(root, sys[i]) || brk_fss_within(sys[i], root))
 			return false;
-	for (size_t i = 0; i < cfg->nbinds; i++)
-		if (brk_fss_within(root, cfg->binds[i].dst) || brk_fss_within(cfg->binds[i].dst, root) ||
-		    (cfg->binds[i].writable && (brk_fss_within(root, cfg->binds[i].src) ||
-		    brk_fss_within(cfg->binds[i].src, root))))
+	for (size_t i = 0; i < f->nbd; i++)
+		if (brk_fss_within(root, f->bd[i].dst) || brk_fss_within(f->bd[i].dst, root) ||
+		    (f->bd[i].writable && (brk_fss_within(root, f->bd[i].src) ||
+		    brk_fss_within(f->bd[i].src, root))))
 			return false;
 	return true;
+}
+
+/* Keep the binds of cfg for brk_fss_servable after the spawn. */
+static int
+brk_fss_keep_binds(struct brk_fss *f, const struct sbx_config *cfg)
+{
+	if (cfg->nbinds == 0)
+		return 0;
+	if (!(f->bd = calloc(cfg->nbinds, sizeof(*f->bd))))
+		return CB_ENOMEM;
+	for (size_t i = 0; i < cfg->nbinds; i++, f->nbd++) {
+		f->bd[i].writable = cfg->binds[i].writable;
+		if (!(f->bd[i].src = strdup(cfg->binds[i].src)) ||
+		    !(f->bd[i].dst = strdup(cfg->binds[i].dst))) {
+			f->nbd++;
+			return CB_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void
+brk_fss_binds_free(struct brk_fss *f)
+{
+	for (size_t i = 0; i < f->nbd; i++) {
+		free(f->bd[i].src);
+		free(f->bd[i].dst);
+	}
+	free(f->bd);
+	f->bd = NULL;
+	f->nbd = 0;
 }
 
 static void
@@ -966,6 +1075,7 @@ brk_fss_discard(struct brk_fss *f)
 	free(f->aq);
 	free(f->aq_spare);
 	free(f->binds);
+	brk_fss_binds_free(f);
 	if (f->stop_pipe[0] >= 0)
 		close(f->stop_pipe[0]);
 	if (f->stop_pipe[1] >= 0)
@@ -983,41 +1093,50 @@ brk_fss_discard(struct brk_fss *f)
 	free(f);
 }
 
-/* Open tree t's root, make it an fsrv tree on a fresh FUSE connection and
- * a detached mount usable by the agent's uid only. */
+/* Open tree t's root (its owner into t) and a fresh FUSE connection, and
+ * make a detached mount of it usable by the agent's uid only (t->mnt).  The
+ * caller closes *root and *dev. */
 static int
-brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *why,
+brk_fss_tree_mount(struct brk_fss_tree *t, uid_t agent, int *root, int *dev, char *why,
     size_t whylen)
 {
 	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
 	struct stat st;
-	int root = -1, dev = -1, r;
+	int r;
 
-	if ((root = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0 || fstat(root, &st) != 0) {
+	*dev = -1;
+	if ((*root = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0 || fstat(*root, &st) != 0) {
 		snprintf(why, whylen, "served tree %s: %s", t->path, strerror(errno));
-		r = CB_ENOENT;
-		goto out;
+		return CB_ENOENT;
 	}
 	t->uid = st.st_uid;
 	t->gid = st.st_gid;
 	t->mode = st.st_mode & 07777;
 	t->dev = st.st_dev;
 	t->ino = st.st_ino;
-	if ((dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
+	if ((*dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
 		snprintf(why, whylen, "the file server cannot open /dev/fuse: %s", strerror(errno));
-		r = CB_EUNSUPPORTED;
-		goto out;
+		return CB_EUNSUPPORTED;
 	}
-	if ((r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0) {
-		snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
-		goto out;
-	}
-	if ((r = fsrv_mount_detached(dev, &mo, &t->mnt)) != 0) {
+	if ((r = fsrv_mount_detached(*dev, &mo, &t->mnt)) != 0)
 		snprintf(why, whylen, "the file server cannot mount %s: %s", t->path,
 		    r == CB_EIO ? strerror(errno) : cb_strerror(r));
-		goto out;
-	}
-out:
+	return r;
+}
+
+/* Open tree t's root, make it an fsrv tree on a fresh FUSE connection and
+ * a detached mount usable by the agent's uid only. */
+static int
+brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *why,
+    size_t whylen)
+{
+	int root = -1, dev = -1, r;
+
+	/* The session reads the connection only once the thread runs: the
+	 * mount's first request (INIT) waits for it. */
+	if ((r = brk_fss_tree_mount(t, agent, &root, &dev, why, whylen)) == 0 &&
+	    (r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0)
+		snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
 	if (root >= 0)
 		close(root);
 	if (dev >= 0)
@@ -1153,15 +1272,19 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	}
 	if (!(f = brk_fss_new(s, g, ng)))
 		return CB_ENOMEM;
+	if ((r = brk_fss_keep_binds(f, cfg)) != 0)
+		goto fail;
 	/* The trees: the root of every fs.* grant the sandbox starts with
 	 * that can be shown at its own path (the workspace token's root is
 	 * the workspace). */
 	for (size_t i = 0; i < ng; i++)
-		if (brk_fss_servable(f, cfg, g[i].root))
+		if (brk_fss_servable(f, g[i].root))
 			brk_fss_want(f, g[i].root);
 	if ((r = brk_fss_rw_trees(f, cfg)) != 0)
 		goto fail;
-	if (f->ntrees == 0) {
+	/* With no tree yet a root broker serves all the same: a tree granted
+	 * while the sandbox runs is mounted then (brk_fss_grow). */
+	if (f->ntrees == 0 && geteuid() != 0) {
 		brk_fss_discard(f);
 		return 0;
 	}
@@ -1204,10 +1327,133 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		return r;	/* the thread ends; brk_fss_stop frees the rest */
 	}
 	brk_fss_apply(f, cfg, ws_served);
+	cfg->mount_later = true;
 	return 0;
 fail:
 	brk_fss_discard(f);
 	return r;
+}
+
+/* ---- trees granted while the sandbox runs (loop thread) ------------- */
+
+static void
+brk_fss_serve_audit(struct brk_fss *f, int reason, const char *path, const char *detail)
+{
+	cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = reason,
+	    .op = "fs.serve", .resource = path, .actor = "broker", .detail = detail }));
+}
+
+/* Is path a served tree's root or inside one (asked for already)? */
+static bool
+brk_fss_known(const struct brk_fss *f, const char *path)
+{
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (brk_fss_within(f->trees[i].path, path))
+			return true;
+	return false;
+}
+
+/* Serve the tree rooted at path, granted while the sandbox runs: a fresh
+ * FUSE connection for the thread, its detached mount for pid 1, which
+ * attaches it at path (sbx_mount_send).  Tried once: a tree that fails
+ * stays in the table (no index), so the tick does not try it again. */
+static void
+brk_fss_late_tree(struct brk_fss *f, const char *path)
+{
+	struct brk_fss_tree *t;
+	char why[512];
+	int root = -1, dev = -1, r;
+	const char add = 'a';
+
+	if (f->ntrees == BRK_FSS_TREES_MAX || f->ntrees >= FSRV_MAX_TREES) {
+		if (!f->full_said)
+			brk_fss_serve_audit(f, CB_ETOOBIG, path, "not served: the sandbox has "
+			    "as many served trees as it may; capcall still answers");
+		f->full_said = true;
+		return;
+	}
+	t = &f->trees[f->ntrees];
+	pthread_mutex_lock(&f->mu);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	t->mnt = -1;
+	t->idx = BRK_FSS_NOTREE;
+	f->ntrees++;
+	pthread_mutex_unlock(&f->mu);
+	if ((r = brk_fss_tree_mount(t, SBX_ROOT_AGENT_ID, &root, &dev, why, sizeof(why))) != 0 ||
+	    (r = sbx_mount_send(&f->s->proc, t->mnt, t->path)) != 0) {
+		if (r != 0 && why[0] == '\0')
+			snprintf(why, sizeof(why), "not served: the sandbox's mount channel: %s",
+			    cb_strerror(r));
+		brk_fss_serve_audit(f, r, path, why);
+		goto out;
+	}
+	why[0] = '\0';
+	pthread_mutex_lock(&f->mu);
+	f->late[f->nlate++] = (struct brk_fss_late){ .ti = (unsigned)(t - f->trees), .root = root,
+	    .dev = dev };
+	pthread_mutex_unlock(&f->mu);
+	root = dev = -1;
+	cb_ignore((int)write(f->stop_pipe[1], &add, 1));
+out:
+	if (t->mnt >= 0)
+		close(t->mnt);	/* pid 1 has its own */
+	t->mnt = -1;
+	if (root >= 0)
+		close(root);
+	if (dev >= 0)
+		close(dev);
+}
+
+/* Every servable root of a live grant that no tree covers yet. */
+static void
+brk_fss_grow(struct brk_fss *f)
+{
+	if (!f->chan_ok)
+		return;
+	/* f->g is the loop's own (it replaces it): read without the lock. */
+	for (size_t i = 0; i < f->ng; i++)
+		if (!brk_fss_known(f, f->g[i].root) && brk_fss_servable(f, f->g[i].root))
+			brk_fss_late_tree(f, f->g[i].root);
+}
+
+/* pid 1 answered a later mount: audit it. */
+static void
+brk_fss_chan(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_fss *f = arg;
+	char dst[CAP_STR_MAX + 1], why[320], detail[400];
+	bool ok;
+	int r;
+
+	(void)fd;
+	(void)ev;
+	while ((r = sbx_mount_answer(&f->s->proc, dst, sizeof(dst), &ok, why, sizeof(why))) == 0) {
+		snprintf(detail, sizeof(detail), ok ? "served at its host path (granted while "
+		    "the sandbox runs)" : "not served: the sandbox could not attach it: %s", why);
+		brk_fss_serve_audit(f, ok ? 0 : CB_EIO, dst, detail);
+	}
+	if (r != CB_EBUSY) {
+		/* pid 1 is gone: nothing more can be attached. */
+		event_del(f->ev_chan);
+		f->chan_ok = false;
+	}
+}
+
+void
+brk_fss_ready(struct brk_sbx *s)
+{
+	struct brk_fss *f = s->fss;
+
+	if (!f || f->chan_ok || f->s->proc.status_fd < 0)
+		return;
+	if (!f->ev_chan && !(f->ev_chan = event_new(s->b->base, s->proc.status_fd,
+	    EV_READ | EV_PERSIST, brk_fss_chan, f)))
+		return;
+	if (event_add(f->ev_chan, NULL) != 0)
+		return;
+	f->chan_ok = true;
+	brk_fss_grow(f);
 }
 
 void
@@ -1248,6 +1494,11 @@ brk_fss_stop(struct brk_sbx *s)
 	event_free(f->ev_aud_tm);
 	event_free(f->ev_budget);
 	free(f->aq_spare);	/* the thread frees aq */
+	if (f->ev_chan)
+		event_free(f->ev_chan);
+	f->ev_chan = NULL;
+	f->chan_ok = false;
+	brk_fss_binds_free(f);
 	close(f->aud_efd);
 	/* The thread frees everything itself once it has stopped: the loop
 	 * never waits for it (its last invalidations may take a moment), and

@@ -55,9 +55,15 @@ int brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t w
 /* The stub has the mounts (sbx_spawn_start returned): drop ours. */
 void brk_fss_spawned(struct brk_sbx *s);
 
+/* The sandbox reported "ready": from now on the tree of a grant it did not
+ * start with is mounted at its host path when the grant comes (capctl
+ * issue, an approved elevation), through pid 1 (sbx_mount_send). */
+void brk_fss_ready(struct brk_sbx *s);
+
 /* The sandbox's tokens changed (added, revoked, expired, a key retired):
  * rebuild its grant snapshot; when a grant went away, drop every name and
- * attribute the kernel caches for its trees.  Cheap; no-op without a server. */
+ * attribute the kernel caches for its trees; a grant's root that no tree
+ * shows yet is mounted (brk_fss_ready).  No-op without a server. */
 void brk_fss_refresh(struct brk_sbx *s);
 
 /* brk_fss_refresh for every sandbox (after a revocation; once a second). */

@@ -284,6 +284,7 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 			    .detail = "the agent's connect() cannot be mediated: it fails" });
 		brk_hosts_refresh(s);
 	}
+	brk_fss_ready(s);
 	if (s->proc.report.landlock_abi == 0)
 		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
 		    .op = "no-landlock", .actor = "broker",

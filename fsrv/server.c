@@ -159,7 +159,11 @@ fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	}
 	t->dev_fd = dfd;
 	dfd = -1;
+	/* Under the lock: fsrv_invalidate_*() may run on another thread
+	 * while a tree is added to a running server. */
+	pthread_mutex_lock(&s->lock);
 	s->trees[s->ntrees++] = t;
+	pthread_mutex_unlock(&s->lock);
 	*tree = t->idx;
 	t = NULL;
 	e = 0;

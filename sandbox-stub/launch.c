@@ -520,6 +520,8 @@ check_config(const struct sbx_config *cfg)
 		if (cfg->tier == SBX_TIER_LOW)
 			return CB_EPERM;
 	}
+	if (cfg->mount_later && cfg->tier == SBX_TIER_LOW)
+		return CB_EPERM;
 	if (cfg->nsetenv > SBX_ENV_MAX || cfg->nunsetenv > SBX_ENV_MAX)
 		return CB_ETOOBIG;
 	for (size_t i = 0; i < cfg->nsetenv; i++) {
@@ -607,6 +609,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 		rc |= arg(a, "--notify");
 	if (cfg->report_exit)
 		rc |= arg(a, "--report-exit");
+	if (cfg->mount_later)
+		rc |= arg(a, "--mount-later");
 	if (cfg->chdir != NULL) {
 		rc |= arg(a, "--chdir");
 		rc |= arg(a, cfg->chdir);
@@ -1053,6 +1057,60 @@ out:
 	free(msg);
 	free(a);
 	return rc;
+}
+
+int
+sbx_mount_send(const struct sbx_proc *p, int mnt_fd, const char *dst)
+{
+	char msg[PATH_MAX + 8];
+	int n;
+
+	if (sbx_bind_dst_refusal(dst) != NULL || mnt_fd < 0 ||
+	    (n = snprintf(msg, sizeof(msg), "mount %s", dst)) >= (int)sizeof(msg))
+		return CB_EINVAL;
+	if (wire_packet_send(p->status_fd, msg, (size_t)n, &mnt_fd, 1,
+	    MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+		return 0;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+}
+
+int
+sbx_mount_answer(const struct sbx_proc *p, char *dst, size_t dstlen, bool *ok, char *why,
+    size_t whylen)
+{
+	char buf[PATH_MAX + 320];
+	const char *d, *r = "";
+	size_t dl;
+	ssize_t n;
+	int fd;
+
+	*ok = false;
+	dst[0] = why[0] = '\0';
+	n = recv_report(p->status_fd, buf, sizeof(buf) - 1, &fd);
+	close_fd(&fd);		/* pid 1 never sends one here */
+	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return CB_EBUSY;
+	if (n <= 0)
+		return CB_ECLOSED;
+	buf[n] = '\0';
+	/* From the sandbox's side: "ok DST" or "fail DST: reason", kept
+	 * printable for the audit log. */
+	for (char *s = buf; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	if (strncmp(buf, "ok ", 3) == 0) {
+		*ok = true;
+		d = buf + 3;
+		dl = strlen(d);
+	} else {
+		d = strncmp(buf, "fail ", 5) == 0 ? buf + 5 : buf;
+		r = strstr(d, ": ");
+		dl = r ? (size_t)(r - d) : strlen(d);
+		r = r ? r + 2 : "no reason given";
+	}
+	snprintf(dst, dstlen, "%.*s", (int)(dl < dstlen ? dl : dstlen - 1), d);
+	snprintf(why, whylen, "%s", r);
+	return 0;
 }
 
 void

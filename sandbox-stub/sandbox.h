@@ -151,6 +151,9 @@ struct sbx_config {
 					 * sbx_pool_handover(); argv is NULL then and id
 					 * a placeholder (docs/sandbox.md, "The warm
 					 * pool") */
+	bool mount_later;		/* medium/high: after "ready", status_fd stays
+					 * the caller's channel for more mounts
+					 * (sbx_mount_send) */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -223,6 +226,22 @@ int sbx_exit_report(struct sbx_proc *p, int *status) CB_WARN_UNUSED;
  * (for programs without an event loop).  On failure *out is closed. */
 int sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out,
     char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* With sbx_config.mount_later, once the sandbox runs: ask pid 1 to attach
+ * the detached mount mnt_fd at dst (the rule of sbx_bind_dst_refusal; its
+ * missing directories are made on the sandbox's own root only, never across
+ * another mount or through a symlink).  Does not block and does not wait:
+ * pid 1 answers later on status_fd, read with sbx_mount_answer().  The
+ * caller keeps mnt_fd.  0, CB_EINVAL (bad dst), CB_EBUSY (the socket is
+ * full: try later), CB_EIO (errno set). */
+int sbx_mount_send(const struct sbx_proc *p, int mnt_fd, const char *dst) CB_WARN_UNUSED;
+
+/* Read one answer of pid 1 to sbx_mount_send (non-blocking).  0 with the
+ * destination in dst (dstlen bytes) and *ok saying whether it is attached
+ * (if not, why says why, printable); CB_EBUSY when nothing is there yet;
+ * CB_ECLOSED once pid 1 is gone (stop reading). */
+int sbx_mount_answer(const struct sbx_proc *p, char *dst, size_t dstlen, bool *ok, char *why,
+    size_t whylen) CB_WARN_UNUSED;
 
 /* Kill the whole sandbox now.  The caller still reaps the stub (waitid on
  * pidfd).  Returns 0 or CB_EIO. */

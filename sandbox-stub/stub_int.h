@@ -71,6 +71,8 @@ struct stub_cfg {
 					 * per-exec options) before the agent starts */
 	bool report_exit;		/* --report-exit: "exit N" on the status socket
 					 * when the agent exits */
+	bool mount_later;		/* --mount-later: pid 1 attaches the broker's
+					 * later mounts (stub_mount_late) */
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */
@@ -101,6 +103,15 @@ void stub_mount_setup(const struct stub_cfg *c);
  * the sandbox its id (c->id) as hostname and in /etc/hostname (the root is
  * made writable for that one write, then read-only again). */
 void stub_mount_set_id(const struct stub_cfg *c);
+/* In pid 1 of a --mount-later sandbox, while it runs: attach the detached
+ * mount mnt_fd (the broker's FUSE mount of a tree granted after the start)
+ * at dst, creating the missing directories of dst on the new root's own
+ * tmpfs only (through a writable clone of it that only pid 1 holds, taken
+ * in stub_mount_setup: the root stays read-only for the agent), never
+ * through a symlink and never across another mount (/tmp, /proc, /dev, a
+ * bind or a served tree: all refused).  Needs CAP_SYS_ADMIN in the
+ * sandbox's user namespace.  0, or -1 with the reason in why. */
+int stub_mount_late(int mnt_fd, const char *dst, char *why, size_t whylen);
 
 /* Probe the kernel's Landlock ABI (0: none). */
 int stub_landlock_abi(void);

@@ -147,6 +147,7 @@ enum {
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
 	OPT_POOL, OPT_REPORT_EXIT,
+	OPT_MOUNT_LATER,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -184,6 +185,7 @@ static const struct option stub_opts[] = {
 	{ "bind-fd", required_argument, NULL, OPT_BIND },
 	{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
 	{ "mount-fd", required_argument, NULL, OPT_MOUNT },
+	{ "mount-later", no_argument, NULL, OPT_MOUNT_LATER },
 	{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
 	{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
 	{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
@@ -316,6 +318,8 @@ check_tier_options(const struct stub_cfg *c)
 	}
 	if (c->nmounts != 0 && c->tier == SBX_TIER_LOW)
 		stub_die(0, "--mount-fd refused in the low tier");
+	if (c->mount_later && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--mount-later refused in the low tier");
 	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
 		stub_die(0, "--exec-allow applies to the medium tier only");
 	if (c->notify && c->tier == SBX_TIER_LOW)
@@ -380,6 +384,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_MOUNT:
 			parse_mount(c, argc, argv);
+			break;
+		case OPT_MOUNT_LATER:
+			c->mount_later = true;
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -849,15 +856,27 @@ drop_capabilities_bounding(void)
 		stub_die(errno, "PR_SET_SECUREBITS");
 }
 
+/* Empty the permitted, effective and inheritable sets, but for keep (a
+ * capability number, or -1 for none). */
 static void
-drop_capabilities_all(void)
+drop_capabilities_but(int keep)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
 	memset(d, 0, sizeof(d));
+	if (keep >= 0) {
+		d[keep / 32].permitted = 1u << (keep % 32);
+		d[keep / 32].effective = 1u << (keep % 32);
+	}
 	if (syscall(SYS_capset, &h, d) == -1)
 		stub_die(errno, "capset");
+}
+
+static void
+drop_capabilities_all(void)
+{
+	drop_capabilities_but(-1);
 }
 
 /* Is env entry e ("NAME=...") the variable name? */
@@ -1117,7 +1136,9 @@ pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
 	} else {
 		(void)!write(STUB_FD_STATUS, ready, strlen(ready));
 	}
-	if (!c->report_exit)
+	/* With --mount-later the status socket stays: it is the broker's
+	 * channel for trees granted while the agent runs. */
+	if (!c->report_exit && !c->mount_later)
 		close(STUB_FD_STATUS);
 	/* The agent's stdio is the agent's: its end-of-file must reach the
 	 * broker when the agent closes it, not when pid 1 exits. */
@@ -1126,15 +1147,52 @@ pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
 	close(STDERR_FILENO);
 }
 
+/* One request of the broker on the status socket (--mount-later): "mount
+ * DST" with the detached mount of a tree granted while the agent runs.  The
+ * broker is trusted; the request is checked all the same.  The answer is
+ * "ok DST" or "fail DST: reason".  *chan becomes -1 once the broker is gone
+ * (that alone ends nothing: the agent's socket says when it goes). */
+static void
+pid1_mount_request(int *chan)
+{
+	char buf[PATH_MAX + 16], reply[PATH_MAX + 320], why[256];
+	struct wire_packet pk;
+	ssize_t n;
+	int len;
+
+	n = wire_packet_recv(*chan, buf, sizeof(buf) - 1, MSG_DONTWAIT, &pk);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		wire_packet_close(&pk);
+		close(*chan);
+		*chan = -1;
+		return;
+	}
+	buf[n] = '\0';
+	if (pk.trunc || pk.ctrunc || pk.nfds != 1 || strlen(buf) != (size_t)n ||
+	    strncmp(buf, "mount /", 7) != 0)
+		len = snprintf(reply, sizeof(reply), "fail ?: bad request");
+	else if (stub_mount_late(pk.fds[0], buf + 6, why, sizeof(why)) != 0)
+		len = snprintf(reply, sizeof(reply), "fail %s: %s", buf + 6, why);
+	else
+		len = snprintf(reply, sizeof(reply), "ok %s", buf + 6);
+	wire_packet_close(&pk);
+	if (len > 0)
+		(void)wire_packet_send(*chan, reply, (size_t)len < sizeof(reply) ? (size_t)len :
+		    sizeof(reply) - 1, NULL, 0, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* pid 1's life once the agent runs: it exits with the agent, or kills
  * everything when the wall-clock limit passes, the outer stub dies or the
- * broker closes its end. */
+ * broker closes its end; with --mount-later it attaches the broker's later
+ * mounts meanwhile. */
 static void
 pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
     uint64_t deadline)
 {
-	struct pollfd pfd[3];
-	int st;
+	struct pollfd pfd[4];
+	int st, chan = c->mount_later ? STUB_FD_STATUS : -1;
 
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
@@ -1145,13 +1203,16 @@ pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
 		uint64_t now = mono_ms();
 		pid_t p;
 
+		pfd[3] = (struct pollfd){ .fd = chan, .events = POLLIN };
 		if (now >= deadline)
 			kill_all_and_exit(SBX_EXIT_TIMEOUT);
-		if (poll(pfd, 3, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now)) == -1 &&
+		if (poll(pfd, 4, (int)(deadline - now > INT_MAX ? INT_MAX : deadline - now)) == -1 &&
 		    errno != EINTR)
 			kill_all_and_exit(SBX_EXIT_SETUP);
 		if (pfd[1].revents != 0 || (pfd[2].revents & (POLLHUP | POLLERR)) != 0)
 			kill_all_and_exit(128 + SIGKILL);
+		if (chan != -1 && pfd[3].revents != 0)
+			pid1_mount_request(&chan);
 		while (read(sfd, &si, sizeof(si)) > 0)
 			;
 		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
@@ -1244,9 +1305,16 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 			stub_die(0, "the agent process died during setup (status %d)", exit_code(st));
 		kill_all_and_exit(SBX_EXIT_SETUP);
 	}
-	/* pid 1 needs no privilege from here on. */
+	/* pid 1 needs no privilege from here on, but for --mount-later:
+	 * CAP_SYS_ADMIN in the sandbox's own user namespace, to attach the
+	 * broker's later mounts (move_mount).  Why that is safe: the agent
+	 * cannot ptrace pid 1 or open its /proc files (seccomp; pid 1 is not
+	 * dumpable and holds a capability the agent lacks), cannot reach the
+	 * status socket (close-on-exec before the agent's exec), and pid 1
+	 * acts only on the broker's requests, on its own tmpfs
+	 * (stub_mount_late). */
 	drop_capabilities_bounding();
-	drop_capabilities_all();
+	drop_capabilities_but(c->mount_later ? CAP_SYS_ADMIN : -1);
 	pid1_report_ready(c, ll_abi, listener);
 	pid1_supervise(c, sfd, outer_pidfd, agent, deadline);
 }

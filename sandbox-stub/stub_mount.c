@@ -42,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sched.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,6 +58,12 @@
 /* The tmpfs mounts we made: the only places mount points may be created. */
 static dev_t stub_own_dev[4];
 static size_t stub_nown;
+
+/* --mount-later: a detached, writable clone of the new root's tmpfs (pid 1
+ * only: close-on-exec, and the agent execs before it runs anything), and
+ * that tmpfs's device. */
+static int stub_root_rw = -1;
+static dev_t stub_root_dev;
 
 static bool
 own_dev(dev_t d)
@@ -542,6 +549,15 @@ stub_mount_setup(const struct stub_cfg *c)
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");
+	if (c->mount_later) {
+		/* Taken before the root is made read-only (a clone keeps the
+		 * flags of its moment) and before forbid_namespaces (a clone
+		 * is a mount namespace of its own). */
+		stub_root_rw = open_tree(AT_FDCWD, NR, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (stub_root_rw == -1)
+			stub_die(errno, "cloning the new root for later mounts");
+		stub_root_dev = stub_own_dev[stub_nown - 1];
+	}
 	make_dir(NR_PATH("/usr"), 0755);
 	make_dir(NR_PATH("/etc"), 0755);
 	make_dir(NR_PATH("/proc"), 0555);
@@ -608,4 +624,110 @@ stub_mount_set_id(const struct stub_cfg *c)
 		stub_die(errno, "/etc/hostname");
 	close(fd);
 	set_attr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY, "/ (ro)");
+}
+
+/* ------------------------------------------- mounts while the agent runs */
+
+/* Open comp beneath dir without following a symlink and without leaving
+ * dir's mount.  Not cb_openat2: that one may cross mounts below its start,
+ * and refusing to is the whole point here. */
+static int
+open_beneath(int dir, const char *comp)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+		    RESOLVE_NO_XDEV,
+	};
+
+	return (int)syscall(SYS_openat2, dir, comp, &how, sizeof(how));
+}
+
+static bool
+same_dir(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISDIR(sa.st_mode) &&
+	    sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && sa.st_dev == stub_root_dev;
+}
+
+/*
+ * Why this is safe while the agent runs: every component of dst is walked
+ * twice, in the live view from "/" and in the writable clone, each with
+ * openat2(RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV), and both must be the same
+ * directory of the root's tmpfs.  The agent cannot write that tmpfs (a
+ * read-only mount, and Landlock), so it cannot plant a symlink or a
+ * directory there; anything it can write (/tmp, a served tree) is another
+ * mount, which RESOLVE_NO_XDEV refuses to enter.  Missing directories are
+ * made through the clone only, so the live root is never writable, not even
+ * for a moment.
+ */
+int
+stub_mount_late(int mnt_fd, const char *dst, char *why, size_t whylen)
+{
+	char buf[PATH_MAX];
+	char *comp, *save = NULL;
+	const char *no;
+	int live = -1, rw = -1, nl = -1, nr = -1, ret = -1;
+
+	if (stub_root_rw == -1) {
+		snprintf(why, whylen, "no later mounts in this sandbox");
+		return -1;
+	}
+	if ((no = sbx_bind_dst_refusal(dst)) != NULL) {
+		snprintf(why, whylen, "destination refused: %s", no);
+		return -1;
+	}
+	if (snprintf(buf, sizeof(buf), "%s", dst + 1) >= (int)sizeof(buf)) {
+		snprintf(why, whylen, "path too long");
+		return -1;
+	}
+	live = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	rw = fcntl(stub_root_rw, F_DUPFD_CLOEXEC, 0);
+	if (live == -1 || rw == -1 || !same_dir(live, rw)) {
+		snprintf(why, whylen, "the root: %s", strerror(errno));
+		goto out;
+	}
+	for (comp = strtok_r(buf, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
+		nl = open_beneath(live, comp);
+		if (nl == -1 && errno == ENOENT) {
+			if (mkdirat(rw, comp, 0755) == -1 && errno != EEXIST) {
+				snprintf(why, whylen, "mkdir %s: %s", comp, strerror(errno));
+				goto out;
+			}
+			nl = open_beneath(live, comp);
+		}
+		if (nl == -1) {
+			snprintf(why, whylen, "%s: %s", comp, errno == EXDEV ?
+			    "inside another mount (/tmp, a bind, a served tree)" : errno == ELOOP ?
+			    "a symlink" : strerror(errno));
+			goto out;
+		}
+		nr = open_beneath(rw, comp);
+		if (nr == -1 || !same_dir(nl, nr)) {
+			snprintf(why, whylen, "%s: not a directory of the sandbox's root", comp);
+			goto out;
+		}
+		close(live);
+		close(rw);
+		live = nl;
+		rw = nr;
+		nl = nr = -1;
+	}
+	if (move_mount(mnt_fd, "", live, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == -1) {
+		snprintf(why, whylen, "move_mount: %s", strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (nl != -1)
+		close(nl);
+	if (nr != -1)
+		close(nr);
+	if (live != -1)
+		close(live);
+	if (rw != -1)
+		close(rw);
+	return ret;
 }
