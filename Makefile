@@ -41,7 +41,7 @@ OPT  := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover
 HARDEN_DEFS :=
 endif
 
-PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson fuse3 ldns
+PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson fuse3 ldns libpq
 
 # The packages each module's code calls.  A program, a unit test and
 # libcapclient.so link only the packages of the modules they link (the
@@ -55,6 +55,7 @@ policy_PKGS := libconfig
 sandbox_PKGS :=
 audit_PKGS  := libsodium
 state_PKGS  := sqlite3 libsodium
+cluster_PKGS := libpq
 broker_PKGS := libevent_core libsodium ldns
 fsrv_PKGS   := fuse3
 cli_PKGS    := jansson

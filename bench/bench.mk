@@ -18,7 +18,7 @@ BENCH_BINS  := $(BENCH_PROGS:%=$(B)/bench/%)
 
 bench_floor_LIBS  := common
 bench_agent_LIBS  := client wire common
-bench_inproc_LIBS := broker fsrv policy sandbox audit state caps wire common
+bench_inproc_LIBS := broker fsrv policy sandbox audit state cluster caps wire common
 bench_pool_LIBS   := sandbox wire common
 
 .PHONY: bench-progs

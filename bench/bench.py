@@ -461,6 +461,21 @@ def bench_tokens(wd):
     log("tokens done")
 
 
+def bench_fleet():
+    # A private PostgreSQL and three brokers (docs/cluster.md).
+    p = subprocess.run([sys.executable, os.path.join(TOP, "bench", "fleet.py"), CB_BIN,
+                        "1000" if QUICK else "3000"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, timeout=600, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"bench/fleet.py: exit {p.returncode}: {p.stderr.strip()[-500:]}")
+    for line in p.stdout.splitlines():
+        if line.startswith("#"):
+            log(line[1:].strip())
+    for r in parse(p.stdout):
+        add(r)
+    log("cluster done")
+
+
 def bench_revoke():
     # tmpfs: a million st_revoke calls are a million synced transactions.
     base = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
@@ -522,7 +537,9 @@ def fmt(v, unit):
         return f"{v / 1e3:.2f} us" if v >= 1000 else f"{v:.0f} ns"
     if unit == "ops/s" or unit == "pkt/s":
         return f"{v / 1e3:.1f} k/s"
-    if unit == "1/s":
+    if unit == "ms":
+        return f"{v:.1f} ms"
+    if unit == "1/s" or unit == "revocations/s":
         return f"{v:.0f}/s"
     if unit == "bytes":
         if v < 10 * 1024:
@@ -634,6 +651,12 @@ def summary():
             ratio(f"fuse.{mode}.git_status_vs_host", f"fuse.broker_{mode}.git", "fuse.host.git")
     target("p99 under flood <= 5x unloaded p99", ratios["fair.p99"], 5.0,
            f"{ratios['fair.p99']:.2f}x")
+    if "fleet.revoke_p99_ms" in fig:
+        # issue 17: a revocation reaches the other brokers' next operation
+        p99 = m("fleet.revoke_p99_ms")
+        target("cluster revocation p99 <= 1 s (aim 50 ms)", p99, 1000.0, f"{p99:.1f} ms")
+        target("cluster revocations >= 1,000/s", m("fleet.revoke_rate"), 1000.0,
+               f"{m('fleet.revoke_rate'):.0f}/s", le=False)
     return fig, ratios, targets
 
 
@@ -744,6 +767,11 @@ ROWS = [
         ("open+read 1 MiB+close, broker, fs_passthrough", "fuse.broker_passthrough.read1m"),
         ("git status (5,000 files), broker, fs_cache_data", "fuse.broker_cache.git"),
         ("git status (5,000 files), broker, fs_passthrough", "fuse.broker_passthrough.git")]),
+    ("9. cluster: 3 brokers, one PostgreSQL (docs/cluster.md)", [
+        ("brokers", "fleet.brokers"),
+        ("revoke acknowledged = applied by all, p50", "fleet.revoke_p50_ms"),
+        ("revoke acknowledged = applied by all, p99", "fleet.revoke_p99_ms"),
+        ("sustained revocations, 48 connections", "fleet.revoke_rate")]),
 ]
 
 
@@ -839,6 +867,8 @@ def main():
             big = bench_revoke()
         if want("memory"):
             bench_memory(ws, wd, os.path.join(big, "revoked"))
+        if want("fleet"):
+            bench_fleet()
     finally:
         shutil.rmtree(wd, ignore_errors=True)
         if big:

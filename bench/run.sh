@@ -7,6 +7,7 @@
 # Environment: CB_BIN and CB_BUILD (set by the Makefile).  Optional:
 #   BENCH_QUICK=1        fewer repetitions (a smoke test, about a minute)
 #   BENCH_ONLY=a,b       only these parts: latency cpu fuse net tokens start serve revoke memory
+#                        fleet (a private PostgreSQL and three brokers: docs/cluster.md)
 #   BENCH_OUT=FILE       write the JSON there instead of bench/results.json
 #   BENCH_PROFILE=1      also record a perf profile of the broker on the
 #                        cached fs.read path (build/bench/perf.data)

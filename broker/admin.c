@@ -15,6 +15,7 @@
 #include "broker/admin.h"
 #include "broker/approval.h"
 #include "broker/commit.h"
+#include "broker/fleet.h"
 #include "broker/fs_served.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"
@@ -45,6 +46,20 @@ struct brk_admin {
 	bool watch;
 	struct brk_sbx *run;		/* the sandbox this `run --connect` owns */
 	uint64_t id;			/* id of the message being answered */
+	struct adm_wait *wait;		/* a command waiting for the cluster's database */
+};
+
+/* A command answered once the cluster's database has it (fleet.c).  The
+ * connection is not read meanwhile, so the answer goes to the command that
+ * asked; a connection that goes away leaves a NULL here. */
+struct adm_wait {
+	struct brk *b;
+	struct brk_admin *a;
+	uint8_t id[CAP_ID_LEN];
+	char sandbox[CAP_AUD_MAX + 1];
+	char *text;			/* issue: the token, handed out once published */
+	uint64_t exp;
+	size_t count;			/* revoke: tokens it revokes here, counted when asked */
 };
 
 static void brk_admin_drop(struct brk_admin *a);
@@ -122,6 +137,34 @@ brk_admin_ok(struct brk_admin *a)
 	brk_admin_err(a, 0, NULL);
 }
 
+static struct adm_wait *
+adm_wait_begin(struct brk_admin *a)
+{
+	struct adm_wait *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->b = a->b;
+	w->a = a;
+	a->wait = w;
+	event_del(a->ev);
+	return w;
+}
+
+/* The connection that waited (reading again), or NULL if it went away.
+ * The caller frees w. */
+static struct brk_admin *
+adm_wait_end(struct adm_wait *w)
+{
+	struct brk_admin *a = w->a;
+
+	if (a) {
+		a->wait = NULL;
+		event_add(a->ev, NULL);
+	}
+	return a;
+}
+
 /* ---- commands --------------------------------------------------------- */
 
 static void
@@ -136,7 +179,65 @@ adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 	    .pid = (uint64_t)getpid(), .sandboxes = b->nsbx, .audit_healthy = aud_healthy(b->aud),
 	    .audit_lines = as.lines, .accept_failures = b->accept_failures,
 	    .admin_refused = b->admin_refused,
-	    .policy = b->opts.policy_path ? b->opts.policy_path : "(built-in)" });
+	    .policy = b->opts.policy_path ? b->opts.policy_path : "(built-in)",
+	    /* in a cluster (docs/cluster.md) */
+	    .cluster = brk_fleet_on(b) ? b->cl_name : NULL, .cluster_fresh = brk_fleet_fresh(b) == 0,
+	    .has_cluster = brk_fleet_on(b), .cluster_applied = b->cl_applied });
+}
+
+/* In a cluster the token is handed out only once the database has it:
+ * then every broker can verify it and hear of its revocation. */
+static void
+adm_issue_published(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk_admin *a = adm_wait_end(w);
+	struct brk_sbx *s;
+	char tid[2 * CAP_ID_LEN + 1], why[CL_WHY_MAX + 128];
+
+	if (!a)
+		goto out;
+	if (j->err) {
+		snprintf(why, sizeof(why), "issued here but not published to the cluster, so not "
+		    "handed out: %s", j->why);
+		brk_admin_err(a, j->err == CB_ECLUSTER ? CB_ECLUSTER : j->err, why);
+		goto out;
+	}
+	if ((s = brk_sbx_find(w->b, w->sandbox)) && !s->dead) {
+		uint32_t th;
+
+		cb_ignore(brk_held_add(s, w->text, strlen(w->text), true, &th));
+	}
+	cap_hex(w->id, CAP_ID_LEN, tid);
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_ISSUE, .token = w->text,
+	    .tid = tid, .exp = w->exp });
+out:
+	free(w->text);
+	free(w);
+}
+
+static void
+adm_issue_cluster(struct brk_admin *a, struct brk_sbx *s, struct cap **caps, size_t ncaps,
+    const struct wire_adm_req *q, uint64_t now, uint64_t ttl)
+{
+	struct brk *b = a->b;
+	struct adm_wait *w = adm_wait_begin(a);
+	int r;
+
+	if (!w) {
+		brk_admin_err(a, CB_ENOMEM, NULL);
+		return;
+	}
+	snprintf(w->sandbox, sizeof(w->sandbox), "%s", s->id);
+	w->exp = now + ttl;
+	if ((r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = ncaps,
+		.nbf = now, .exp = now + ttl, .has_uses = q->has_uses, .uses = (uint32_t)q->uses,
+		.by = a->actor, .published = adm_issue_published, .published_arg = w },
+		&w->text, w->id)) != 0) {
+		adm_wait_end(w);
+		free(w);
+		brk_admin_err(a, r, brk_decide_why(b, r));
+	}
 }
 
 static void
@@ -187,6 +288,10 @@ adm_issue(struct brk_admin *a, const struct wire_adm_req *q)
 	}
 	if (!ttl)
 		ttl = pol_default_ttl(b->pol);
+	if (brk_fleet_on(b)) {
+		adm_issue_cluster(a, s, caps, ncaps, q, now, ttl);
+		goto out;
+	}
 	if ((r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = caps, .ncaps = ncaps,
 		.nbf = now, .exp = now + ttl, .has_uses = q->has_uses, .uses = (uint32_t)q->uses,
 		.by = a->actor }, &text, id)) != 0) {
@@ -244,6 +349,77 @@ brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, con
 	return r;
 }
 
+/* Committed in the cluster's database (and so, before this ran, applied
+ * by every live broker, or they are past their staleness bound): now the
+ * decision here, in the state and the log, as without a cluster. */
+static void
+adm_revoke_committed(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk *b = w->b;
+	struct brk_admin *a = adm_wait_end(w);
+	char hex[2 * CAP_ID_LEN + 1];
+	size_t count = 0;
+	int r;
+
+	if (j->err) {
+		if (a)
+			brk_admin_err(a, j->err, j->why);
+		goto out;
+	}
+	r = brk_revoke(b, w->id, NULL, a ? a->actor : "broker", "with its descendants, in the cluster",
+	    &count);
+	if (r == CB_ENOENT) {
+		bool ch = false;
+
+		/* Minted elsewhere and not heard of here yet: it arrives revoked. */
+		r = st_cl_revoke(b->st, w->id, st_now(b->st), &ch);
+		count = ch;
+		cap_hex(w->id, CAP_ID_LEN, hex);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke", .resource = hex,
+		    .token_id = w->id, .actor = a ? a->actor : "broker",
+		    .detail = "with its descendants, in the cluster (minted by another broker)" });
+	}
+	if (!a)
+		goto out;
+	if (r != 0) {
+		brk_admin_err(a, r, brk_decide_why(b, r));
+		goto out;
+	}
+	/* The stream may have applied it here first: count as when asked. */
+	if (count < w->count)
+		count = w->count;
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
+out:
+	free(w);
+}
+
+static void
+adm_revoke_cluster(struct brk_admin *a, const uint8_t id[CAP_ID_LEN])
+{
+	struct cl_job *j = calloc(1, sizeof(*j));
+	struct adm_wait *w;
+	int r;
+
+	if (!j || !(w = adm_wait_begin(a))) {
+		free(j);
+		brk_admin_err(a, CB_ENOMEM, NULL);
+		return;
+	}
+	memcpy(w->id, id, CAP_ID_LEN);
+	w->count = st_revoke_count(a->b->st, id);
+	j->op = CL_PUT_REVOKE;
+	memcpy(j->id, id, CAP_ID_LEN);
+	snprintf(j->by, sizeof(j->by), "%s", a->actor);
+	j->done = adm_revoke_committed;
+	j->arg = w;
+	if ((r = brk_fleet_submit(a->b, j)) != 0) {
+		adm_wait_end(w);
+		free(w);
+		brk_admin_err(a, r, "the cluster database has too many writes waiting");
+	}
+}
+
 static void
 adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 {
@@ -254,6 +430,12 @@ adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 
 	if (!q->tid || cap_unhex(q->tid, id, CAP_ID_LEN) != 0) {
 		brk_admin_err(a, CB_EINVAL, "revoke needs a token id (32 hex digits)");
+		return;
+	}
+	/* In a cluster: in the database first, acknowledged only once it
+	 * is committed there (docs/cluster.md). */
+	if (brk_fleet_on(b)) {
+		adm_revoke_cluster(a, id);
 		return;
 	}
 	if ((r = brk_revoke(b, id, NULL, a->actor, "with its descendants", &count)) != 0) {
@@ -486,6 +668,10 @@ adm_rotate(struct brk_admin *a, const struct wire_adm_req *q)
 			return;
 		}
 	}
+	/* The other brokers learn the new key (and that the old one no longer
+	 * signs) in the background; tokens it signs verify there once they
+	 * have it, as the tokens themselves reach them. */
+	brk_fleet_keys(a->b);
 	cap_hex(kid, CAP_KID_LEN, hex);
 	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_ROTATE_KEY, .kid = hex });
 }
@@ -496,6 +682,42 @@ adm_retire_apply(struct brk *b, void *arg)
 	return st_retire_key(b->st, arg);
 }
 
+/* Retired in the cluster's database: here too (a key of ours, as a
+ * decision; another broker's arrives through the stream as well). */
+static void
+adm_retire_committed(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk_admin *a = adm_wait_end(w);
+	uint8_t kid[CAP_KID_LEN];
+	char hex[2 * CAP_KID_LEN + 1];
+	int r = j->err;
+
+	memcpy(kid, w->id, CAP_KID_LEN);
+	cap_hex(kid, CAP_KID_LEN, hex);
+	if (r == 0) {
+		struct brk_dec d = { .op = "retire-key", .resource = hex, .actor = a ? a->actor : "broker",
+			.detail = "in the cluster", .apply = adm_retire_apply, .arg = kid };
+
+		r = brk_decide(w->b, &d);
+		if (r == CB_ENOENT) {	/* another broker's key */
+			r = 0;
+			brk_audit(w->b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "retire-key",
+			    .resource = hex, .actor = a ? a->actor : "broker",
+			    .detail = "in the cluster (a key of another broker)" });
+		}
+		if (r == 0)
+			brk_fleet_keys(w->b);
+	}
+	if (a) {
+		if (r != 0)
+			brk_admin_err(a, r, j->err ? j->why : brk_decide_why(w->b, r));
+		else
+			brk_admin_ok(a);
+	}
+	free(w);
+}
+
 static void
 adm_retire(struct brk_admin *a, const struct wire_adm_req *q)
 {
@@ -504,6 +726,27 @@ adm_retire(struct brk_admin *a, const struct wire_adm_req *q)
 
 	if (!q->kid || cap_unhex(q->kid, kid, CAP_KID_LEN) != 0) {
 		brk_admin_err(a, CB_EINVAL, "need a key id (16 hex digits)");
+		return;
+	}
+	if (brk_fleet_on(a->b)) {
+		struct cl_job *j = calloc(1, sizeof(*j));
+		struct adm_wait *w;
+
+		if (!j || !(w = adm_wait_begin(a))) {
+			free(j);
+			brk_admin_err(a, CB_ENOMEM, NULL);
+			return;
+		}
+		memcpy(w->id, kid, CAP_KID_LEN);
+		j->op = CL_PUT_RETIRE;
+		memcpy(j->kid, kid, CAP_KID_LEN);
+		j->done = adm_retire_committed;
+		j->arg = w;
+		if ((r = brk_fleet_submit(a->b, j)) != 0) {
+			adm_wait_end(w);
+			free(w);
+			brk_admin_err(a, r, "the cluster database has too many writes waiting");
+		}
 		return;
 	}
 	{
@@ -707,6 +950,8 @@ brk_admin_drop(struct brk_admin *a)
 			break;
 		}
 	}
+	if (a->wait)	/* its answer, when it comes, has no one to go to */
+		a->wait->a = NULL;
 	if (a->run) {	/* the task's owner left: its sandbox goes too */
 		a->run->on_exit = NULL;
 		brk_sbx_kill(a->run, a->actor);

@@ -14,6 +14,7 @@
 #include "broker/approval.h"
 #include "broker/chan.h"
 #include "broker/commit.h"
+#include "broker/fleet.h"
 #include "broker/tokens.h"
 
 #include <errno.h>
@@ -109,7 +110,7 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 	 * record is ever dropped while the token goes out. */
 	if (s->nheld >= BRK_HELD_MAX || (session && s->nsession >= BRK_SESSION_MAX))
 		return CB_EBUSY;
-	if ((e = brk_mint_charge(s)) != 0)
+	if ((e = brk_fleet_mint_ok(b, NULL, 0)) != 0 || (e = brk_mint_charge(s)) != 0)
 		return e;
 	if ((e = brk_tok_sign(b, &(struct brk_mint){ .aud = s->id, .caps = &cap, .ncaps = 1,
 		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by },
@@ -129,6 +130,8 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 
 		e = brk_decide(b, &d);
 	}
+	if (e == 0)	/* in the background; retried while the database is away */
+		cb_ignore(brk_fleet_token(b, &rec, NULL, NULL));
 	if (e == 0) {
 		/* A human approved this for this sandbox instance: the state
 		 * recorded it against the instance with the token (rec.instance),

@@ -13,6 +13,7 @@
 #include "broker/approval.h"
 #include "broker/budget.h"
 #include "broker/commit.h"
+#include "broker/fleet.h"
 #include "broker/hostaddr.h"
 #include "broker/notify.h"
 #include "broker/pool.h"
@@ -510,7 +511,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	    (r = brk_start_loop(b)) != 0)
 		goto out;
 	brk_find_helpers(b);
-	if ((r = brk_open_admin(b, o, why, whylen)) != 0)
+	if ((r = brk_fleet_open(b, why, whylen)) != 0 ||
+	    (r = brk_open_admin(b, o, why, whylen)) != 0)
 		goto out;
 	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.start",
 	    .resource = b->state_dir, .actor = "broker",
@@ -600,6 +602,7 @@ brk_free(struct brk *b)
 	}
 	brk_pool_free(b);
 	brk_admin_close(b);
+	brk_fleet_close(b);
 	brk_hostaddr_close(b);
 	brk_work_close(b);
 	if (b->ev_tick)

@@ -47,6 +47,7 @@ struct brk_opts {
 	bool has_admin_fd;		/* admin_fd: a listening socket to adopt (systemd) */
 	int admin_fd;
 	bool new_state;			/* start a new state database beside an existing log */
+	const char *cluster;		/* --cluster CONNINFO; NULL: the policy's, if any */
 };
 
 /* Set up the broker: policy, state (locked: one broker per state directory,

@@ -57,6 +57,7 @@
 #define BRK_DETAIL_MAX	128	/* an audit detail's words around the names it quotes */
 
 struct event;
+struct cl;
 
 /* A token a sandbox holds: decoded once, its signature verified once. */
 struct brk_held {
@@ -232,6 +233,15 @@ struct brk {
 	int exit_code;
 	char dec_why[BRK_PATH_MAX + 512];		/* why the last brk_decide failed */
 	uint64_t clock_wall, clock_mono;	/* the clocks at the last tick */
+	/* The cluster (fleet.c), when --cluster or the policy names one. */
+	struct cl *cl;
+	struct event *ev_cl, *ev_cl_stale;
+	char cl_name[BRK_PATH_MAX + 160];	/* host:state directory */
+	uint64_t cl_fresh_ns;		/* monotonic: every change committed before it is applied */
+	uint64_t cl_stale_ns;		/* the staleness bound */
+	uint64_t cl_applied;		/* the last change applied */
+	bool cl_stale_noted;		/* its "cluster.stale" line is written */
+	char cl_why[256];		/* why the link is down */
 };
 
 /* Append r to the audit log (if open).  A failure is not reported here:

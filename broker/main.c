@@ -51,7 +51,7 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: capbroker run [OPTIONS] -- CMD [ARGS...]\n"
 	    "       capbroker serve --state DIR [--policy FILE] [--socket PATH] [--new-audit-log]\n"
-	    "                       [--new-state]\n"
+	    "                       [--new-state] [--cluster CONNINFO]\n"
 	    "       capbroker state rebuild --state DIR\n"
 	    "       capbroker check-policy FILE\n"
 	    "       capbroker show-policy [FILE]\n"
@@ -91,6 +91,8 @@ help(void)
 	    "  --unsetenv NAME       remove NAME from it (repeatable; applied before --setenv)\n"
 	    "  --new-audit-log       start a new audit log when the old one cannot continue\n"
 	    "  --new-state           start a new state database beside an existing audit log\n"
+	    "  --cluster CONNINFO    (serve) share keys and revocations with other brokers\n"
+	    "                        through this PostgreSQL database (docs/cluster.md)\n"
 	    "serve: the daemon (admin socket DIR/admin.sock unless --socket PATH).\n"
 	    "check-policy FILE: refuse what start-up would refuse; show-policy: print the\n"
 	    "  effective policy.\n"
@@ -923,6 +925,7 @@ cmd_serve(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "new-audit-log", no_argument, NULL, 'N' },
 		{ "new-state", no_argument, NULL, 'E' },
+		{ "cluster", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -940,6 +943,13 @@ cmd_serve(int argc, char **argv)
 		case 'S': bo.admin_path = optarg; break;
 		case 'N': bo.new_audit_log = true; break;
 		case 'E': bo.new_state = true; break;
+		case 'C':
+			if (!optarg[0]) {
+				fprintf(stderr, "capbroker: --cluster needs a PostgreSQL connection string\n");
+				return EX_USAGE;
+			}
+			bo.cluster = optarg;
+			break;
 		case 'h': help(); return 0;
 		case 'V': printf("capbroker %s\n", CB_VERSION); return 0;
 		default: usage(stderr); return EX_USAGE;

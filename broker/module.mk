@@ -3,12 +3,12 @@ broker_SRCS := broker/broker.c broker/sbx.c broker/chan.c broker/dispatch.c \
 	broker/work.c broker/approval.c broker/tokens.c broker/ops_fs.c broker/ops_net.c \
 	broker/ops_proc.c broker/ops_tok.c broker/admin.c broker/hostaddr.c \
 	broker/budget.c broker/commit.c broker/notify.c broker/hosts.c broker/dns.c broker/fs_served.c \
-	broker/pool.c
-broker_LIBS := broker fsrv policy sandbox audit state caps wire common
+	broker/pool.c broker/fleet.c
+broker_LIBS := broker fsrv policy sandbox audit state cluster caps wire common
 PROGS += capbroker
 MAN1 += docs/man/capbroker.1
 capbroker_SRCS := broker/main.c broker/service.c
-capbroker_LIBS := admin broker fsrv policy sandbox audit state caps wire common
+capbroker_LIBS := admin broker fsrv policy sandbox audit state cluster caps wire common
 # libsystemd (sd_notify, sd_listen_fds, the journal) only for the program:
 # not for the broker module, nor for anything that runs in a sandbox.
 $(BIN)/capbroker: ALL_LIBS += $(SYSTEMD_LIBS)

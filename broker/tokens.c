@@ -12,6 +12,7 @@
  */
 #include "broker/core.h"
 #include "broker/commit.h"
+#include "broker/fleet.h"
 #include "broker/tokens.h"
 
 #include <stdlib.h>
@@ -132,6 +133,10 @@ brk_tok_check(struct brk_sbx *s, struct brk_held *h, const struct cap_req *r, si
 	size_t ci = 0;
 	int e;
 
+	/* In a cluster, a broker that has not heard from the database within
+	 * the staleness bound may have missed a revocation: refuse. */
+	if ((e = brk_fleet_fresh(s->b)) != 0)
+		return e;
 	if ((e = cap_token_check_time(t, st_now(st))) != 0)
 		return e;
 	if (strcmp(t->c.aud, s->id) != 0 || (t->c.elevated && !h->inst_ok))
@@ -316,6 +321,10 @@ brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CA
 	int r;
 
 	*text = NULL;
+	/* In a cluster, nothing new while the database is away: the others
+	 * could neither verify it nor hear of its revocation. */
+	if ((r = brk_fleet_mint_ok(b, b->dec_why, sizeof(b->dec_why))) != 0)
+		return r;
 	if ((r = brk_tok_sign(b, m, &t, &rec)) != 0)
 		return r;
 	/* On disk and in the log before anyone holds it: a token the state
@@ -330,6 +339,12 @@ brk_tok_mint(struct brk *b, const struct brk_mint *m, char **text, uint8_t id[CA
 			free(rec.caps);
 			return r;
 		}
+	}
+	/* ... and then to the cluster, so that every broker knows it. */
+	if ((r = brk_fleet_token(b, &rec, m->published, m->published_arg)) != 0) {
+		free(t);
+		free(rec.caps);
+		return r;
 	}
 	memcpy(id, rec.id, CAP_ID_LEN);
 	free(rec.caps);

@@ -7,6 +7,8 @@
 
 #include "broker/core.h"
 
+struct cl_job;
+
 /* Add a token to the sandbox's table (decode; dedupe by text).  *th gets its
  * handle.  Full verification except coverage happens in brk_tok_check. */
 int brk_held_add(struct brk_sbx *s, const char *text, size_t len, bool granted, uint32_t *th) CB_WARN_UNUSED;
@@ -56,6 +58,11 @@ struct brk_mint {
 	bool elevated;
 	uint64_t instance;		/* elevated: the sandbox instance it belongs to */
 	const char *by;			/* who issued it (audit actor); NULL: "broker" */
+	/* In a cluster: called when the token is published (or could not
+	 * be); NULL: published in the background, retried while the
+	 * database is away. */
+	void (*published)(void *arg, const struct cl_job *j);
+	void *published_arg;
 };
 
 /* Sign a token and fill its state record (rec->caps malloc'd) without

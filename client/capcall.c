@@ -200,7 +200,7 @@ is_refusal(int err)
 	case CB_ENOTYET: case CB_EAUDIENCE: case CB_EREVOKED: case CB_ESPENT:
 	case CB_ENOTCOVERED: case CB_EPOLICY: case CB_ENOTOKEN: case CB_ENARROW:
 	case CB_ERETIRED: case CB_EUNKNOWNTOK: case CB_EESCAPE: case CB_EFTYPE:
-	case CB_ENETBLOCKED: case CB_EDENIED:
+	case CB_ENETBLOCKED: case CB_EDENIED: case CB_ECLUSTER:
 		return true;
 	default:
 		/* A token that does not even decode is refused as well. */

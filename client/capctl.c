@@ -327,11 +327,19 @@ ctl_status(struct ctl *c, int argc, char **argv)
 		return r;
 	if (c->json) {
 		/* with how the admin socket fared under pressure (docs/broker.md) */
-		ctl_json(c, json_pack("{s:o,s:I,s:I,s:b,s:I,s:o,s:I,s:I}", "state", J(m.state), "pid",
+		json_t *o = json_pack("{s:o,s:I,s:I,s:b,s:I,s:o,s:I,s:I}", "state", J(m.state), "pid",
 		    (json_int_t)m.pid, "sandboxes", (json_int_t)m.sandboxes, "audit_healthy",
 		    m.audit_healthy, "audit_lines", (json_int_t)m.audit_lines, "policy",
 		    J(m.policy), "accept_failures", (json_int_t)m.accept_failures, "admin_refused",
-		    (json_int_t)m.admin_refused));
+		    (json_int_t)m.admin_refused);
+
+		/* in a cluster (docs/cluster.md) */
+		if (o && m.cluster) {
+			json_object_set_new(o, "cluster", J(m.cluster));
+			json_object_set_new(o, "cluster_fresh", json_boolean(m.cluster_fresh));
+			json_object_set_new(o, "cluster_applied", json_integer((json_int_t)m.cluster_applied));
+		}
+		ctl_json(c, o);
 	} else {
 		printf("state      ");
 		ctl_text(stdout, m.state);
@@ -343,6 +351,12 @@ ctl_status(struct ctl *c, int argc, char **argv)
 		if (m.accept_failures || m.admin_refused)
 			printf("admin      %" PRIu64 " failed accepts, %" PRIu64 " connections refused\n",
 			    m.accept_failures, m.admin_refused);
+		if (m.cluster) {
+			printf("cluster    ");
+			ctl_text(stdout, m.cluster);
+			printf(", %s, change %" PRIu64 " applied\n",
+			    m.cluster_fresh ? "fresh" : "STALE (denying)", m.cluster_applied);
+		}
 	}
 	return CTL_OK;
 }

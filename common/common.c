@@ -71,6 +71,7 @@ static const struct cb_errinfo cb_errs[] = {
 	{ CB_ERESOLVE, "resolve-failed", "name did not resolve" },
 	{ CB_ERATE, "rate-limited", "too many requests" },
 	{ CB_ECLOSED, "closed", "channel closed" },
+	{ CB_ECLUSTER, "cluster-stale", "the cluster database is unreachable (fail closed)" },
 };
 
 static const struct cb_errinfo *

@@ -88,6 +88,7 @@ enum cb_err {
 	CB_ERESOLVE = -99,	/* name did not resolve */
 	CB_ERATE = -100,	/* sandbox over its request rate */
 	CB_ECLOSED = -101,	/* peer closed the channel */
+	CB_ECLUSTER = -102,	/* the cluster database is unreachable or the view stale (fail closed) */
 };
 
 /* Discard a result on purpose (best-effort calls); says so at the call. */

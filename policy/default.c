@@ -27,6 +27,7 @@ const char pol_default_text[] =
     "  audit_bytes_burst = \"32M\";\n"
     "  audit_throttle_max = 30;\n"
     "  pool_size = 2;\n"
+    "  cluster_stale = 5;\n"
     "};\n"
     "admins = { uids = [ ]; gids = [ ]; };\n"
     "network = { };\n"

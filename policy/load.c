@@ -580,9 +580,19 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 			get_num(x, s, NUM_SECONDS, false, &x->p->budget.throttle_max);
 		} else if (strcmp(name, "pool_size") == 0) {
 			get_pool_size(x, s, &x->p->pool_size);
+		} else if (strcmp(name, "cluster") == 0) {
+			if (!(v = get_str(x, s, "a PostgreSQL connection string, e.g. \"host=db dbname=capbroker\"")))
+				continue;
+			free(x->p->cluster);
+			x->p->cluster = NULL;
+			if (v[0] && !(x->p->cluster = strdup(v)))
+				return CB_ENOMEM;
+		} else if (strcmp(name, "cluster_stale") == 0) {
+			get_num(x, s, NUM_SECONDS, false, &x->p->cluster_stale);
 		} else {
 			unknown_key(x, s, "defaults", "tier, ttl, request_expiry, audit_fsync, audit_budget, "
-			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max, pool_size");
+			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max, pool_size, "
+			    "cluster, cluster_stale");
 		}
 	}
 	return 0;

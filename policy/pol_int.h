@@ -60,6 +60,8 @@ struct pol {
 	enum pol_fsync fsync;
 	struct pol_audit_budget budget;
 	uint64_t pool_size;	/* warm pool: sandboxes kept per tier in use */
+	char *cluster;		/* libpq connection string; NULL: no cluster */
+	uint64_t cluster_stale;	/* seconds a broker serves without the database */
 	size_t nuids, ngids;
 	uint32_t *uids, *gids;
 	bool has_allow;		/* absent list: every domain allowed */

@@ -185,6 +185,7 @@ pol_free(struct pol *p)
 	if (!p)
 		return;
 	free(p->default_tier);
+	free(p->cluster);
 	free(p->uids);
 	free(p->gids);
 	for (size_t i = 0; i < p->nallow; i++) {
@@ -287,6 +288,8 @@ uint64_t pol_default_ttl(const struct pol *p) { return p->default_ttl; }
 uint64_t pol_request_expiry(const struct pol *p) { return p->request_expiry; }
 uint64_t pol_pool_size(const struct pol *p) { return p->pool_size; }
 enum pol_fsync pol_audit_fsync(const struct pol *p) { return p->fsync; }
+const char *pol_cluster(const struct pol *p) { return p->cluster; }
+uint64_t pol_cluster_stale(const struct pol *p) { return p->cluster_stale; }
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p) { return &p->budget; }
 
 const char *

@@ -92,6 +92,11 @@ const char *pol_default_tier(const struct pol *p);	/* never NULL */
 uint64_t pol_default_ttl(const struct pol *p);		/* seconds */
 uint64_t pol_request_expiry(const struct pol *p);	/* seconds a request waits */
 enum pol_fsync pol_audit_fsync(const struct pol *p);
+/* The cluster's database (a libpq connection string), or NULL; and the
+ * staleness bound in seconds: how long a broker keeps honouring tokens
+ * without hearing from the database (docs/cluster.md). */
+const char *pol_cluster(const struct pol *p);
+uint64_t pol_cluster_stale(const struct pol *p);
 
 /* The audit budget of each sandbox (docs/audit.md): denials a second it may
  * have audited (sustained) and the burst above that; bytes of audit log a

@@ -205,6 +205,16 @@ pol_print(const struct pol *p, FILE *f)
 	put_int(f, p->budget.throttle_max);
 	fputs(";\n  # proc.exec sandboxes built ahead and kept ready (0: none)\n  pool_size = ", f);
 	put_int(f, p->pool_size);
+	fputs(";\n  # brokers sharing keys and revocations through PostgreSQL (docs/cluster.md)\n", f);
+	if (p->cluster) {
+		fputs("  cluster = ", f);
+		put_str(f, p->cluster);
+		fputs(";\n", f);
+	} else {
+		fputs("  # cluster = \"host=db.example dbname=capbroker\";\n", f);
+	}
+	fputs("  cluster_stale = ", f);
+	put_int(f, p->cluster_stale);
 	fputs(";\n};\n\n", f);
 	fputs("# Who may use the admin socket, besides the broker's own user.\nadmins = {\n", f);
 	put_ids(f, "uids", p->uids, p->nuids);

@@ -34,6 +34,7 @@ struct st {
 	atomic_int head_err;
 	uint64_t dseq;		/* decisions committed (meta 'dseq') */
 	bool armed;		/* dec goes into the next committing transaction */
+	bool recorded;		/* ... and a transaction has written it */
 	struct st_decision dec;
 	uint64_t hwm;		/* wall-clock high-water mark (meta 'hwm') */
 	char errpath[4200];	/* the key file st_open could not load */
@@ -239,6 +240,7 @@ dec_record_locked(struct st *st)
 	if (!st->armed)
 		return 0;
 	d->dseq = st->dseq + 1;
+	st->recorded = true;
 	if ((rc = meta_set_locked(st, "dseq", d->dseq)) != 0)
 		return rc;
 	if ((rc = db_prep(st, "INSERT OR REPLACE INTO last_decision(one, dseq, op, sandbox, resource,"
@@ -264,9 +266,12 @@ dec_record_locked(struct st *st)
 static void
 dec_done(struct st *st, int rc)
 {
-	if (st->armed && rc == 0)
+	/* Only a transaction that wrote the record moves the sequence: a
+	 * change with nothing to do (revoking a revoked token) commits none. */
+	if (st->armed && rc == 0 && st->recorded)
 		st->dseq = st->dec.dseq;
 	st->armed = false;
+	st->recorded = false;
 }
 
 void
@@ -278,7 +283,9 @@ st_decision_arm(struct st *st, const struct st_decision *d)
 	st->dec.resource[sizeof(st->dec.resource) - 1] = '\0';
 	st->dec.actor[sizeof(st->dec.actor) - 1] = '\0';
 	st->dec.detail[sizeof(st->dec.detail) - 1] = '\0';
+	st->dec.dseq = 0;
 	st->armed = true;
+	st->recorded = false;
 }
 
 void
@@ -1053,6 +1060,11 @@ st_use(struct st *st, const uint8_t id[CAP_ID_LEN], uint32_t *left)
 			chain[nchain++] = e;
 	if (nchain == 0)
 		return 0;
+	/* Another broker's use-limited token: its uses are counted where it
+	 * was minted, not here (docs/cluster.md), so it is not honoured here. */
+	for (uint32_t i = 0; i < nchain; i++)
+		if (st->tm.ents[chain[i]].flags & TM_FOREIGN)
+			return CB_EUNSUPPORTED;
 	pthread_mutex_lock(&st->mu);
 	/* the decrements are committed (and synced) before the operation
 	 * runs: a crash may waste a use, never grant one twice */
@@ -1626,6 +1638,112 @@ st_audit_head_error(const struct st *st)
 }
 
 /* ---- open / close -------------------------------------------------- */
+
+/* ---- the cluster's changes -------------------------------------------- */
+
+int
+st_cl_key(struct st *st, const uint8_t pk[32], bool retired)
+{
+	uint8_t kid[CAP_KID_LEN], have[32], signer[CAP_KID_LEN];
+	int rc = 0, known;
+
+	cap_kid_of(pk, kid);
+	pthread_mutex_lock(&st->mu);
+	known = cap_keyring_public(st->kr, kid, have);
+	if (known == CB_EUNKNOWNKEY)
+		rc = cap_keyring_add_public(st->kr, pk);
+	else if (known == 0 && memcmp(have, pk, 32) != 0)
+		rc = CB_EKEY_FORMAT;	/* the same id for another key: refuse it */
+	/* Our signing key is never retired from outside: the database refuses
+	 * that too (only a broker's former keys can be retired). */
+	if (rc == 0 && retired && known != CB_ERETIRED &&
+	    !(cap_keyring_signer(st->kr, signer) == 0 && memcmp(signer, kid, CAP_KID_LEN) == 0)) {
+		rc = cap_keyring_retire(st->kr, kid);
+		atomic_fetch_add(&st->epoch, 1);
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_cl_token(struct st *st, const uint8_t id[CAP_ID_LEN], const uint8_t *parent, bool limited)
+{
+	uint32_t e = tm_find(&st->tm, id), pe = TM_NONE, keep;
+	int rc;
+
+	if (e != TM_NONE && !(st->tm.ents[e].flags & TM_STUB))
+		return 0;	/* ours, or taken in already */
+	if (parent && (rc = tm_get_or_add(&st->tm, parent, &pe)) != 0)
+		return rc;
+	if ((rc = tm_get_or_add(&st->tm, id, &e)) != 0)
+		return rc;
+	if (e == pe)
+		return CB_EINVAL;	/* its own parent */
+	keep = st->tm.ents[e].flags & TM_REVOKED;
+	st->tm.ents[e].parent = pe;
+	st->tm.ents[e].flags = keep | TM_FOREIGN | (limited ? TM_LIMITED : 0);
+	return 0;
+}
+
+int
+st_cl_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, bool *changed)
+{
+	sqlite3_stmt *s = NULL;
+	uint32_t e = tm_find(&st->tm, id);
+	int rc = 0;
+
+	if (changed)
+		*changed = false;
+	if (e != TM_NONE && (st->tm.ents[e].flags & TM_REVOKED))
+		return 0;
+	if (e != TM_NONE && !(st->tm.ents[e].flags & (TM_STUB | TM_FOREIGN))) {
+		/* Ours: its row says so too, as st_revoke would write it. */
+		pthread_mutex_lock(&st->mu);
+		if ((rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND "
+		    "revoked_at IS NULL", &s)) == 0) {
+			sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+			sqlite3_bind_int64(s, 2, i64(now));
+			rc = db_err(sqlite3_step(s));
+		}
+		sqlite3_finalize(s);
+		pthread_mutex_unlock(&st->mu);
+		/* A failed write still revokes in memory: the stream is read
+		 * again at the next start.  Fail closed now. */
+	} else if (e == TM_NONE && (rc = tm_get_or_add(&st->tm, id, &e)) != 0) {
+		return rc;
+	}
+	st->tm.ents[e].flags |= TM_REVOKED;
+	atomic_fetch_add(&st->epoch, 1);
+	if (changed)
+		*changed = true;
+	return rc;
+}
+
+size_t
+st_revoke_count(const struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	uint32_t e = tm_find(&st->tm, id);
+
+	if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB))
+		return 0;
+	return tm_count_subtree(&st->tm, e);
+}
+
+bool
+st_is_foreign(const struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	uint32_t e = tm_find(&st->tm, id);
+
+	return e != TM_NONE && (st->tm.ents[e].flags & TM_FOREIGN);
+}
+
+bool
+st_token_known(const struct st *st, const uint8_t id[CAP_ID_LEN])
+{
+	uint32_t e = tm_find(&st->tm, id);
+
+	return e != TM_NONE && !(st->tm.ents[e].flags & TM_STUB);
+}
 
 void
 st_mem_usage(const struct st *st, struct st_mem *m)

@@ -341,6 +341,36 @@ int st_get_audit_head(struct st *st, uint8_t log_id[16], uint64_t *seq, uint8_t 
 void st_audit_checkpoint_cb(void *st, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32]);
 int st_audit_head_error(const struct st *st);
 
+/* ---- the cluster's changes (docs/cluster.md) ------------------------ */
+
+/* What other brokers of a cluster decided, applied in memory only: the
+ * broker reads the whole stream again from the database at every start,
+ * so nothing here needs to be on disk (a revocation of a token of our own
+ * is the exception: it is written to its row, so that it stays revoked
+ * even if this state is later served without the cluster).  Broker thread
+ * only, like st_revoke. */
+
+/* Take in another broker's public key (verify-only; retired: its tokens
+ * stop verifying).  Our own keys are left as they are. */
+int st_cl_key(struct st *st, const uint8_t pk[32], bool retired) CB_WARN_UNUSED;
+/* Take in a token another broker minted: its id, its parent (NULL: none)
+ * and whether it is use-limited.  A token we know already is left alone;
+ * a revocation that arrived first stays. */
+int st_cl_token(struct st *st, const uint8_t id[CAP_ID_LEN], const uint8_t *parent, bool limited)
+    CB_WARN_UNUSED;
+/* Apply a revocation made anywhere in the cluster: the token (a stub if it
+ * is not known yet, so that it arrives revoked) and so its descendants.
+ * *changed (may be NULL): it was not revoked before. */
+int st_cl_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, bool *changed)
+    CB_WARN_UNUSED;
+/* How many tokens revoking id would newly revoke (it and its descendants
+ * known here; 0 if it is revoked already or unknown).  O(tokens). */
+size_t st_revoke_count(const struct st *st, const uint8_t id[CAP_ID_LEN]);
+/* Was the token minted by another broker of the cluster (no row here)? */
+bool st_is_foreign(const struct st *st, const uint8_t id[CAP_ID_LEN]);
+/* Is the token known here at all, minted here or elsewhere? */
+bool st_token_known(const struct st *st, const uint8_t id[CAP_ID_LEN]);
+
 /* ---- measurement --------------------------------------------------- */
 
 struct st_mem {

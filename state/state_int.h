@@ -21,6 +21,7 @@ enum {
 	TM_LIMITED = 1u << 1,	/* has a use limit: st_use goes to disk */
 	TM_SPENT = 1u << 2,	/* no uses left */
 	TM_STUB = 1u << 3,	/* only known as someone's parent (no row yet) */
+	TM_FOREIGN = 1u << 4,	/* minted by another broker of the cluster (no row here) */
 };
 
 struct tm_ent {

@@ -328,6 +328,10 @@ static const struct wire_adm_key wr_status_keys[] = {
 	WR_U64("sandboxes", T_, sandboxes), WR_BOOL("audit_healthy", T_, audit_healthy),
 	WR_U64("audit_lines", T_, audit_lines), WR_U64("accept_failures", T_, accept_failures),
 	WR_U64("admin_refused", T_, admin_refused), WR_STR("policy", T_, policy, true),
+	/* in a cluster only (docs/cluster.md) */
+	WR_STR("cluster", T_, cluster, false),
+	{ "cluster_fresh", WA_BOOL, offsetof(T_, cluster_fresh), WA_NONE, 0, 0, NULL, false },
+	WR_U64_HAS("cluster_applied", T_, cluster_applied, has_cluster),
 };
 static const struct wire_adm_key wr_issue_keys[] = {
 	WR_STR("token", T_, token, true), WR_STR("tid", T_, tid, true), WR_U64("exp", T_, exp),

@@ -139,6 +139,10 @@ struct wire_adm_rep {
 	const char *state, *policy;	/* status */
 	uint64_t pid, sandboxes, audit_lines, accept_failures, admin_refused;	/* status */
 	bool audit_healthy;		/* status */
+	const char *cluster;		/* status, in a cluster: this broker's name there */
+	bool cluster_fresh;		/* ... caught up within the staleness bound */
+	bool has_cluster;		/* ... (cluster_applied is set) */
+	uint64_t cluster_applied;	/* ... the last change applied */
 	const char *token, *tid;	/* issue */
 	uint64_t exp;			/* issue */
 	uint64_t count;			/* revoke: tokens revoked */

@@ -73,7 +73,7 @@ _NAMES = {
     -51: "key-retired", -52: "unknown-token", -90: "protocol", -91: "unknown-op",
     -92: "audit-failed", -93: "escape", -94: "file-type", -95: "never-reachable",
     -96: "denied", -97: "request-expired", -98: "connection-refused",
-    -99: "resolve-failed", -100: "rate-limited", -101: "closed",
+    -99: "resolve-failed", -100: "rate-limited", -101: "closed", -102: "cluster-stale",
 }
 
 

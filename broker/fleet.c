@@ -1,0 +1,303 @@
+/*
+ * fleet.c - the broker in a cluster: the changes other brokers made (keys,
+ * tokens, revocations) applied to this broker's state as they arrive; the
+ * keys and tokens we make, published; and the staleness bound.
+ *
+ * Trust domain: broker.  The changes come from the cluster's database
+ * (cluster/, which checked their sizes); they only ever add keys and tokens
+ * to what verifies and revocations to what does not, on the loop's thread,
+ * like every other change of the in-memory state.
+ *
+ * Freshness: the link's thread catches up at least four times per bound;
+ * each complete catch-up proves that every change committed before it was
+ * sent is applied (cl_sink.batch's fresh_ns).  A broker that has no such
+ * proof younger than the bound refuses every token (CB_ECLUSTER) and mints
+ * nothing: a revocation it cannot hear about must not leave a token
+ * working for longer than the bound.
+ */
+#include "broker/core.h"
+#include "broker/fleet.h"
+#include "broker/fs_served.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool
+brk_fleet_on(const struct brk *b)
+{
+	return b->cl != NULL;
+}
+
+int
+brk_fleet_fresh(const struct brk *b)
+{
+	if (!b->cl)
+		return 0;
+	return cb_mono_ns() - b->cl_fresh_ns > b->cl_stale_ns ? CB_ECLUSTER : 0;
+}
+
+const char *
+brk_fleet_why(const struct brk *b)
+{
+	return b->cl_why[0] ? b->cl_why : "no catch-up with the cluster database yet";
+}
+
+int
+brk_fleet_mint_ok(const struct brk *b, char *why, size_t whylen)
+{
+	if (!b->cl)
+		return 0;
+	if (cl_up(b->cl) && brk_fleet_fresh(b) == 0)
+		return 0;
+	if (why)
+		snprintf(why, whylen, "no new tokens or approvals while the cluster database is "
+		    "unreachable (%s)", brk_fleet_why(b));
+	return CB_ECLUSTER;
+}
+
+/* Arm the timer that notices the bound passing (the file servers' grant
+ * snapshots must drop at that moment, not at the next tick). */
+static void
+brk_fleet_arm(struct brk *b)
+{
+	uint64_t now = cb_mono_ns(), end = b->cl_fresh_ns + b->cl_stale_ns;
+	uint64_t left = end > now ? end - now : 0;
+	struct timeval tv = { (time_t)(left / 1000000000u), (suseconds_t)((left % 1000000000u) / 1000u + 1) };
+
+	event_add(b->ev_cl_stale, &tv);
+}
+
+static void
+brk_fleet_stale(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk *b = arg;
+	char detail[CL_WHY_MAX + 128];
+
+	(void)fd;
+	(void)ev;
+	if (brk_fleet_fresh(b) == 0) {
+		brk_fleet_arm(b);
+		return;
+	}
+	if (b->cl_stale_noted)
+		return;
+	b->cl_stale_noted = true;
+	snprintf(detail, sizeof(detail), "nothing heard from the cluster database for %llu s: every "
+	    "token is refused until it returns (%s)",
+	    (unsigned long long)(b->cl_stale_ns / 1000000000u), brk_fleet_why(b));
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.stale", .actor = "broker",
+	    .reason = CB_ECLUSTER, .detail = detail });
+	brk_fss_refresh_all(b);
+}
+
+static void
+brk_fleet_apply(struct brk *b, const struct cl_rec *r, bool *changed)
+{
+	char hex[2 * CAP_ID_LEN + 1], detail[CL_NAME_MAX + 96];
+	bool ch = false;
+	int e = 0;
+
+	switch (r->kind) {
+	case CL_KEY:
+		e = st_cl_key(b->st, r->pk, r->retired);
+		*changed |= r->retired;
+		break;
+	case CL_TOKEN:
+		e = st_cl_token(b->st, r->id, r->has_parent ? r->parent : NULL, r->limited);
+		break;
+	case CL_REVOKE:
+		e = st_cl_revoke(b->st, r->id, st_now(b->st), &ch);
+		*changed |= ch;
+		/* Our own revocations are audited as decisions (admin.c). */
+		if (ch && strcmp(r->broker, b->cl_name) != 0) {
+			cap_hex(r->id, CAP_ID_LEN, hex);
+			snprintf(detail, sizeof(detail), "with its descendants, by broker %s of the cluster",
+			    r->broker);
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",
+			    .resource = hex, .token_id = r->id, .actor = r->actor, .detail = detail });
+		}
+		break;
+	}
+	if (e != 0) {
+		snprintf(detail, sizeof(detail), "change %llu from broker %s not applied: %s",
+		    (unsigned long long)r->seq, r->broker, cb_strerror(e));
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.refused",
+		    .actor = "broker", .reason = e, .detail = detail });
+	}
+}
+
+static void
+brk_fleet_batch(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns)
+{
+	struct brk *b = arg;
+	bool changed = false;
+
+	for (size_t i = 0; i < n; i++)
+		brk_fleet_apply(b, &r[i], &changed);
+	if (n) {
+		b->cl_applied = r[n - 1].seq;
+		cl_applied(b->cl, b->cl_applied);
+	}
+	/* Before the next operation: the file servers' snapshots of live
+	 * grants lose what was revoked. */
+	if (changed)
+		brk_fss_refresh_all(b);
+	if (fresh_ns > b->cl_fresh_ns) {
+		bool was_stale = brk_fleet_fresh(b) != 0;
+
+		b->cl_fresh_ns = fresh_ns;
+		if (was_stale && brk_fleet_fresh(b) == 0) {
+			if (b->cl_stale_noted)
+				brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.fresh",
+				    .actor = "broker", .detail = "caught up with the cluster database: "
+				    "tokens are honoured again" });
+			b->cl_stale_noted = false;
+			brk_fss_refresh_all(b);
+		}
+		brk_fleet_arm(b);
+	}
+}
+
+static void
+brk_fleet_link(void *arg, bool up, const char *why)
+{
+	struct brk *b = arg;
+	char detail[CL_WHY_MAX + 64];
+
+	if (!up)
+		snprintf(b->cl_why, sizeof(b->cl_why), "%s", why);
+	else
+		b->cl_why[0] = '\0';
+	snprintf(detail, sizeof(detail), "%s%s", up ? "connected" : "lost: ", up ? "" : why);
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.link", .actor = "broker",
+	    .reason = up ? 0 : CB_ECLUSTER, .detail = detail });
+}
+
+static void
+brk_fleet_readable(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk *b = arg;
+
+	(void)fd;
+	(void)ev;
+	cl_dispatch(b->cl);
+}
+
+int
+brk_fleet_submit(struct brk *b, struct cl_job *j)
+{
+	if (!b->cl) {
+		cl_job_free(j);
+		return CB_ECLUSTER;
+	}
+	return cl_submit(b->cl, j);
+}
+
+int
+brk_fleet_token(struct brk *b, const struct st_token *rec,
+    void (*done)(void *arg, const struct cl_job *j), void *arg)
+{
+	struct cl_job *j;
+
+	if (!b->cl)
+		return 0;
+	if (!(j = calloc(1, sizeof(*j))) || !(j->caps = strdup(rec->caps ? rec->caps : ""))) {
+		free(j);
+		return CB_ENOMEM;
+	}
+	j->op = CL_PUT_TOKEN;
+	j->retry = done == NULL;
+	memcpy(j->id, rec->id, CAP_ID_LEN);
+	j->has_parent = rec->has_parent;
+	memcpy(j->parent, rec->parent, CAP_ID_LEN);
+	snprintf(j->sandbox, sizeof(j->sandbox), "%s", rec->sandbox);
+	j->nbf = rec->nbf;
+	j->exp = rec->exp;
+	j->issued_at = rec->issued_at;
+	j->limited = rec->uses_left != ST_UNLIMITED;
+	j->elevated = rec->elevated;
+	snprintf(j->by, sizeof(j->by), "%s", rec->issued_by);
+	j->done = done;
+	j->arg = arg;
+	return cl_submit(b->cl, j);
+}
+
+void
+brk_fleet_keys(struct brk *b)
+{
+	struct st_key_info *k = NULL;
+	size_t n = 0;
+
+	if (!b->cl || st_key_list(b->st, &k, &n) != 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct cl_job *j = calloc(1, sizeof(*j));
+
+		if (!j)
+			break;
+		j->op = CL_PUT_KEY;
+		j->retry = true;
+		memcpy(j->pk, k[i].pk, 32);
+		j->signing = k[i].signing;
+		j->retired = k[i].retired_at != 0;
+		cb_ignore(cl_submit(b->cl, j));
+	}
+	free(k);
+}
+
+int
+brk_fleet_open(struct brk *b, char *why, size_t whylen)
+{
+	const char *conninfo = b->opts.cluster ? b->opts.cluster : pol_cluster(b->pol);
+	char host[128];
+	uint64_t stale = pol_cluster_stale(b->pol);
+	int r;
+
+	if (!conninfo)
+		return 0;
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	/* One name per host and state directory: unique in the cluster,
+	 * and what an administrator recognises in `capctl` and the log. */
+	if ((size_t)snprintf(b->cl_name, sizeof(b->cl_name), "%s:%s", host, b->state_real) >=
+	    sizeof(b->cl_name)) {
+		snprintf(why, whylen, "cluster: the broker's name %s:%s is too long", host, b->state_real);
+		return CB_EINVAL;
+	}
+	b->cl_stale_ns = (stale ? stale : 1) * 1000000000u;
+	/* Stale until the first catch-up (fail closed), but that is start-up,
+	 * not news: the log hears of the link (cluster.link) instead. */
+	b->cl_stale_noted = true;
+	if (!(b->ev_cl_stale = evtimer_new(b->base, brk_fleet_stale, b)))
+		return CB_ENOMEM;
+	r = cl_open(&(struct cl_opts){ .conninfo = conninfo, .name = b->cl_name,
+	    .stale_ms = b->cl_stale_ns / 1000000u,
+	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link, .arg = b } }, &b->cl);
+	if (r != 0) {
+		snprintf(why, whylen, "cluster: cannot start the link to the database: %s", cb_strerror(r));
+		return r;
+	}
+	if (!(b->ev_cl = event_new(b->base, cl_fd(b->cl), EV_READ | EV_PERSIST, brk_fleet_readable, b)))
+		return CB_ENOMEM;
+	event_add(b->ev_cl, NULL);
+	brk_fleet_arm(b);
+	brk_fleet_keys(b);
+	return 0;
+}
+
+void
+brk_fleet_close(struct brk *b)
+{
+	if (b->ev_cl)
+		event_free(b->ev_cl);
+	b->ev_cl = NULL;
+	if (b->ev_cl_stale)
+		event_free(b->ev_cl_stale);
+	b->ev_cl_stale = NULL;
+	cl_close(b->cl);
+	b->cl = NULL;
+}

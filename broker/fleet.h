@@ -1,0 +1,48 @@
+/*
+ * fleet.h - the broker's side of a cluster (fleet.c): what other brokers
+ * decided, applied here; what we decide, published; and the staleness
+ * bound that fails closed when the database is away.  Private to broker/.
+ * Without `--cluster` (or the policy's `cluster`) every function here is a
+ * no-op that says yes.
+ */
+#ifndef CB_BROKER_FLEET_H
+#define CB_BROKER_FLEET_H
+
+#include "broker/core.h"
+#include "cluster/cluster.h"
+
+/* Connect (in the background) when a cluster is configured; publish our
+ * keys.  CB_EINVAL and a sentence in why for a bad configuration. */
+int brk_fleet_open(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
+void brk_fleet_close(struct brk *b);
+
+/* Is this broker in a cluster? */
+bool brk_fleet_on(const struct brk *b);
+
+/* May tokens be honoured now?  0, or CB_ECLUSTER when nothing was heard
+ * from the database for longer than the staleness bound (hot path: a
+ * clock read). */
+int brk_fleet_fresh(const struct brk *b) CB_WARN_UNUSED;
+
+/* May a token be minted or an approval granted now?  0, or CB_ECLUSTER
+ * (the link is down or stale); why (may be NULL) gets a sentence. */
+int brk_fleet_mint_ok(const struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
+
+/* A sentence on why the broker is stale (for replies and the audit log). */
+const char *brk_fleet_why(const struct brk *b);
+
+/* Hand a job to the link (it owns j from now on).  CB_ECLUSTER without a
+ * cluster, CB_EBUSY when too many wait. */
+int brk_fleet_submit(struct brk *b, struct cl_job *j) CB_WARN_UNUSED;
+
+/* Publish a token we minted (kept and retried while the database is
+ * away); done/arg, if done is set, make it a job that fails at once
+ * instead and reports through done, later, on the loop.  0 (also without
+ * a cluster), or CB_ENOMEM / CB_EBUSY (then done is never called). */
+int brk_fleet_token(struct brk *b, const struct st_token *rec,
+    void (*done)(void *arg, const struct cl_job *j), void *arg) CB_WARN_UNUSED;
+
+/* Publish every key of ours again (after a rotation or retirement). */
+void brk_fleet_keys(struct brk *b);
+
+#endif

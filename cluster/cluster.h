@@ -1,0 +1,148 @@
+/*
+ * cluster.h - many brokers, one record: the broker's link to a PostgreSQL
+ * database (`serve --cluster CONNINFO`) through which brokers on many hosts
+ * share public keys, issued tokens and revocations (docs/cluster.md).
+ *
+ * Trust domain: broker.  The database is trusted like the state directory
+ * (only administrators can write it), but what it returns is still checked
+ * field by field (lengths of ids and keys) before it reaches the state.
+ *
+ * Threads: libpq runs on one thread of this module's own, never on the
+ * broker's event loop.  The loop hands work over with cl_submit() and
+ * takes results with cl_dispatch() when cl_fd() is readable; every
+ * callback runs on the loop's thread, inside cl_dispatch().
+ *
+ * Order: every write to the shared change stream (keys, tokens,
+ * revocations) takes one transaction-scoped advisory lock before it draws
+ * its sequence number and holds it to its commit, so sequence order is
+ * commit order: a reader that has seen number N has seen everything below
+ * N, and catching up from the last number seen misses nothing, whatever
+ * NOTIFYs were lost.
+ */
+#ifndef CB_CLUSTER_H
+#define CB_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caps/caps.h"
+#include "common/common.h"
+
+#define CL_NAME_MAX	255	/* a broker's name in the cluster */
+#define CL_WHY_MAX	256	/* a sentence on what failed */
+#define CL_PAGE		1000	/* changes read per catch-up query */
+#define CL_JOBS_MAX	4096	/* writes waiting for the database (then CB_EBUSY) */
+
+struct cl;
+
+/* One change of the cluster's stream, as read back. */
+enum cl_kind {
+	CL_KEY,		/* a public key (pk), retired or not */
+	CL_TOKEN,	/* a token's id, its parent and whether it is use-limited */
+	CL_REVOKE,	/* a token id revoked (with its descendants) */
+};
+
+struct cl_rec {
+	uint64_t seq;
+	enum cl_kind kind;
+	uint8_t id[CAP_ID_LEN];		/* CL_TOKEN, CL_REVOKE */
+	bool has_parent;
+	uint8_t parent[CAP_ID_LEN];
+	bool limited;
+	uint8_t pk[32];			/* CL_KEY */
+	bool retired;
+	char broker[CL_NAME_MAX + 1];	/* the broker that wrote it */
+	char actor[64];			/* CL_REVOKE: who revoked */
+};
+
+/* What the loop is told. */
+struct cl_sink {
+	/* Changes in sequence order.  fresh_ns (monotonic) is set on the last
+	 * page of a catch-up: every change committed before that instant is
+	 * in this call or an earlier one; 0 when more pages follow. */
+	void (*batch)(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns);
+	/* The link came up or went down (why says what failed). */
+	void (*link)(void *arg, bool up, const char *why);
+	void *arg;
+};
+
+struct cl_opts {
+	const char *conninfo;		/* a libpq connection string or URI */
+	const char *name;		/* this broker's name in the cluster */
+	uint64_t stale_ms;		/* the staleness bound (heartbeats are a quarter of it) */
+	struct cl_sink sink;
+};
+
+/* A write for the database. */
+enum cl_op {
+	CL_PUT_KEY,	/* publish a public key of ours (upsert; kept and re-published on every connect) */
+	CL_PUT_TOKEN,	/* publish a token we minted */
+	CL_PUT_REVOKE,	/* record a revocation; done when every live broker applied it */
+	CL_PUT_RETIRE,	/* retire a key cluster-wide (not a broker's signing key: CB_EBUSY) */
+};
+
+struct cl_job {
+	enum cl_op op;
+	/* Kept in memory while the database is unreachable and written when
+	 * it returns; without it the job fails at once (CB_ECLUSTER). */
+	bool retry;
+	/* CL_PUT_KEY */
+	uint8_t pk[32];
+	bool signing, retired;
+	/* CL_PUT_TOKEN, CL_PUT_REVOKE (id) */
+	uint8_t id[CAP_ID_LEN];
+	bool has_parent;
+	uint8_t parent[CAP_ID_LEN];
+	char sandbox[CAP_AUD_MAX + 1];
+	char *caps;			/* malloc'd, one per line; freed with the job */
+	uint64_t nbf, exp, issued_at;
+	bool limited, elevated;
+	char by[64];			/* issued by / revoked by */
+	/* CL_PUT_RETIRE */
+	uint8_t kid[CAP_KID_LEN];
+	/* Called on the loop (in cl_dispatch) when the job is done; the job
+	 * is freed after it returns. */
+	void (*done)(void *arg, const struct cl_job *j);
+	void *arg;
+	/* results */
+	int err;			/* 0, CB_ECLUSTER (unreachable), CB_ENOENT, CB_EBUSY */
+	uint64_t seq;			/* its number in the stream */
+	unsigned unconfirmed;		/* CL_PUT_REVOKE: live brokers that did not confirm in time */
+	char why[CL_WHY_MAX];
+	/* the module's */
+	uint64_t deadline_ns;
+	struct cl_job *next;
+};
+
+/* Start the link: its thread connects (and keeps reconnecting), creates
+ * the schema if missing, registers this broker, listens and catches up from
+ * sequence 0.  Does not wait for the database: until the first catch-up
+ * the broker is stale.  CB_ENOMEM, CB_EINTERNAL (thread, eventfd),
+ * CB_EINVAL (no conninfo or name). */
+int cl_open(const struct cl_opts *o, struct cl **out) CB_WARN_UNUSED;
+/* Stop the thread, deregister, disconnect; every job not delivered yet
+ * has its done callback run here (finished ones with their result, the
+ * rest with CB_ECLUSTER).  On the loop's thread.  NULL is fine. */
+void cl_close(struct cl *c);
+
+/* Readable when cl_dispatch has something to deliver. */
+int cl_fd(const struct cl *c);
+/* Deliver batches, link changes and finished jobs, in the order the
+ * thread produced them (on the loop's thread). */
+void cl_dispatch(struct cl *c);
+
+/* Hand a job (malloc'd, with caps malloc'd or NULL) to the thread; it
+ * owns it from now on, even on error.  CB_EBUSY when CL_JOBS_MAX wait. */
+int cl_submit(struct cl *c, struct cl_job *j) CB_WARN_UNUSED;
+/* Free a job that was never submitted. */
+void cl_job_free(struct cl_job *j);
+
+/* The loop applied the stream up to seq: reported to the database so that
+ * a revocation elsewhere is acknowledged only once this broker has it. */
+void cl_applied(struct cl *c, uint64_t seq);
+
+/* Is the link up (last round trip succeeded)? */
+bool cl_up(const struct cl *c);
+
+#endif

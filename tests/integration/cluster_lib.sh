@@ -1,0 +1,82 @@
+# tests/integration/cluster_lib.sh - a private PostgreSQL for the cluster
+# tests and bench (sourced after tests/lib.sh).  Debian's postgresql is
+# used from /usr/lib/postgresql/N/bin directly: initdb and pg_ctl as an
+# unprivileged user, in a fresh mktemp -d directory, listening on a unix
+# socket in that directory only (no TCP port: parallel runs never
+# collide).  The system-wide service is never touched.
+#
+# pg_have                  0 if initdb and pg_ctl are installed
+# pg_start                 initdb + start; PGD (its directory), PG_CONN (conninfo)
+# pg_restart               start again (after pg_kill9)
+# pg_kill9                 SIGKILL the postmaster and every backend (by pid)
+# pg_pause / pg_resume     SIGSTOP / SIGCONT them: the database stops
+#                          answering, as a cut network would leave it
+# pg_sql SQL               psql -tA on the cluster's database
+# Everything is stopped and removed at exit (pg_cleanup, called by the
+# caller's EXIT trap).
+
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+PG_USER=
+PGD=
+
+pg_have() { [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ]; }
+
+# Run a PostgreSQL program as the database's owner: initdb refuses root.
+_pg_as() {
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u "$PG_USER" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+pg_start() {
+	PGD=$(mktemp -d "${CB_TEST_TMPDIR:-/var/tmp}/cbpg.XXXXXX")
+	if [ "$(id -u)" -eq 0 ]; then
+		PG_USER=nobody
+		chown nobody "$PGD"
+	fi
+	chmod 0755 "$PGD"
+	_pg_as "$PG_BIN/initdb" -D "$PGD/data" -A trust -U cb --no-sync -E UTF8 \
+		>"$PGD/initdb.log" 2>&1 || return 1
+	PG_CONN="host=$PGD dbname=postgres user=cb"
+	pg_restart
+}
+
+pg_restart() {
+	# listen_addresses='': no TCP at all; the socket lives in $PGD.
+	_pg_as "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w -t 30 \
+		-o "-k $PGD -c listen_addresses= -c max_connections=40 -c shared_buffers=16MB" \
+		start >/dev/null 2>&1
+}
+
+# The postmaster and its children, by pid.
+_pg_pids() {
+	local pm
+	pm=$(head -n 1 "$PGD/data/postmaster.pid" 2>/dev/null) || return 0
+	[ -n "$pm" ] || return 0
+	echo "$pm"
+	ps -o pid= --ppid "$pm" 2>/dev/null
+}
+
+pg_kill9() {
+	local p pids
+	pids=$(_pg_pids)
+	for p in $pids; do kill -9 "$p" 2>/dev/null; done
+	for p in $pids; do
+		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+	done
+}
+
+pg_pause() { local p; for p in $(_pg_pids); do kill -STOP "$p" 2>/dev/null; done; }
+pg_resume() { local p; for p in $(_pg_pids); do kill -CONT "$p" 2>/dev/null; done; }
+
+pg_sql() { psql -X -q -tA -h "$PGD" -U cb -d postgres -c "$1" 2>&1; }
+
+pg_cleanup() {
+	[ -n "$PGD" ] || return 0
+	pg_resume
+	_pg_as "$PG_BIN/pg_ctl" -D "$PGD/data" -m immediate -w stop >/dev/null 2>&1 || pg_kill9
+	rm -rf "$PGD"
+	PGD=
+}
