@@ -72,7 +72,10 @@ t_is "... no lookup of it was allowed" \
 	"$(grep -c '"op":"net.resolve","resource":"b.other.invalid".*"decision":"allow"' "$S/audit.jsonl")" 0
 t_exit "the domain itself is not under *.domain" 2 run --grant "$W" -- getent hosts test.invalid
 t_exit "without the token no name resolves" 2 run -- getent hosts a.test.invalid
+run --grant "$W" -- getent hosts d.test.invalid >/dev/null 2>&1
 sleep 0.2
+t_ok "control: a covered name missing from the host's files is looked up, and the probe sees it" \
+	grep -qx "d.test.invalid" "$T_TMP/asked"
 t_is "the host's resolver was never asked for a name no token covers" \
 	"$(grep -cxE 'b\.other\.invalid|test\.invalid' "$T_TMP/asked")" 0
 
