@@ -16,6 +16,7 @@
 #include "broker/fleet.h"
 #include "broker/hostaddr.h"
 #include "broker/notify.h"
+#include "broker/ops.h"
 #include "broker/pool.h"
 #include "broker/sbx.h"
 #include "broker/work.h"
@@ -588,6 +589,11 @@ brk_free(struct brk *b)
 	/* No process survives its sandbox, nor its broker. */
 	while (b->sbx) {
 		struct brk_sbx *s = b->sbx;
+
+		/* Its proc.exec children too: one already answered may not be
+		 * reaped yet (its exit is reported before the teardown). */
+		s->refs++;
+		brk_proc_end_all(s);
 
 		if (s->spawned && !s->exited) {
 			int ws;

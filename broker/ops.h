@@ -61,6 +61,9 @@ int brk_net_settle(int fd) CB_WARN_UNUSED;
 
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
+/* The broker is going away: end every proc.exec child of s now (killed,
+ * reaped, freed), answered or not.  The caller holds s. */
+void brk_proc_end_all(struct brk_sbx *s);
 
 
 /* (ops_proc.c) A tier's limits as the sandbox takes them: wall is the wall clock to use

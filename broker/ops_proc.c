@@ -538,6 +538,22 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" }));
 }
 
+void
+brk_proc_end_all(struct brk_sbx *s)
+{
+	while (s->procs) {
+		struct brk_proc *x = s->procs;
+		int ws;
+
+		if (!x->reaped) {
+			cb_ignore(sbx_kill(&x->p));
+			waitpid(x->p.pid, &ws, 0);
+			x->reaped = true;
+		}
+		brk_proc_free(x);
+	}
+}
+
 /* The sandbox's channel closed: its children die with it (they are reaped
  * and freed by their exit events as usual). */
 void

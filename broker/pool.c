@@ -30,11 +30,13 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,7 +73,9 @@ struct brk_pool {
 	pthread_cond_t cv;
 	struct brk_pooled *todo;	/* mu: to build */
 	struct brk_pooled *done;	/* mu: spawned, not yet seen by the loop */
-	bool stop;			/* mu */
+	bool stop;			/* mu: the loop asks the thread to park */
+	bool parked;			/* mu: ... it has (spawns nothing more) */
+	bool release;			/* mu: ... and may exit (its stubs are gone) */
 	int wake[2];			/* thread -> loop */
 	struct event *ev_wake;
 	struct brk_pooled *live;	/* loop: building, ready or dying */
@@ -96,8 +100,16 @@ brk_pool_main(void *arg)
 
 		while (!pl->stop && !pl->todo)
 			pthread_cond_wait(&pl->cv, &pl->mu);
-		if (pl->stop)
+		if (pl->stop) {
+			/* Its exit would kill every stub it spawned at once
+			 * (PR_SET_PDEATHSIG), racing the removal of their
+			 * cgroups: it waits until they have ended in order. */
+			pl->parked = true;
+			pthread_cond_broadcast(&pl->cv);
+			while (!pl->release)
+				pthread_cond_wait(&pl->cv, &pl->mu);
 			break;
+		}
 		e = pl->todo;
 		pl->todo = e->next;
 		pthread_mutex_unlock(&pl->mu);
@@ -183,7 +195,11 @@ brk_pool_unlink(struct brk_pool *pl, struct brk_pooled *e)
 		}
 }
 
-/* End a sandbox of the pool; its exit event reaps and frees it. */
+/* End a sandbox of the pool; its exit event reaps and frees it.  Not by
+ * SIGKILL: closing its status socket makes pid 1 end the sandbox and the
+ * outer stub wait for it, so that its cgroups are empty when the outer
+ * stub is reaped and removed (a killed outer stub leaves pid 1 to die
+ * later, and its cgroup then cannot be removed). */
 static void
 brk_pool_kill(struct brk_pooled *e)
 {
@@ -191,7 +207,24 @@ brk_pool_kill(struct brk_pooled *e)
 	e->ready = false;
 	if (e->ev_status)
 		event_del(e->ev_status);
-	cb_ignore(sbx_kill(&e->p));
+	if (e->p.status_fd < 0 || shutdown(e->p.status_fd, SHUT_RDWR) != 0)
+		cb_ignore(sbx_kill(&e->p));
+}
+
+/* Wait (blocking, at most 2 s, then SIGKILL) for an ended entry's stub and
+ * free the entry: the broker is going away. */
+static void
+brk_pool_reap(struct brk_pooled *e)
+{
+	struct pollfd pfd = { .fd = e->p.pidfd, .events = POLLIN };
+	int ws;
+
+	if (e->p.pid > 0) {
+		if (poll(&pfd, 1, 2000) != 1)
+			cb_ignore(sbx_kill(&e->p));
+		waitpid(e->p.pid, &ws, 0);
+	}
+	brk_pooled_free(e);
 }
 
 static void
@@ -493,32 +526,47 @@ void
 brk_pool_free(struct brk *b)
 {
 	struct brk_pool *pl = b ? b->pool : NULL;
-	struct brk_pooled *lists[3], *e;
+	struct brk_pooled *todo, *done, *e;
 
 	if (!pl)
 		return;
 	if (pl->th_up) {
 		pthread_mutex_lock(&pl->mu);
 		pl->stop = true;
-		pthread_cond_signal(&pl->cv);
+		pthread_cond_broadcast(&pl->cv);
+		while (!pl->parked)
+			pthread_cond_wait(&pl->cv, &pl->mu);
 		pthread_mutex_unlock(&pl->mu);
-		/* Its exit ends every stub it spawned (PR_SET_PDEATHSIG). */
+	}
+	/* The thread spawns nothing more: end every stub in order, then let
+	 * it go. */
+	todo = pl->todo;
+	done = pl->done;
+	pl->todo = pl->done = NULL;
+	for (e = done; e; e = e->next)
+		brk_pool_kill(e);
+	for (e = pl->live; e; e = e->next)
+		if (!e->dying)
+			brk_pool_kill(e);
+	while ((e = done)) {
+		done = e->next;
+		brk_pool_reap(e);
+	}
+	while ((e = pl->live)) {
+		pl->live = e->next;
+		brk_pool_reap(e);
+	}
+	while ((e = todo)) {
+		todo = e->next;
+		brk_pooled_free(e);
+	}
+	if (pl->th_up) {
+		pthread_mutex_lock(&pl->mu);
+		pl->release = true;
+		pthread_cond_broadcast(&pl->cv);
+		pthread_mutex_unlock(&pl->mu);
 		pthread_join(pl->th, NULL);
 	}
-	lists[0] = pl->todo;
-	lists[1] = pl->done;
-	lists[2] = pl->live;
-	for (size_t i = 0; i < 3; i++)
-		while ((e = lists[i])) {
-			lists[i] = e->next;
-			if (e->p.pid > 0) {
-				int ws;
-
-				cb_ignore(sbx_kill(&e->p));
-				waitpid(e->p.pid, &ws, 0);
-			}
-			brk_pooled_free(e);
-		}
 	if (pl->ev_wake)
 		event_free(pl->ev_wake);
 	if (pl->ev_refill)

@@ -105,6 +105,18 @@ t_is "a workspace replaced while sandboxes wait: the next task sees the new one"
 	"$(tail -1 "$T_TMP/outw" | sed -n 's/.*"out": "\([a-z]*\)\\n".*/\1/p')" new
 t_is "... not from a sandbox built with the old one (no hand-over)" "$(takes w)" "$before"
 
+# A broker that ends with sandboxes in its pool ends them in order: their
+# cgroups (root only) are removed, none is left behind.
+if [ "$(id -u)" = 0 ]; then
+	"$CB_BIN/capbroker" run --state "$T_TMP/stc" --policy "$T_TMP/p2.conf" --tier medium \
+		--ro-bind "$BIND" --grant "proc.exec:/usr/bin/true" \
+		-- /usr/bin/python3 /t/pool_agent.py revoked 0.5 >"$T_TMP/outc" 2>&1 &
+	cpid=$!
+	wait "$cpid"
+	t_is "a broker ending with a full pool leaves no cgroup behind" \
+		"$(find /sys/fs/cgroup -maxdepth 5 -name "capbroker.$cpid.*" 2>/dev/null)" ""
+fi
+
 # The policy key.
 t_match "show-policy prints defaults.pool_size" "$("$CB_BIN/capbroker" show-policy)" 'pool_size = 2;'
 printf 'defaults = { pool_size = 17; };\n' >"$T_TMP/bad.conf"
