@@ -134,6 +134,14 @@ struct brk_fss {
 	struct sbx_bind *binds;		/* cfg's binds without the served ones */
 	struct brk_fss_bind *bd;	/* cfg's binds, kept for later grants */
 	size_t nbd;
+	/* A broker that is not root: pid 1 mounts the trees of the start on
+	 * its own /dev/fuse (cfg's fuse_dsts) and sends the connections. */
+	bool stub_mounts;
+	const char *fuse_dsts[SBX_MOUNTS_MAX];
+	int uroot[SBX_MOUNTS_MAX];	/* their roots, until the connections come */
+	unsigned uti[SBX_MOUNTS_MAX];	/* and their trees */
+	size_t nfuse;
+	bool fuse_taken;
 
 	/* Shared: under mu. */
 	pthread_mutex_t mu;
@@ -839,7 +847,7 @@ brk_fss_add_late(struct brk_fss *f)
 		unsigned idx;
 		int e = fsrv_add_tree(f->srv, q[i].root, q[i].dev, &idx);
 
-		if (e == 0 && t->uid != 0)
+		if (e == 0 && t->uid != 0 && !f->stub_mounts)
 			e = fsrv_tree_owner(f->srv, idx, t->uid, t->gid);
 		close(q[i].root);
 		close(q[i].dev);
@@ -863,7 +871,7 @@ brk_fss_main(void *arg)
 	 * file-system identity and keeps it (it does nothing else), so files
 	 * the agent creates belong to the owner and the owner's permissions
 	 * decide.  A root-owned tree is served as root. */
-	for (unsigned i = 0; i < f->ntrees && !e; i++)
+	for (unsigned i = 0; i < f->ntrees && !e && !f->stub_mounts; i++)
 		if (f->trees[i].uid != 0 && f->trees[i].idx != BRK_FSS_NOTREE)
 			e = fsrv_tree_owner(f->srv, f->trees[i].idx, f->trees[i].uid, f->trees[i].gid);
 	pthread_mutex_lock(&f->mu);
@@ -900,6 +908,9 @@ brk_fss_main(void *arg)
 		close(f->late[i].root);
 		close(f->late[i].dev);
 	}
+	for (size_t i = 0; i < f->nfuse; i++)
+		if (f->uroot[i] >= 0)
+			close(f->uroot[i]);	/* no connection came for it */
 	brk_fss_grants_free(f->g, f->ng);
 	for (size_t i = 0; i < f->naq; i++)
 		free(f->aq[i].resource);
@@ -1076,6 +1087,9 @@ brk_fss_discard(struct brk_fss *f)
 	free(f->aq_spare);
 	free(f->binds);
 	brk_fss_binds_free(f);
+	for (size_t i = 0; i < f->nfuse; i++)
+		if (f->uroot[i] >= 0)
+			close(f->uroot[i]);
 	if (f->stop_pipe[0] >= 0)
 		close(f->stop_pipe[0]);
 	if (f->stop_pipe[1] >= 0)
@@ -1093,18 +1107,13 @@ brk_fss_discard(struct brk_fss *f)
 	free(f);
 }
 
-/* Open tree t's root (its owner into t) and a fresh FUSE connection, and
- * make a detached mount of it usable by the agent's uid only (t->mnt).  The
- * caller closes *root and *dev. */
+/* Open tree t's root through the one resolver, and note its owner, mode
+ * and identity in t.  CB_ENOENT with the reason in why. */
 static int
-brk_fss_tree_mount(struct brk_fss_tree *t, uid_t agent, int *root, int *dev, char *why,
-    size_t whylen)
+brk_fss_root_open(struct brk_fss_tree *t, int *root, char *why, size_t whylen)
 {
-	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
 	struct stat st;
-	int r;
 
-	*dev = -1;
 	if ((*root = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0 || fstat(*root, &st) != 0) {
 		snprintf(why, whylen, "served tree %s: %s", t->path, strerror(errno));
 		return CB_ENOENT;
@@ -1114,6 +1123,22 @@ brk_fss_tree_mount(struct brk_fss_tree *t, uid_t agent, int *root, int *dev, cha
 	t->mode = st.st_mode & 07777;
 	t->dev = st.st_dev;
 	t->ino = st.st_ino;
+	return 0;
+}
+
+/* Open tree t's root (its owner into t) and a fresh FUSE connection, and
+ * make a detached mount of it usable by the agent's uid only (t->mnt).  The
+ * caller closes *root and *dev. */
+static int
+brk_fss_tree_mount(struct brk_fss_tree *t, uid_t agent, int *root, int *dev, char *why,
+    size_t whylen)
+{
+	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
+	int r;
+
+	*dev = -1;
+	if ((r = brk_fss_root_open(t, root, why, whylen)) != 0)
+		return r;
 	if ((*dev = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0) {
 		snprintf(why, whylen, "the file server cannot open /dev/fuse: %s", strerror(errno));
 		return CB_EUNSUPPORTED;
@@ -1180,6 +1205,23 @@ brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, 
 	for (unsigned i = 0, k = 0; i < f->ntrees; i++) {
 		bool ws = !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
 
+		if (f->stub_mounts) {
+			/* pid 1 makes the mount; the root waits for its
+			 * connection (brk_fss_connections). */
+			int root;
+
+			if ((r = brk_fss_root_open(&f->trees[i], &root, why, whylen)) != 0) {
+				if (ws)
+					return r;
+				continue;
+			}
+			f->uroot[f->nfuse] = root;
+			f->uti[f->nfuse] = i;
+			f->fuse_dsts[f->nfuse++] = f->trees[i].dst[0] ? f->trees[i].dst :
+			    f->trees[i].path;
+			*ws_served |= ws;
+			continue;
+		}
 		if ((r = brk_fss_tree_open(f, &f->trees[i], agent, why, whylen)) != 0) {
 			/* A grant's root that cannot be opened through the
 			 * resolver (missing, a kernel file system, not ours to
@@ -1241,6 +1283,39 @@ brk_fss_apply(struct brk_fss *f, struct sbx_config *cfg, bool ws_served)
 		cfg->chdir = f->s->workspace;
 }
 
+/* A broker that is not root: may its user open /dev/fuse (as pid 1 will,
+ * in the sandbox's user namespace, with the same credentials)?  If not,
+ * the workspace (the tree the agent starts in) makes the start fail with
+ * the reason; other trees are not served (capcall still answers for them,
+ * as for a root that cannot be opened) and the log says so. */
+static int
+brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
+{
+	struct brk_sbx *s = f->s;
+	bool ws = false;
+	int fd, e;
+
+	if ((fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)) >= 0) {
+		close(fd);
+		return 0;
+	}
+	e = errno;
+	for (unsigned i = 0; i < f->ntrees; i++)
+		ws |= !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
+	snprintf(why, whylen, "the file server cannot serve %s: a broker that is not root needs "
+	    "/dev/fuse usable by uid %u inside the sandbox (mode 0666; here: %s), and a root "
+	    "broker mounts it itself; run capbroker as root, or make /dev/fuse usable",
+	    ws ? s->workspace : f->trees[0].path, (unsigned)geteuid(), strerror(e));
+	if (ws)
+		return CB_EUNSUPPORTED;
+	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+	    .reason = CB_EUNSUPPORTED, .op = "fs.serve", .resource = f->trees[0].path,
+	    .actor = "broker", .detail = why }));
+	why[0] = '\0';
+	f->ntrees = 0;
+	return 0;
+}
+
 int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
@@ -1288,15 +1363,16 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		brk_fss_discard(f);
 		return 0;
 	}
-	if (geteuid() != 0) {
-		/* A /dev/fuse opened outside the sandbox's user namespace cannot
-		 * be mounted inside it, and the stub opening its own is not
-		 * implemented (docs/fsrv.md): the tokens still work through
-		 * capcall and the client libraries; say so in the log. */
-		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EUNSUPPORTED,
-		    .sandbox = s->id, .op = "fs.serve", .resource = f->trees[0].path, .actor = "broker",
-		    .detail = "not served: the file server needs a root broker; the tokens work "
-		    "through capcall and the client libraries" });
+	/* A /dev/fuse opened outside the sandbox's user namespace cannot be
+	 * mounted inside it, and a broker that is not root cannot mount at
+	 * all: pid 1 opens its own and mounts the trees (--fuse-at), and
+	 * sends the connections; where it cannot, the sandbox does not start
+	 * (125, saying why).  Trees granted later are not mounted then
+	 * (docs/sandbox.md). */
+	f->stub_mounts = geteuid() != 0;
+	if (f->stub_mounts && (r = brk_fss_probe(f, why, whylen)) != 0)
+		goto fail;
+	if (f->stub_mounts && f->ntrees == 0) {
 		brk_fss_discard(f);
 		return 0;
 	}
@@ -1327,7 +1403,12 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		return r;	/* the thread ends; brk_fss_stop frees the rest */
 	}
 	brk_fss_apply(f, cfg, ws_served);
-	cfg->mount_later = true;
+	if (f->stub_mounts) {
+		cfg->fuse_dsts = f->fuse_dsts;
+		cfg->nfuse = f->nfuse;
+	} else {
+		cfg->mount_later = true;
+	}
 	return 0;
 fail:
 	brk_fss_discard(f);
@@ -1438,6 +1519,28 @@ brk_fss_chan(evutil_socket_t fd, short ev, void *arg)
 		event_del(f->ev_chan);
 		f->chan_ok = false;
 	}
+}
+
+void
+brk_fss_connections(struct brk_sbx *s)
+{
+	struct brk_fss *f = s->fss;
+	const char add = 'a';
+
+	/* Once: sbx_spawn_finish takes the one "fuse" report, checked to be
+	 * what was asked for, each a /dev/fuse (launch.c). */
+	if (!f || !f->stub_mounts || f->fuse_taken || s->proc.nfuse_got != f->nfuse)
+		return;
+	f->fuse_taken = true;
+	pthread_mutex_lock(&f->mu);
+	for (size_t i = 0; i < f->nfuse; i++) {
+		f->late[f->nlate++] = (struct brk_fss_late){ .ti = f->uti[i], .root = f->uroot[i],
+		    .dev = s->proc.fuse_fds[i] };
+		f->uroot[i] = -1;
+		s->proc.fuse_fds[i] = -1;
+	}
+	pthread_mutex_unlock(&f->mu);
+	cb_ignore((int)write(f->stop_pipe[1], &add, 1));
 }
 
 void

@@ -55,6 +55,11 @@ int brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t w
 /* The stub has the mounts (sbx_spawn_start returned): drop ours. */
 void brk_fss_spawned(struct brk_sbx *s);
 
+/* A broker that is not root: pid 1 sent the connections of the trees it
+ * mounted (sbx_proc.fuse_fds, checked by the launcher): serve them.  Call
+ * after each sbx_spawn_finish; no-op until they are there, and after. */
+void brk_fss_connections(struct brk_sbx *s);
+
 /* The sandbox reported "ready": from now on the tree of a grant it did not
  * start with is mounted at its host path when the grant comes (capctl
  * issue, an approved elevation), through pid 1 (sbx_mount_send). */

@@ -261,6 +261,9 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 	if (s->status_read)
 		return;
 	r = sbx_spawn_finish(&s->proc, why, sizeof(why));
+	/* A broker that is not root: the connections of the trees pid 1
+	 * mounted come before "ready", and the agent waits for them. */
+	brk_fss_connections(s);
 	if (r == CB_EBUSY)
 		return;
 	s->status_read = true;

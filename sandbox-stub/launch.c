@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 
 #include "common/common.h"
@@ -522,6 +523,14 @@ check_config(const struct sbx_config *cfg)
 	}
 	if (cfg->mount_later && cfg->tier == SBX_TIER_LOW)
 		return CB_EPERM;
+	if (cfg->nfuse > SBX_MOUNTS_MAX || (cfg->nfuse != 0 && cfg->fuse_dsts == NULL))
+		return CB_EINVAL;
+	for (size_t i = 0; i < cfg->nfuse; i++) {
+		if (sbx_bind_dst_refusal(cfg->fuse_dsts[i]) != NULL)
+			return CB_EINVAL;
+		if (cfg->tier == SBX_TIER_LOW)
+			return CB_EPERM;
+	}
 	if (cfg->nsetenv > SBX_ENV_MAX || cfg->nunsetenv > SBX_ENV_MAX)
 		return CB_ETOOBIG;
 	for (size_t i = 0; i < cfg->nsetenv; i++) {
@@ -611,6 +620,10 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, struct argbu
 		rc |= arg(a, "--report-exit");
 	if (cfg->mount_later)
 		rc |= arg(a, "--mount-later");
+	for (i = 0; i < cfg->nfuse; i++) {
+		rc |= arg(a, "--fuse-at");
+		rc |= arg(a, cfg->fuse_dsts[i]);
+	}
 	if (cfg->chdir != NULL) {
 		rc |= arg(a, "--chdir");
 		rc |= arg(a, cfg->chdir);
@@ -804,6 +817,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	memset(out, 0, sizeof(*out));
 	out->pid = -1;
 	out->pidfd = out->stdin_fd = out->stdout_fd = out->stderr_fd = out->status_fd = out->notify_fd = -1;
+	out->nfuse = cfg->nfuse;
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
 		src[i] = -1;
 	if ((rc = check_config(cfg)) != 0)
@@ -901,24 +915,68 @@ recv_report(int sock, char *buf, size_t len, int *fd)
 	return n;
 }
 
+/* Is fd an open /dev/fuse (the character device 10, 229, whatever its
+ * name)?  A device number cannot be faked without CAP_MKNOD on the host,
+ * and the kernel dispatches by it: such a descriptor is a FUSE connection. */
+static bool
+is_dev_fuse(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 10 &&
+	    minor(st.st_rdev) == 229;
+}
+
+/* The "fuse" report (sbx_config.fuse_dsts): exactly the connections asked
+ * for, in one packet, each /dev/fuse.  Everything from the sandbox's side
+ * is checked: anything else fails the start.  The descriptors are made
+ * non-blocking, so that a stub reading its own copy can never leave the
+ * caller's server waiting in read(). */
+static int
+take_fuse(struct sbx_proc *p, struct wire_packet *pk, char *why, size_t whylen)
+{
+	if (p->nfuse_got != 0 || pk->trunc || pk->ctrunc || pk->nfds != p->nfuse) {
+		if (why != NULL)
+			snprintf(why, whylen, "the sandbox sent a bad file-server report "
+			    "(%zu connections, %zu asked for)", pk->nfds, p->nfuse);
+		return CB_EINTERNAL;
+	}
+	for (size_t i = 0; i < pk->nfds; i++) {
+		if (!is_dev_fuse(pk->fds[i]) || fcntl(pk->fds[i], F_SETFL, O_RDWR | O_NONBLOCK) == -1) {
+			if (why != NULL)
+				snprintf(why, whylen, "the sandbox sent a file-server connection "
+				    "that is not /dev/fuse");
+			return CB_EINTERNAL;
+		}
+	}
+	for (size_t i = 0; i < pk->nfds; i++)
+		p->fuse_fds[i] = pk->fds[i];
+	p->nfuse_got = pk->nfds;
+	pk->nfds = 0;
+	return 0;
+}
+
 /* Read one report: 0 when it is WANT ("ready" or "pooled") with its
- * figures, CB_EBUSY when none is there yet, CB_EINTERNAL otherwise (why
- * says the stub's reason).  A descriptor (the listener) is taken with
- * "ready" only. */
+ * figures, CB_EBUSY when none is there yet (or the "fuse" report came:
+ * p->fuse_fds), CB_EINTERNAL otherwise (why says the stub's reason).  A
+ * descriptor (the listener) is taken with "ready" only. */
 static int
 read_report(struct sbx_proc *p, const char *want, char *why, size_t whylen)
 {
+	struct wire_packet pk;
 	char buf[640];
 	ssize_t n;
-	int abi, cg, fd;
+	int abi, cg, fd = -1, r;
 
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	n = recv_report(p->status_fd, buf, sizeof(buf) - 1, &fd);
+	do
+		n = wire_packet_recv(p->status_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT, &pk);
+	while (n == -1 && errno == EINTR);
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return CB_EBUSY;
 	if (n <= 0) {
-		close_fd(&fd);
+		wire_packet_close(&pk);
 		if (why != NULL)
 			snprintf(why, whylen, "sandbox stub exited without a report");
 		return CB_EINTERNAL;
@@ -926,6 +984,16 @@ read_report(struct sbx_proc *p, const char *want, char *why, size_t whylen)
 	/* The stub writes its report with one write() shorter than PIPE_BUF. */
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
+	if (p->nfuse != 0 && strcmp(buf, "fuse") == 0 && strcmp(want, "ready") == 0) {
+		r = take_fuse(p, &pk, why, whylen);
+		wire_packet_close(&pk);
+		return r == 0 ? CB_EBUSY : r;
+	}
+	if (pk.nfds > 0) {
+		fd = pk.fds[0];
+		pk.fds[0] = pk.fds[--pk.nfds];
+	}
+	wire_packet_close(&pk);
 	if ((strcmp(want, "ready") == 0 ?
 	    sscanf(buf, "ready landlock=%d cgroup=%d", &abi, &cg) :
 	    sscanf(buf, "pooled landlock=%d cgroup=%d", &abi, &cg)) == 2) {
@@ -1177,6 +1245,9 @@ sbx_proc_close(struct sbx_proc *p)
 	close_fd(&p->stderr_fd);
 	close_fd(&p->status_fd);
 	close_fd(&p->notify_fd);
+	for (size_t i = 0; i < p->nfuse_got; i++)
+		close_fd(&p->fuse_fds[i]);
+	p->nfuse_got = 0;
 	for (int i = 0; i < 2; i++) {
 		/* Fails (EBUSY) while a process is still inside; then the directory
 		 * stays and is reported by nobody: callers close after reaping. */

@@ -6,7 +6,8 @@ sandbox_LIBS := sandbox wire common
 
 LIBEXEC_PROGS += capbroker-stub
 capbroker-stub_SRCS := sandbox-stub/stub_main.c sandbox-stub/stub_mount.c \
-	sandbox-stub/stub_landlock.c sandbox-stub/stub_seccomp_load.c sandbox-stub/launch.c
+	sandbox-stub/stub_landlock.c sandbox-stub/stub_seccomp_load.c sandbox-stub/launch.c \
+	fsrv/mount.c
 capbroker-stub_LIBS := wire common
 
 # The escape suite's stand-in for "capbroker run" (tests/escape/launch.c)

@@ -154,6 +154,13 @@ struct sbx_config {
 	bool mount_later;		/* medium/high: after "ready", status_fd stays
 					 * the caller's channel for more mounts
 					 * (sbx_mount_send) */
+	const char *const *fuse_dsts;	/* medium/high: trees pid 1 mounts itself, on a
+					 * /dev/fuse it opens inside the sandbox's user
+					 * namespace (a caller that is not root cannot
+					 * make the mount); each connection comes back
+					 * in sbx_proc.fuse_fds, in this order, before
+					 * "ready" (docs/sandbox.md).  dst as for mounts */
+	size_t nfuse;			/* at most SBX_MOUNTS_MAX */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -174,6 +181,12 @@ struct sbx_proc {
 				 * high tiers, with mediate_connect), else -1 */
 	struct sbx_report report;
 	char cgroup[2][320];	/* cgroup directories to remove when closed */
+	int fuse_fds[SBX_MOUNTS_MAX];	/* sbx_config.fuse_dsts' connections, once
+				 * sbx_spawn_finish has read them (nfuse_got): each
+				 * checked to be /dev/fuse, non-blocking; the caller
+				 * takes them (sets them -1) or sbx_proc_close closes
+				 * them */
+	size_t nfuse, nfuse_got;
 };
 
 /* Validate cfg and spawn the stub.  Does not wait for the sandbox: poll

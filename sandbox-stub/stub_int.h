@@ -73,6 +73,9 @@ struct stub_cfg {
 					 * when the agent exits */
 	bool mount_later;		/* --mount-later: pid 1 attaches the broker's
 					 * later mounts (stub_mount_late) */
+	const char *fuse_at[SBX_MOUNTS_MAX];	/* --fuse-at: trees pid 1 mounts on
+					 * its own /dev/fuse (stub_mount_send_fuse) */
+	size_t nfuse;
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */
@@ -103,6 +106,11 @@ void stub_mount_setup(const struct stub_cfg *c);
  * the sandbox its id (c->id) as hostname and in /etc/hostname (the root is
  * made writable for that one write, then read-only again). */
 void stub_mount_set_id(const struct stub_cfg *c);
+/* In pid 1, right after stub_mount_setup and before the agent exists: send
+ * the broker the /dev/fuse connections of the --fuse-at trees (one "fuse"
+ * report carrying them all, in order), and close ours. */
+void stub_mount_send_fuse(const struct stub_cfg *c);
+
 /* In pid 1 of a --mount-later sandbox, while it runs: attach the detached
  * mount mnt_fd (the broker's FUSE mount of a tree granted after the start)
  * at dst, creating the missing directories of dst on the new root's own

@@ -188,6 +188,9 @@ stub_landlock_apply(const struct stub_cfg *c, int abi)
 	for (size_t i = 0; i < c->nmounts; i++)
 		add_rule(rs, c->mounts[i].dst, -1, rd | wr |
 		    (c->tier == SBX_TIER_HIGH ? LL_FS_EXECUTE : 0), handled, false);
+	for (size_t i = 0; i < c->nfuse; i++)
+		add_rule(rs, c->fuse_at[i], -1, rd | wr |
+		    (c->tier == SBX_TIER_HIGH ? LL_FS_EXECUTE : 0), handled, false);
 	if (c->tier != SBX_TIER_HIGH) {
 		/* Low: the agent binary (and the loader its exec needs); seccomp
 		 * makes it one exec only.  Medium: also capcall and exec_allow. */

@@ -147,7 +147,7 @@ enum {
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
 	OPT_POOL, OPT_REPORT_EXIT,
-	OPT_MOUNT_LATER,
+	OPT_MOUNT_LATER, OPT_FUSE_AT,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -186,6 +186,7 @@ static const struct option stub_opts[] = {
 	{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
 	{ "mount-fd", required_argument, NULL, OPT_MOUNT },
 	{ "mount-later", no_argument, NULL, OPT_MOUNT_LATER },
+	{ "fuse-at", required_argument, NULL, OPT_FUSE_AT },
 	{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
 	{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
 	{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
@@ -248,6 +249,20 @@ parse_mount(struct stub_cfg *c, int argc, char **argv)
 	if (c->mounts[c->nmounts].fd > c->max_fd)
 		c->max_fd = c->mounts[c->nmounts].fd;
 	c->nmounts++;
+}
+
+/* "--fuse-at DST": a tree the broker serves on a /dev/fuse that pid 1
+ * opens and mounts itself (a broker that is not root). */
+static void
+parse_fuse_at(struct stub_cfg *c, const char *dst)
+{
+	const char *why;
+
+	if (c->nfuse == SBX_MOUNTS_MAX)
+		stub_die(0, "too many --fuse-at (max %d)", SBX_MOUNTS_MAX);
+	if ((why = sbx_bind_dst_refusal(dst)) != NULL)
+		stub_die(0, "file server destination %.200s refused: %s", dst, why);
+	c->fuse_at[c->nfuse++] = dst;
 }
 
 /* "--setenv NAME VALUE" and "--unsetenv NAME": names are checked here so
@@ -320,6 +335,8 @@ check_tier_options(const struct stub_cfg *c)
 		stub_die(0, "--mount-fd refused in the low tier");
 	if (c->mount_later && c->tier == SBX_TIER_LOW)
 		stub_die(0, "--mount-later refused in the low tier");
+	if (c->nfuse != 0 && c->tier == SBX_TIER_LOW)
+		stub_die(0, "--fuse-at refused in the low tier");
 	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
 		stub_die(0, "--exec-allow applies to the medium tier only");
 	if (c->notify && c->tier == SBX_TIER_LOW)
@@ -387,6 +404,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_MOUNT_LATER:
 			c->mount_later = true;
+			break;
+		case OPT_FUSE_AT:
+			parse_fuse_at(c, optarg);
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -1250,6 +1270,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		stub_die(errno, "pidfd");
 
 	stub_mount_setup(c);
+	stub_mount_send_fuse(c);
 	ll_abi = stub_landlock_abi();
 	if (c->pool)
 		pid1_await_handover(c, outer_pidfd, ll_abi);

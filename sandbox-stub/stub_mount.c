@@ -49,6 +49,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "fsrv/fsrv.h"
 #include "sandbox-stub/stub_int.h"
 #include "wire/packet.h"
 
@@ -64,6 +65,9 @@ static size_t stub_nown;
  * that tmpfs's device. */
 static int stub_root_rw = -1;
 static dev_t stub_root_dev;
+
+/* --fuse-at: the connections pid 1 opened, until stub_mount_send_fuse. */
+static int stub_fuse_dev[SBX_MOUNTS_MAX];
 
 static bool
 own_dev(dev_t d)
@@ -502,10 +506,54 @@ mount_dev(const struct stub_cfg *c, struct stub_tree dev[static 5])
 	set_attr(AT_FDCWD, NR_PATH("/dev"), 0, MOUNT_ATTR_RDONLY, "/dev");
 }
 
+/*
+ * --fuse-at: a file-server tree for a broker that is not root.  The kernel
+ * mounts a /dev/fuse only in the user namespace it was opened in, so pid 1
+ * opens it here (the host's device node, still visible: the root has not
+ * moved yet; its mode must let the sandbox's uid in) and makes the detached
+ * mount itself, usable by the agent's uid only, nosuid and nodev
+ * (fsrv_mount_detached, the broker's own); the broker gets the connection
+ * (stub_mount_send_fuse) and serves it with the same checks as its own.
+ * Neither way possible: the sandbox does not start, and says why.
+ */
+static void
+fuse_mount(const struct stub_cfg *c, const char *dst, struct stub_tree *t, int *dev)
+{
+	struct fsrv_mount_opts mo = { .user_id = c->uid, .group_id = c->gid };
+	int r;
+
+	*dev = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (*dev == -1)
+		stub_die(errno, "the file server cannot serve %.200s: a broker that is not root "
+		    "needs /dev/fuse usable by uid %u inside the sandbox (mode 0666), and a root "
+		    "broker mounts it itself; run capbroker as root, or make /dev/fuse usable",
+		    dst, (unsigned)c->uid);
+	if ((r = fsrv_mount_detached(*dev, &mo, &t->fd)) != 0)
+		stub_die(r == CB_EIO || r == CB_EPERM ? errno : 0, "the file server cannot mount "
+		    "%.200s in the sandbox%s%s", dst, r == CB_EIO || r == CB_EPERM ? "" : ": ",
+		    r == CB_EIO || r == CB_EPERM ? "" : cb_strerror(r));
+	t->dir = true;
+	t->link[0] = '\0';
+	if (snprintf(t->dst, sizeof(t->dst), "%s", dst) >= (int)sizeof(t->dst))
+		stub_die(0, "path too long: %.200s", dst);
+}
+
+void
+stub_mount_send_fuse(const struct stub_cfg *c)
+{
+	if (c->nfuse == 0)
+		return;
+	if (wire_packet_send(STUB_FD_STATUS, "fuse", 4, stub_fuse_dev, c->nfuse,
+	    MSG_NOSIGNAL) != 4)
+		stub_die(errno, "passing the file server's connections to the broker");
+	for (size_t i = 0; i < c->nfuse; i++)
+		close(stub_fuse_dev[i]);
+}
+
 void
 stub_mount_setup(const struct stub_cfg *c)
 {
-	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[SBX_MOUNTS_MAX];
+	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[2 * SBX_MOUNTS_MAX];
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	char opts[128];
 
@@ -546,6 +594,8 @@ stub_mount_setup(const struct stub_cfg *c)
 		    (int)sizeof(served[i].dst))
 			stub_die(0, "path too long: %.200s", c->mounts[i].dst);
 	}
+	for (size_t i = 0; i < c->nfuse; i++)
+		fuse_mount(c, c->fuse_at[i], &served[c->nmounts + i], &stub_fuse_dev[i]);
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");
@@ -584,7 +634,7 @@ stub_mount_setup(const struct stub_cfg *c)
 		attach(&sys[i]);
 	for (size_t i = 0; i < c->nbinds; i++)
 		attach(&user[i]);
-	for (size_t i = 0; i < c->nmounts; i++)
+	for (size_t i = 0; i < c->nmounts + c->nfuse; i++)
 		attach(&served[i]);
 
 	/* Last: open_tree() clones above count as mount namespaces. */

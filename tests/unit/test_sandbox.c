@@ -13,9 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include "wire/packet.h"
 
 #include "sandbox-stub/sandbox.h"
 #include "tests/tap.h"
@@ -207,6 +210,80 @@ test_run(void)
 	}
 }
 
+/* The "fuse" report of a stub that mounted the trees itself (a broker that
+ * is not root) comes from the sandbox's side: anything but the asked-for
+ * number of /dev/fuse descriptors fails the start; the real ones come out
+ * non-blocking. */
+static int
+fuse_report(size_t want, const int *fds, size_t nfds, struct sbx_proc *p, char *why,
+    size_t whylen)
+{
+	int sv[2], rc;
+
+	memset(p, 0, sizeof(*p));
+	p->pidfd = p->stdin_fd = p->stdout_fd = p->stderr_fd = p->notify_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0)
+		return CB_EIO;
+	p->status_fd = sv[0];
+	p->nfuse = want;
+	if (wire_packet_send(sv[1], "fuse", 4, fds, nfds, 0) != 4) {
+		close(sv[1]);
+		return CB_EIO;
+	}
+	close(sv[1]);
+	rc = sbx_spawn_finish(p, why, whylen);
+	return rc;
+}
+
+static void
+test_fuse_report(void)
+{
+	struct sbx_proc p;
+	char why[256];
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	int two[2] = { null, null };
+
+	T_ERR(fuse_report(1, &null, 1, &p, why, sizeof(why)), CB_EINTERNAL,
+	    "a \"fuse\" report carrying /dev/null is refused");
+	T_OK(strstr(why, "not /dev/fuse") != NULL, "... saying it is not /dev/fuse (%s)", why);
+	T_OK(p.nfuse_got == 0, "... and nothing is taken");
+	sbx_proc_close(&p);
+	T_ERR(fuse_report(1, two, 2, &p, why, sizeof(why)), CB_EINTERNAL,
+	    "a \"fuse\" report with more connections than asked for is refused");
+	sbx_proc_close(&p);
+	T_ERR(fuse_report(0, &null, 1, &p, why, sizeof(why)), CB_EINTERNAL,
+	    "a \"fuse\" report nobody asked for is not taken (a failed start)");
+	sbx_proc_close(&p);
+	if (fuse < 0) {
+		T_OK(true, "# SKIP a real /dev/fuse is taken (cannot open /dev/fuse)");
+	} else {
+		T_ERR(fuse_report(1, &fuse, 1, &p, why, sizeof(why)), CB_EBUSY,
+		    "a real /dev/fuse is taken, and the report is not \"ready\" yet");
+		T_OK(p.nfuse_got == 1 && p.fuse_fds[0] >= 0 &&
+		    (fcntl(p.fuse_fds[0], F_GETFL) & O_NONBLOCK) != 0,
+		    "... made non-blocking for the caller");
+		{
+			/* A second "fuse" report on the same sandbox is refused. */
+			int sv[2];
+			struct sbx_proc q = p;
+
+			if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0) {
+				close(q.status_fd);
+				q.status_fd = sv[0];
+				cb_ignore((int)wire_packet_send(sv[1], "fuse", 4, &fuse, 1, 0));
+				close(sv[1]);
+				T_ERR(sbx_spawn_finish(&q, why, sizeof(why)), CB_EINTERNAL,
+				    "a second \"fuse\" report is refused");
+				p = q;
+			}
+		}
+		sbx_proc_close(&p);
+		close(fuse);
+	}
+	close(null);
+}
+
 int
 main(void)
 {
@@ -227,5 +304,6 @@ main(void)
 	test_status();
 	test_config_checks();
 	test_run();
+	test_fuse_report();
 	return t_done();
 }
