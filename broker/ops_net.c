@@ -41,6 +41,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <resolv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,21 @@ brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *gai)
 		.ai_protocol = IPPROTO_TCP }, *res = NULL;
 	size_t n = 0;
 
+	/* No search list for a name with a dot (red-team F7): the resolver
+	 * would also ask NAME.<each search domain of the host's resolv.conf>
+	 * (first, when NAME has fewer dots than ndots), names no token covers
+	 * whose first labels the agent chose under a `*.domain` token.  A
+	 * trailing dot would do it too but hides the name from /etc/hosts.
+	 * _res is this thread's (glibc), and getaddrinfo() uses it; set
+	 * afresh for each lookup since glibc reloads it when resolv.conf
+	 * changes.  A single label keeps the search list: only a token naming
+	 * it exactly, or `*`, covers it, so its expansions are the
+	 * administrator's.  No resolver state, no lookup (fail closed). */
+	if (res_init() != 0) {
+		*gai = EAI_SYSTEM;
+		return 0;
+	}
+	_res.options &= ~(unsigned long)RES_DNSRCH;
 	*gai = getaddrinfo(host, NULL, &hints, &res);
 	for (struct addrinfo *a = res; a && n < max; a = a->ai_next) {
 		char txt[INET6_ADDRSTRLEN];
