@@ -35,6 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* At shutdown, how long the completions of workers woken by the
+ * sandboxes' end are waited for (brk_work_drain). */
+#define BRK_WORK_DRAIN_MS 1000
+
 /* The wall clock against the monotonic one: a jump of more than
  * BRK_CLOCK_JUMP_S either way is audited (expiry is judged on the wall
  * clock, never earlier than its high-water mark: st_now). */
@@ -587,13 +591,13 @@ brk_free(struct brk *b)
 	if (!b)
 		return;
 	/* No process survives its sandbox, nor its broker. */
-	while (b->sbx) {
-		struct brk_sbx *s = b->sbx;
-
+	for (struct brk_sbx *s = b->sbx; s; s = s->next) {
 		/* Its proc.exec children too: one already answered may not be
-		 * reaped yet (its exit is reported before the teardown). */
+		 * reaped yet (its exit is reported before the teardown).  The
+		 * extra reference keeps s while they release theirs. */
 		s->refs++;
 		brk_proc_end_all(s);
+		s->refs--;
 
 		if (s->spawned && !s->exited) {
 			int ws;
@@ -603,6 +607,15 @@ brk_free(struct brk *b)
 			s->exited = true;
 		}
 		s->dead = true;
+	}
+	/* Their end woke the workers that waited on them (an AF_UNIX connect
+	 * to a full listener of an agent's): their completions run now, so
+	 * each job is freed with what it holds rather than lost with the
+	 * pipe (they may free a sandbox whose last reference they held). */
+	brk_work_drain(b, BRK_WORK_DRAIN_MS);
+	while (b->sbx) {
+		struct brk_sbx *s = b->sbx;
+
 		s->refs = 0;
 		brk_sbx_free(s);
 	}

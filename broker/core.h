@@ -207,6 +207,7 @@ struct brk {
 	struct event *ev_tick;
 	int wake_pipe[2];		/* worker threads -> loop */
 	struct event *ev_wake;
+	size_t jobs;			/* worker jobs whose done() has not run */
 	struct brk_admin *admins;	/* admin connections */
 	struct brk_pending *pending;	/* elevation requests awaiting a human */
 	int tty_fd;			/* --approve tty */

@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -60,19 +61,36 @@ brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg)
 		free(j);
 		return CB_EBUSY;
 	}
+	b->jobs++;
 	return 0;
 }
 
 static void
 brk_wake(evutil_socket_t fd, short ev, void *arg)
 {
+	struct brk *b = arg;
 	struct brk_job *j;
 
 	(void)ev;
-	(void)arg;
 	while (read(fd, &j, sizeof(j)) == sizeof(j)) {
+		b->jobs--;
 		j->done(j->arg);
 		free(j);
+	}
+}
+
+void
+brk_work_drain(struct brk *b, int ms)
+{
+	uint64_t end = cb_mono_ns() + (uint64_t)ms * 1000000u;
+
+	while (b->jobs > 0 && b->wake_pipe[0] >= 0) {
+		struct pollfd p = { .fd = b->wake_pipe[0], .events = POLLIN };
+		uint64_t now = cb_mono_ns();
+
+		if (now >= end || poll(&p, 1, (int)((end - now + 999999u) / 1000000u)) <= 0)
+			return;
+		brk_wake(b->wake_pipe[0], EV_READ, b);
 	}
 }
 
