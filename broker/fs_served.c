@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +59,11 @@
 					 * in batches (a wake-up per open cost more than the open) */
 #define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
 				 * (revocation invalidates them at once) */
+/* Open files and directories of one sandbox's served trees together: each
+ * is a descriptor of the broker's.  All sandboxes' together get at most
+ * half the broker's open-files limit (brk_fss_handles_limit), the other
+ * half is kept for its own descriptors (red-team F8). */
+#define BRK_FSS_HANDLES	4096
 #define BRK_FSS_NOTREE	((unsigned)-1)	/* a tree that could not be served */
 /* Trees of one sandbox: those it starts with (SBX_MOUNTS_MAX) and those
  * granted while it runs. */
@@ -1316,6 +1322,21 @@ brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
 	return 0;
 }
 
+/* Every sandbox's served files together keep half of the broker's
+ * open-files limit free for its own descriptors (channels, pidfds, the log,
+ * the admin socket): without it a few sandboxes each holding BRK_FSS_HANDLES
+ * files open made every other sandbox's start fail (red-team F8).  Read at
+ * each start: the limit is the process's and may change. */
+static void
+brk_fss_handles_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		fsrv_handles_limit(rl.rlim_cur / 2 > UINT32_MAX ? UINT32_MAX :
+		    (uint32_t)(rl.rlim_cur / 2));
+}
+
 int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
@@ -1324,7 +1345,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	 * pages of an open file are read without a check until a revocation's
 	 * invalidation drops them (docs/fsrv.md). */
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
-		.entry_timeout = BRK_FSS_TIMEOUT,
+		.max_handles_all = BRK_FSS_HANDLES, .entry_timeout = BRK_FSS_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
 		.cache_data = tier && pol_tier_fs_cache_data(tier),
 		.passthrough = tier && pol_tier_fs_passthrough(tier) };
@@ -1381,6 +1402,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
 		goto fail;
 	fc.authz_arg = f;
+	brk_fss_handles_limit();
 	if ((r = fsrv_new(&fc, &f->srv)) != 0) {
 		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
 		goto fail;

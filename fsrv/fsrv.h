@@ -117,6 +117,8 @@ struct fsrv_cfg {
 	double attr_timeout;	/* seconds it may cache attributes */
 	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
+	uint32_t max_handles_all;	/* ... and over all the server's trees
+					 * together (0: no more than max_handles) */
 	bool cache_data;	/* let the kernel cache file data (see docs/fsrv.md) */
 	bool passthrough;	/* FUSE passthrough: the kernel reads and writes an
 				 * open file's backing fd itself, unchecked, until it
@@ -130,6 +132,13 @@ struct fsrv_cfg {
 #define FSRV_MAX_TREES 64u
 
 struct fsrv;
+
+/* Open files and directories of every server of this process together,
+ * at most n (0: no such bound; the default).  Each is a descriptor of the
+ * process's, so a process serving many trees keeps room for its own
+ * descriptors this way (fsrv_cfg.max_handles bounds one tree, and
+ * max_handles_all one server).  Past it an open gets EMFILE. */
+void fsrv_handles_limit(uint32_t n);
 
 /* A server with no tree yet.  *out is freed with fsrv_free().
  * CB_EINVAL (no authz function), CB_ENOMEM, CB_EINTERNAL (thread). */

@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -702,17 +703,77 @@ out:
 		fsrv_reply_entry(req, newparent, newname, &st, NULL, NULL);
 }
 
-/* A handle for fd on node, counted against the tree's bound. */
+/* Every server's open handles, their bound (fsrv_handles_limit), and the
+ * servers sharing it. */
+static _Atomic uint32_t fsrv_proc_handles;
+static _Atomic uint32_t fsrv_proc_handles_max;
+static _Atomic uint32_t fsrv_proc_servers;
+
+void
+fsrv_handles_limit(uint32_t n)
+{
+	atomic_store(&fsrv_proc_handles_max, n);
+}
+
+void
+fsrv_handles_server(int delta)
+{
+	if (delta > 0)
+		atomic_fetch_add(&fsrv_proc_servers, 1);
+	else
+		atomic_fetch_sub(&fsrv_proc_servers, 1);
+}
+
+/* Take one handle of the server's and the process's bounds; false: over
+ * one of them (nothing taken).  Shared fairly: a server below its share of
+ * the process's bound (the bound over one more than the servers there are,
+ * so a newcomer always finds room) takes one while the process is below
+ * its bound; one above its share only while the process is below half of
+ * it.  So servers holding more than their share hold at most half the
+ * bound beyond their shares, and any server can open its share. */
+static bool
+fsrv_handle_take(struct fsrv *s)
+{
+	uint32_t pmax = atomic_load(&fsrv_proc_handles_max);
+	uint32_t mine = atomic_fetch_add(&s->nhandles, 1), lim = pmax;
+
+	if (mine >= s->cfg.max_handles_all) {
+		atomic_fetch_sub(&s->nhandles, 1);
+		return false;
+	}
+	if (pmax != 0 && mine >= pmax / (atomic_load(&fsrv_proc_servers) + 1))
+		lim = pmax / 2;
+	if (atomic_fetch_add(&fsrv_proc_handles, 1) >= lim && pmax != 0) {
+		atomic_fetch_sub(&fsrv_proc_handles, 1);
+		atomic_fetch_sub(&s->nhandles, 1);
+		return false;
+	}
+	return true;
+}
+
+static void
+fsrv_handle_give(struct fsrv *s)
+{
+	atomic_fetch_sub(&fsrv_proc_handles, 1);
+	atomic_fetch_sub(&s->nhandles, 1);
+}
+
+/* A handle for fd on node, counted against the tree's bound, the server's
+ * (all its trees) and the process's (every server: each handle is one of
+ * its descriptors, and a broker serving many sandboxes must keep room for
+ * its own; red-team F8). */
 static struct fsrv_handle *
 fsrv_handle_new(struct fsrv_tree *t, int fd)
 {
 	struct fsrv_handle *h;
 
-	if (t->nhandles >= t->srv->cfg.max_handles)
+	if (t->nhandles >= t->srv->cfg.max_handles || !fsrv_handle_take(t->srv))
 		return NULL;
 	h = calloc(1, sizeof(*h));
-	if (h == NULL)
+	if (h == NULL) {
+		fsrv_handle_give(t->srv);
 		return NULL;
+	}
 	h->fd = fd;
 	h->next = t->handles;
 	if (h->next != NULL)
@@ -743,6 +804,7 @@ fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h)
 		h->next->prev = h->prev;
 	free(h);
 	t->nhandles--;
+	fsrv_handle_give(t->srv);
 }
 
 void

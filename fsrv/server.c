@@ -94,6 +94,8 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 	s->cfg = *cfg;
 	if (s->cfg.max_handles == 0)
 		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
+	if (s->cfg.max_handles_all == 0)
+		s->cfg.max_handles_all = s->cfg.max_handles;
 	e = CB_EINTERNAL;
 	if (pthread_mutex_init(&s->lock, NULL) != 0)
 		goto out;
@@ -107,6 +109,7 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 		goto out;
 	}
 	s->started = true;
+	fsrv_handles_server(1);
 	*out = s;
 	s = NULL;
 	e = 0;
@@ -449,6 +452,7 @@ fsrv_free(struct fsrv *s)
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 	}
+	fsrv_handles_server(-1);
 	free(s);
 }
 

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "fsrv/fsrv_int.h"
 
@@ -73,6 +74,7 @@ struct fsrv {
 	const struct fsrv_tree *ident;	/* whose identity the thread has now */
 	struct fsrv_tree *trees[FSRV_MAX_TREES];
 	unsigned ntrees;
+	_Atomic uint32_t nhandles;	/* open over all trees (max_handles_all) */
 	pthread_mutex_t lock;	/* node tables and the queue */
 	pthread_cond_t cond;
 	struct fsrv_inval *q;
@@ -93,5 +95,9 @@ void fsrv_pt_close(struct fsrv_tree *t, int id);
 
 /* Close every handle still open on t (the connection is going away). */
 void fsrv_handles_close(struct fsrv_tree *t);
+
+/* (ops.c) A server was made (1) or freed (-1): the process's servers
+ * share its handle bound (fsrv_handles_limit). */
+void fsrv_handles_server(int delta);
 
 #endif
