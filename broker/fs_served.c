@@ -361,8 +361,14 @@ brk_fss_roots(struct brk_fss *f)
 		struct stat st;
 		bool moved;
 		int fd;
+		unsigned idx;
 
-		if (t->idx == BRK_FSS_NOTREE || t->moved)
+		/* idx is the server thread's to set (a tree added while the
+		 * sandbox runs): read it under the lock. */
+		pthread_mutex_lock(&f->mu);
+		idx = t->idx;
+		pthread_mutex_unlock(&f->mu);
+		if (idx == BRK_FSS_NOTREE || t->moved)
 			continue;
 		if ((fd = cb_open_abs(t->path, O_PATH | O_DIRECTORY)) < 0) {
 			moved = errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV;
