@@ -88,6 +88,7 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 	brk_clock_check(b);
 	/* Expiries and retired keys reach the file servers' grants. */
 	brk_fss_refresh_all(b);
+	brk_fs_roots_tick();
 	/* Requests restored from the state after a restart have no waiter in
 	 * memory: expire them on the same clock, every 10 s; and the wall
 	 * clock's high-water mark is stored, so that setting the clock back,
@@ -624,6 +625,7 @@ brk_free(struct brk *b)
 	brk_fleet_close(b);
 	brk_hostaddr_close(b);
 	brk_work_close(b);
+	brk_fs_roots_drop();
 	if (b->ev_tick)
 		event_free(b->ev_tick);
 	if (b->ev_tty)

@@ -31,6 +31,10 @@ typedef void brk_handler(struct brk_sbx *s, const struct wire_req *q, const stru
 /* ops_fs.c */
 brk_handler brk_fs_read, brk_fs_write, brk_fs_list, brk_fs_stat, brk_fs_mkdir, brk_fs_delete,
     brk_fs_rename, brk_op_io;
+/* (ops_fs.c) Close the kept root fds unused since the last call (the
+ * once-a-second tick), or all of them (the broker's end). */
+void brk_fs_roots_tick(void);
+void brk_fs_roots_drop(void);
 /* ops_net.c, ops_proc.c */
 brk_handler brk_op_net, brk_op_proc;
 /* ops_tok.c */

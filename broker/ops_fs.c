@@ -153,25 +153,128 @@ brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t 
 }
 
 /*
- * The directory fd of a capability root, opened for this one operation and
- * closed at its end (brk_fsctx_done).  Never cached: a granted directory
- * that was moved away and replaced by another of the same name is resolved
- * again on the next request (the new one is used, or refused), never served
- * from the moved-away one; and since every operation owns its fds, nothing
- * can close an fd another operation (a rename holding two roots) still uses.
- * *st gets the root's owner: the hardlink rule and the identity of changes.
+ * The directory fd of a capability root.  The first request for a root
+ * resolves it from "/" through the resolver (every component, no symlink,
+ * no magic link, no kernel file system) and keeps the O_PATH fd in a small
+ * table (brk_roots); a later request for the same root looks at what the
+ * root's name leads to now (one fstatat, the last component not followed)
+ * and uses the kept fd only if that is the very inode the strict walk
+ * opened: holding the fd pins the inode, so its number cannot be reused
+ * for another directory while it is kept.  A root moved away and replaced,
+ * or now a symlink, or covered by a mount, names another inode: the entry
+ * is dropped and the root resolved again strictly (the new one is used, or
+ * refused).  The owner and group are read fresh on every request (a chown
+ * of the root counts at once).  An entry unused for one to two seconds is
+ * closed at the tick (brk_fs_roots_tick), so a kept fd does not hold a
+ * file system busy; an entry in use (a rename holds two roots) is never
+ * evicted.  Files run on the loop thread only (work.c), which owns the
+ * table.  docs/broker.md ("root fds") says what this leaves.
+ * *st gets the root's owner: the hardlink rule and the identity of changes;
+ * *ent the table entry to release (brk_fsctx_done), or NULL when *fd is
+ * the caller's to close.
  */
+#define BRK_ROOTS_MAX 16	/* kept root fds; 2 are ever in use at once */
+
+struct brk_rootent {
+	char *path;		/* NULL: free slot */
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	unsigned refs;		/* held by an operation: not evicted */
+	bool used;		/* since the last tick */
+};
+
+static struct brk_rootent brk_roots[BRK_ROOTS_MAX];
+
+static void
+brk_rootent_drop(struct brk_rootent *r)
+{
+	if (r->path == NULL || r->refs > 0)
+		return;
+	close(r->fd);
+	free(r->path);
+	*r = (struct brk_rootent){ .fd = -1 };
+}
+
+void
+brk_fs_roots_tick(void)
+{
+	for (size_t i = 0; i < BRK_ROOTS_MAX; i++) {
+		if (brk_roots[i].path == NULL || brk_roots[i].refs > 0)
+			continue;
+		if (!brk_roots[i].used)
+			brk_rootent_drop(&brk_roots[i]);
+		else
+			brk_roots[i].used = false;
+	}
+}
+
+void
+brk_fs_roots_drop(void)
+{
+	for (size_t i = 0; i < BRK_ROOTS_MAX; i++)
+		brk_rootent_drop(&brk_roots[i]);
+}
+
+/* Keep fd for root; returns its entry, or NULL when the table is full of
+ * entries in use (then the fd stays the caller's). */
+static struct brk_rootent *
+brk_rootent_add(const char *root, int fd, const struct stat *st)
+{
+	struct brk_rootent *r = NULL;
+	char *p;
+
+	/* A free slot, else one not in use, preferably not used lately. */
+	for (size_t i = 0; i < BRK_ROOTS_MAX; i++) {
+		struct brk_rootent *c = &brk_roots[i];
+
+		if (c->path == NULL) {
+			r = c;
+			break;
+		}
+		if (c->refs == 0 && (r == NULL || (r->used && !c->used)))
+			r = c;
+	}
+	if (r == NULL || (p = strdup(root)) == NULL)
+		return NULL;
+	brk_rootent_drop(r);
+	*r = (struct brk_rootent){ .path = p, .fd = fd, .dev = st->st_dev, .ino = st->st_ino,
+		.refs = 1, .used = true };
+	return r;
+}
+
+/* The kept fd of root, if its name still leads to the kept inode. */
+static struct brk_rootent *
+brk_rootent_get(const char *root, int slash, struct stat *st)
+{
+	for (size_t i = 0; i < BRK_ROOTS_MAX; i++) {
+		struct brk_rootent *r = &brk_roots[i];
+
+		if (r->path == NULL || strcmp(r->path, root) != 0)
+			continue;
+		if (fstatat(slash, root[1] ? root + 1 : ".", st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st->st_mode) && st->st_dev == r->dev && st->st_ino == r->ino) {
+			r->refs++;
+			r->used = true;
+			return r;
+		}
+		brk_rootent_drop(r);
+		return NULL;
+	}
+	return NULL;
+}
+
 static int
-brk_root(const char *root, int *fd, struct stat *st)
+brk_root(const char *root, int *fd, struct stat *st, struct brk_rootent **ent)
 {
 	/* "/" itself is opened once (cb_open_abs would open and close it on
 	 * every request): the broker never chroots or pivots, so its root
-	 * directory stays the same directory.  The walk from it still runs
-	 * through the resolver on every request. */
+	 * directory stays the same directory. */
 	static int slash = -1;
 	static struct stat slash_st;
 	int f;
 
+	*ent = NULL;
 	/* A root inside /proc/sys is the one read-only way into procfs. */
 	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0')) {
 		if ((f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY)) < 0)
@@ -196,10 +299,15 @@ brk_root(const char *root, int *fd, struct stat *st)
 		}
 		slash = f;
 	}
+	if ((*ent = brk_rootent_get(root, slash, st)) != NULL) {
+		*fd = (*ent)->fd;
+		return 0;
+	}
 	if ((f = cb_openat2_st(slash, &slash_st, root[1] ? root + 1 : ".", O_PATH | O_DIRECTORY, 0,
 	    st)) < 0)
 		return brk_errno(errno);
 	*fd = f;
+	*ent = brk_rootent_add(root, f, st);
 	return 0;
 }
 
@@ -224,7 +332,8 @@ brk_rel(const char *root, const char *path, const char **rel)
 struct brk_fsctx {
 	struct brk_held *h;
 	size_t capi;
-	int rootfd;		/* owned: brk_fsctx_done closes it */
+	int rootfd;		/* brk_fsctx_done closes or releases it */
+	struct brk_rootent *rootent;	/* rootfd's kept entry, or NULL: owned */
 	struct stat rootst;	/* its fstat: file system, owner */
 	uid_t owner;		/* the root's owner and group */
 	gid_t group;
@@ -234,9 +343,12 @@ struct brk_fsctx {
 static void
 brk_fsctx_done(struct brk_fsctx *c)
 {
-	if (c->rootfd >= 0)
+	if (c->rootent != NULL)
+		c->rootent->refs--;
+	else if (c->rootfd >= 0)
 		close(c->rootfd);
 	c->rootfd = -1;
+	c->rootent = NULL;
 }
 
 /* Open the root of token h's capability capi, which the dispatcher chose
@@ -266,7 +378,7 @@ brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c
 	}
 	if ((e = brk_rel(root, path, &c->rel)) != 0)
 		return e;
-	if ((e = brk_root(root, &c->rootfd, &c->rootst)) != 0)
+	if ((e = brk_root(root, &c->rootfd, &c->rootst, &c->rootent)) != 0)
 		return e;
 	c->owner = c->rootst.st_uid;
 	c->group = c->rootst.st_gid;

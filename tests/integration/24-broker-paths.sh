@@ -15,7 +15,8 @@
 #    what it created in a user's workspace belonged to root (hole 4);
 #  - fs.read served hardlinks to files of other owners (a planted link);
 #  - the root fd cached per grant kept serving a granted directory that was
-#    moved away and replaced (hole 5);
+#    moved away and replaced (hole 5); the root fd kept since issue 16 is
+#    checked against the name on every request;
 #  - a root broker's high-tier agent (nobody) got writable binds it could not
 #    write, and found out only at its first write.
 . "$(dirname "$0")/../lib.sh"
@@ -155,6 +156,50 @@ echo go >&7; exec 7>&-
 wait $RUNP
 t_is "a granted directory moved away and replaced: the new one is served" \
 	"$(tr '\n' ' ' <"$T_TMP/stale.out")" "one two "
+
+# The root fd is kept between requests (issue 16): it must still follow the
+# name.  A root replaced by a symlink to the directory it was is refused; a
+# parent replaced by a symlink to a look-alike tree is refused (the name
+# leads to another inode, so the root is walked again, strictly).  A parent
+# replaced by a symlink to where the same directory went is the one case a
+# kept root still serves (the same inode: docs/broker.md, "root fds").
+S="$T_TMP/kept"; mkdir -p "$S/p/cur"; echo one >"$S/p/cur/a"
+kept() { # $1: what to do to the tree between the two reads
+	rm -f "$T_TMP/go"; mkfifo "$T_TMP/go"; exec 7<>"$T_TMP/go"
+	"$CB_BIN/capbroker" run --tier medium --workspace "$S" --grant "fs.read:$S/p/cur/**" -- \
+		sh -c 'capcall fs.read "$0/p/cur/a"; read x; capcall fs.read "$0/p/cur/a"' "$S" \
+		<"$T_TMP/go" >"$T_TMP/kept.out" 2>/dev/null &
+	RUNP=$!
+	for _ in $(seq 200); do grep -q one "$T_TMP/kept.out" 2>/dev/null && break; sleep 0.05; done
+	eval "$1"
+	echo go >&7; exec 7>&-
+	wait $RUNP
+	tr '\n' ' ' <"$T_TMP/kept.out"
+}
+t_is "a kept root replaced by a symlink to the directory it was: refused" \
+	"$(kept 'mv "$S/p/cur" "$S/p/was"; ln -s was "$S/p/cur"')" "one "
+rm "$S/p/cur"; mv "$S/p/was" "$S/p/cur"
+t_is "a kept root whose parent became a symlink to a look-alike tree: refused" \
+	"$(kept 'mv "$S/p" "$S/q"; mkdir -p "$S/d/cur"; echo decoy >"$S/d/cur/a"; ln -s d "$S/p"')" "one "
+rm "$S/p"; mv "$S/q" "$S/p"
+t_is "... and served again once the tree is restored" "$(kept true)" "one one "
+
+# The kept root spares its walk: a cached fs.read opens 2 files (the O_PATH
+# type probe and the file), not 3 (the root again).  strace follows only the
+# broker's loop thread here (no -f), not the sandbox.
+if command -v strace >/dev/null; then
+	R="$T_TMP/count"; mkdir -p "$R"; echo x >"$R/f"
+	for n in 5 25; do
+		strace -qq -o "$T_TMP/st.$n" -e trace=openat2 "$CB_BIN/capbroker" run --tier medium \
+			--workspace "$R" --grant "fs.read:$R/**" -- \
+			sh -c 'i=0; while [ $i -lt "$1" ]; do capcall fs.read "$0/f" >/dev/null; i=$((i+1)); done' \
+			"$R" "$n" >/dev/null 2>&1
+	done
+	t_is "20 more cached fs.reads cost 40 more openat2 calls in the broker" \
+		"$(( $(grep -c '^openat2' "$T_TMP/st.25") - $(grep -c '^openat2' "$T_TMP/st.5") ))" 40
+else
+	t_skip "openat2 calls per cached fs.read" "needs strace"
+fi
 
 # ---- high tier: a writable bind the agent (nobody) cannot write ---------
 if [ "$(id -u)" = 0 ]; then
