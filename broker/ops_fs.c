@@ -15,7 +15,9 @@
  *    refuses every fd on a kernel file system (procfs, sysfs, ...), decided
  *    by fstatfs() on the fd, wherever that file system is mounted.
  *  - The root itself is opened with the same flags from "/", so the agent
- *    cannot swap a component of the root for a symlink either.
+ *    cannot swap a component of the root for a symlink either; a kept root
+ *    fd is used only while the root's name leads to that very inode
+ *    (brk_root).
  *  - Only regular files are opened (brk_open_regular: the type is read
  *    from an O_PATH probe first, and checked again on the open fd): device nodes,
  *    FIFOs and sockets are refused without being opened, so opening cannot
@@ -97,8 +99,9 @@ brk_foreign_link(const struct stat *st, uid_t owner)
 /*
  * Open rel beneath dirfd for reading or writing without opening a FIFO,
  * socket or device: opening one can act (a blocked FIFO writer is
- * released, a watchdog arms).  An O_PATH open through the resolver first
- * tells the type and the file system without opening anything, and only a
+ * released, a watchdog arms).  A probe first tells the type and the file
+ * system without opening anything (an fstatat for a plain regular file on
+ * the root's file system, else an O_PATH open through the resolver), and only a
  * regular file (or a name that does not exist yet, for O_CREAT) is opened;
  * the fstat() after the real open stays the authority and must name the
  * same inode as the probe.  The window between the two is the one residual
@@ -118,8 +121,20 @@ brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t 
 	bool probed = false;
 	int fd, e;
 
-	fd = cb_openat2_st(dirfd, dirst, rel, O_PATH, 0, &pst);
-	if (fd >= 0) {
+	/* The common case first, without an fd: a plain fstatat says the name
+	 * is a regular file on the root's own file system (so on a file system
+	 * the resolver accepted) that may be opened as asked.  fstatat does
+	 * follow symlinks on the way, but it only decides whether to try: the
+	 * open below walks strictly (a symlink fails it before anything is
+	 * opened) and its fstat must name this very inode.  Anything else
+	 * (another type, another file system, a refusal, no such name) is
+	 * asked again of the strict O_PATH probe, so what the agent is told,
+	 * and what a symlink out of the root reveals, stay the same. */
+	if (fstatat(dirfd, rel, &pst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(pst.st_mode) &&
+	    pst.st_dev == dirst->st_dev && !brk_setid_write(&pst, flags) &&
+	    !brk_foreign_link(&pst, owner)) {
+		probed = true;
+	} else if ((fd = cb_openat2_st(dirfd, dirst, rel, O_PATH, 0, &pst)) >= 0) {
 		e = !S_ISREG(pst.st_mode) ?
 		    (S_ISDIR(pst.st_mode) ? EISDIR : ENXIO) : brk_setid_write(&pst, flags) ||
 		    brk_foreign_link(&pst, owner) ? EPERM : 0;
@@ -168,7 +183,7 @@ brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t 
  * closed at the tick (brk_fs_roots_tick), so a kept fd does not hold a
  * file system busy; an entry in use (a rename holds two roots) is never
  * evicted.  Files run on the loop thread only (work.c), which owns the
- * table.  docs/broker.md ("root fds") says what this leaves.
+ * table.  docs/broker.md ("Root fds") says what this leaves.
  * *st gets the root's owner: the hardlink rule and the identity of changes;
  * *ent the table entry to release (brk_fsctx_done), or NULL when *fd is
  * the caller's to close.
