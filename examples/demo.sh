@@ -16,6 +16,9 @@ demo=$(mktemp -d "${CB_DEMO_DIR:-/var/tmp}/capbroker-demo.XXXXXX")
 chmod 0755 "$demo"
 mkdir "$demo/agent"
 cp "$top/examples/agent.py" "$demo/agent/"
+# The broker refuses a policy file that group or others may write; a clone
+# made under umask 002 has exactly that, so the demo runs a 0644 copy.
+install -m 0644 "$top/examples/demo/policy.conf" "$demo/policy.conf"
 state="$demo/state"
 ws="$demo/workspace"
 cleanup() {
@@ -58,7 +61,7 @@ Requests for a human's approval are refused in this run (--approve deny).
 
 EOT
 set +e
-"$bin/capbroker" run --state "$state" --policy "$top/examples/demo/policy.conf" \
+"$bin/capbroker" run --state "$state" --policy "$demo/policy.conf" \
 	--tier medium --workspace "$ws" --id demo-agent --approve deny --timeout 120 \
 	--grant "fs.read:$ws/docs/**" --grant "fs.write:$ws/out/**" --grant "fs.list:$ws/**" \
 	--grant "net.connect:127.0.0.1:$p1" --grant "proc.exec:/usr/bin/wc" \

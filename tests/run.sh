@@ -17,6 +17,16 @@ cd "$(dirname "$0")/.."
 export CB_BIN CB_BUILD
 export PYTHON="${PYTHON:-/usr/bin/python3}"
 export CB_TOP="$PWD"
+# What the suite writes (policy files above all: the broker refuses one that
+# group or others may write) is made as under umask 022 whatever the caller's
+# umask is (002 is common with user-private groups), and the shipped example
+# policies are read through a copy made that way, since a clone made under
+# umask 002 has them group-writable.
+umask 022
+CB_EXAMPLES=$(mktemp -d "${TMPDIR:-/tmp}/capbroker-examples.XXXXXX")
+install -m 0644 examples/policies/*.conf "$CB_EXAMPLES/"
+export CB_EXAMPLES
+trap 'rm -rf "$CB_EXAMPLES"' EXIT
 jobs_max=${CB_TEST_JOBS:-1}
 
 passed=0 failed=0 skipped=0

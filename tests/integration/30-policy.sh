@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 CB="$CB_BIN/capbroker"
-EX="$CB_TOP/examples/policies"
+EX="${CB_EXAMPLES:-$CB_TOP/examples/policies}"
 
 if [ ! -x "$CB" ]; then
 	t_skip "check-policy and show-policy" "$CB not built yet"

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 CB="$CB_BIN/capbroker"
-EX="$CB_TOP/examples/policies"
+EX="${CB_EXAMPLES:-$CB_TOP/examples/policies}"
 W="$T_TMP/ws"
 mkdir -p "$W"
 

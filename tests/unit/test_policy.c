@@ -148,11 +148,24 @@ test_round_trip(const char *what, struct pol *p)
 	free(a);
 }
 
+/* The shipped example policies: tests/run.sh's 0644 copy (CB_EXAMPLES), or
+ * the tree's own when this binary runs alone. */
+static const char *
+examples_dir(void)
+{
+	static char buf[4096];
+	const char *e = getenv("CB_EXAMPLES"), *top = getenv("CB_TOP");
+
+	if (e && *e)
+		return e;
+	snprintf(buf, sizeof(buf), "%s/examples/policies", top ? top : ".");
+	return buf;
+}
+
 static void
 test_round_trips(void)
 {
 	static const char *ex[] = { "system-tools.conf", "assistant.conf", "untrusted.conf" };
-	const char *top = getenv("CB_TOP") ? getenv("CB_TOP") : ".";
 	struct pol *p = NULL;
 
 	T_ERR(pol_default(&p), 0, "default for round trip");
@@ -160,7 +173,7 @@ test_round_trips(void)
 	for (size_t i = 0; i < 3; i++) {
 		char *path;
 
-		if (asprintf(&path, "%s/examples/policies/%s", top, ex[i]) < 0)
+		if (asprintf(&path, "%s/%s", examples_dir(), ex[i]) < 0)
 			abort();
 		p = NULL;
 		T_ERR(pol_load(path, &p, stdout), 0, "example %s loads", ex[i]);
@@ -178,7 +191,6 @@ test_round_trips(void)
 static void
 test_examples(void)
 {
-	const char *top = getenv("CB_TOP") ? getenv("CB_TOP") : ".";
 	struct pol *p = NULL;
 	char *path;
 	const struct pol_tier *t;
@@ -187,7 +199,7 @@ test_examples(void)
 	enum pol_approval m;
 	uint64_t ttl;
 
-	if (asprintf(&path, "%s/examples/policies/assistant.conf", top) < 0)
+	if (asprintf(&path, "%s/assistant.conf", examples_dir()) < 0)
 		abort();
 	if (pol_load(path, &p, stdout) == 0) {
 		t = pol_tier_get(p, "medium");
@@ -219,7 +231,7 @@ test_examples(void)
 	pol_free(p);
 	free(path);
 	p = NULL;
-	if (asprintf(&path, "%s/examples/policies/untrusted.conf", top) < 0)
+	if (asprintf(&path, "%s/untrusted.conf", examples_dir()) < 0)
 		abort();
 	if (pol_load(path, &p, stdout) == 0) {
 		T_OK(within(p, "low", NULL, "proc.exec:/usr/bin/wc"), "untrusted: wc within ceiling");
@@ -232,7 +244,7 @@ test_examples(void)
 	pol_free(p);
 	free(path);
 	p = NULL;
-	if (asprintf(&path, "%s/examples/policies/system-tools.conf", top) < 0)
+	if (asprintf(&path, "%s/system-tools.conf", examples_dir()) < 0)
 		abort();
 	if (pol_load(path, &p, stdout) == 0) {
 		t = pol_tier_get(p, "nightly");
