@@ -12,20 +12,28 @@
 #  - sustained rate: REVOKES revocations from 16 admin connections per
 #    broker, all three brokers at once.
 #
+# With --tmpfs the brokers' state directories are on /dev/shm and every key
+# ends in ".tmpfs": each revoke is also a decision synced to the revoking
+# broker's own state and audit log, and that disk flush, not the cluster,
+# bounds the sustained rate on disk.
+#
 # Prints JSON lines {"name", "unit", "samples"} for bench.py; a line
-# starting "#" is a remark.  Usage: fleet.py CB_BIN [REVOKES]
+# starting "#" is a remark.  Usage: fleet.py CB_BIN [REVOKES] [--tmpfs]
 import json, os, selectors, shutil, socket, subprocess, sys, tempfile, time
 
 import msgpack
 
-CB_BIN = sys.argv[1]
-REVOKES = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
+TMPFS = "--tmpfs" in sys.argv[1:]
+ARGS = [a for a in sys.argv[1:] if a != "--tmpfs"]
+CB_BIN = ARGS[0]
+REVOKES = int(ARGS[1]) if len(ARGS) > 1 else 3000
+SUFFIX = ".tmpfs" if TMPFS else ""
 CB = os.path.join(CB_BIN, "capbroker")
 PER_SBX = 1000          # BRK_MINT_MAX is 1024 tokens per sandbox
 
 
 def out(name, unit, samples):
-    print(json.dumps({"name": name, "unit": unit, "samples": samples}), flush=True)
+    print(json.dumps({"name": name + SUFFIX, "unit": unit, "samples": samples}), flush=True)
 
 
 class Admin:
@@ -99,8 +107,9 @@ def main():
             f.write("version = 1;\ndefaults = { cluster_stale = 2; };\n")
         os.chmod(pol, 0o600)
         socks = []
+        sbase = tempfile.mkdtemp(prefix="capbroker-bench-fleet.", dir="/dev/shm") if TMPFS else wd
         for n in (1, 2, 3):
-            st = os.path.join(wd, f"s{n}")
+            st = os.path.join(sbase, f"s{n}")
             procs.append(subprocess.Popen(netns + [CB, "serve", "--state", st, "--policy", pol,
                                                    "--cluster", conn],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -190,6 +199,8 @@ def main():
                                      "immediate", "-w", "stop"]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(wd, ignore_errors=True)
+        if TMPFS and "sbase" in locals():
+            shutil.rmtree(sbase, ignore_errors=True)
 
 
 if __name__ == "__main__":
