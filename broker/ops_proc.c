@@ -8,7 +8,9 @@
  *  - It runs in a new low-tier sandbox (its own namespaces, seccomp,
  *    Landlock, limits), never in the agent's, and is started through the
  *    capbroker-stub exec: it inherits none of the broker's fds, memory or
- *    environment.  It sees the system runtime plus read-only binds of the
+ *    environment.  That sandbox may come from the warm pool (pool.c):
+ *    built ahead exactly as this one would be, used for this task only,
+ *    handed over after every check here.  It sees the system runtime plus read-only binds of the
  *    program's directory (outside /usr) and of the fs.read roots the
  *    presenting token names; it has no broker channel.
  *  - Input is bounded: the request's data (at most WIRE_DATA_MAX) is the

@@ -16,8 +16,9 @@
  *    hand-over by the stub (id, argv, environment, working directory,
  *    rlimits, wall clock, and the agent's Landlock and seccomp layers,
  *    which are made for its binary); a request that needs anything a
- *    pooled sandbox was not built with (binds, other memory, process or
- *    /tmp limits) is not served from the pool.
+ *    pooled sandbox was not built with (other binds, other memory, process
+ *    or /tmp limits) is not served from the pool, nor is one whose bind
+ *    paths no longer name the objects the sandbox was built with.
  *  - Building runs on a thread of its own, never on the loop: spawning the
  *    stub blocks until its exec.  That thread lives as long as the pool,
  *    since a stub dies with the thread that spawned it (PR_SET_PDEATHSIG).
