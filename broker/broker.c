@@ -79,6 +79,10 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	/* Once, a second in (a short `run` never waits for it): the cgroups of
+	 * brokers that died without removing them. */
+	if (n == 0)
+		sbx_cgroup_sweep();
 	brk_pending_tick(b);
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
 		if (!s->dead) {

@@ -7,16 +7,20 @@
  * the sandbox and reports on status_fd.  The stub's command line is the
  * configuration; see stub_main.c for how each option is checked again there.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/fsuid.h>
 #include <sys/pidfd.h>
@@ -181,6 +185,30 @@ write_str(const char *dir, const char *file, const char *val)
 	return rc;
 }
 
+/* Remove a sandbox's cgroup directory once its processes are reaped.  The
+ * kernel unlinks a dead task from its cgroup only after the task's last
+ * switch out, which can come after its parent was told it exited: for that
+ * moment rmdir says EBUSY although everything inside has been reaped.  So
+ * EBUSY is retried, briefly (SBX_CG_RMDIR_TRIES x SBX_CG_RMDIR_WAIT_NS at
+ * most, measured at one or two retries on a loaded 2-core machine); any other
+ * error is final.  Called after reaping, so the only process that could still
+ * be inside is one on its way out. */
+#define SBX_CG_RMDIR_TRIES	200
+#define SBX_CG_RMDIR_WAIT_NS	50000L
+static int
+cgroup_rmdir(const char *dir)
+{
+	for (int i = 0; i < SBX_CG_RMDIR_TRIES; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT) {
+			return 0;
+		}
+		if (errno != EBUSY)
+			return CB_EIO;
+		nanosleep(&(struct timespec){ .tv_nsec = SBX_CG_RMDIR_WAIT_NS }, NULL);
+	}
+	return CB_EBUSY;
+}
+
 /* Our own cgroup path for a v1 controller ("4:memory:/a/b"), or "" for v2
  * ("0::/a/b" when ctrl is NULL). */
 static int
@@ -210,16 +238,85 @@ own_cgroup(const char *ctrl, char *out, size_t len)
 	return rc;
 }
 
-/* Create a cgroup for the sandbox with memory and pids limits, and open its
- * cgroup.procs for the stub to join.  Best effort: only where the broker may
- * (root with v1 controllers, or a delegated v2 subtree); the stub says in its
- * "ready" line whether it joined, and the broker audits it. */
+/* Where the sandboxes' cgroups go, found once per process: the broker's own
+ * cgroup does not move under it, and reading /proc/self/cgroup and probing
+ * the hierarchy on every start was measurable (docs/performance.md). */
+struct cg_host {
+	bool v2;			/* unified hierarchy at /sys/fs/cgroup */
+	bool ok;			/* the paths below were found */
+	char parent[2][240];		/* v2: [0]; v1: memory, pids */
+	unsigned long long start;	/* our start time (clock ticks since boot) */
+};
+static struct cg_host cg_host;
+static pthread_once_t cg_host_once = PTHREAD_ONCE_INIT;
+
+/* Field 22 of /proc/PID/stat, the process's start time: with the pid it
+ * names one process for good (a pid is reused, the pair is not).  0 when the
+ * process is gone. */
+static unsigned long long
+proc_start_time(const char *pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name (field 2) may hold anything: count from its end. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+	    "%*d %*d %llu", &t) != 1)
+		return 0;
+	return t;
+}
+
+static void
+cg_host_find(void)
+{
+	static const char *const ctrl[] = { "memory", "pids" };
+	char own[200];
+
+	cg_host.start = proc_start_time("self");
+	cg_host.v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+	for (int i = 0; i < (cg_host.v2 ? 1 : 2); i++) {
+		if (own_cgroup(cg_host.v2 ? NULL : ctrl[i], own, sizeof(own)) != 0 ||
+		    snprintf(cg_host.parent[i], sizeof(cg_host.parent[i]), "/sys/fs/cgroup%s%s%s",
+		    cg_host.v2 ? "" : "/", cg_host.v2 ? "" : ctrl[i], own) >=
+		    (int)sizeof(cg_host.parent[i]))
+			return;
+	}
+	cg_host.ok = cg_host.start != 0;
+}
+
+/* Create a cgroup for the sandbox with memory and pids limits, and open what
+ * the stub writes to join it.  Best effort: only where the broker may (root
+ * with v1 controllers, or a delegated v2 subtree); the stub says in its
+ * "ready" line whether it joined, and the broker audits it.
+ *
+ * The name, capbroker.PID.START.N, is ours alone even after our pid is
+ * reused, so sbx_cgroup_sweep() can tell a dead broker's leftovers.
+ *
+ * v1: the stub joins through the controllers' "tasks" file, not
+ * "cgroup.procs".  Both move the writer; "cgroup.procs" moves its whole
+ * thread group and so takes the kernel's global threadgroup lock for
+ * writing, which waits for an RCU grace period (3-17 ms measured here, more
+ * than all the rest of a start), while a thread moving only itself skips it.
+ * Why this is safe: the stub is single-threaded (a fresh exec that starts no
+ * thread, stub_main.c), so moving its one thread moves the process, and every
+ * process of the sandbox is forked from it afterwards. */
 static int
 make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_CGROUPS])
 {
 	static unsigned seq;
 	const struct sbx_limits *l = &cfg->limits;
-	char own[200], val[32], name[48];
+	char val[32], name[80];
 	/* The cgroup holds the sandbox's processes and its /tmp (tmpfs pages
 	 * are charged to it), plus slack for the kernel's own per-process use. */
 	uint64_t mem = (l->mem_bytes ? l->mem_bytes : SBX_DEFAULT_MEM_BYTES) +
@@ -227,15 +324,15 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 	uint64_t nproc = l->nproc ? l->nproc : SBX_DEFAULT_NPROC;
 	int n = 0;
 
+	if (pthread_once(&cg_host_once, cg_host_find) != 0 || !cg_host.ok)
+		return 0;
 	/* Atomic: the broker's pool thread spawns beside its loop. */
-	snprintf(name, sizeof(name), "capbroker.%d.%u", (int)getpid(),
+	snprintf(name, sizeof(name), "capbroker.%d.%llu.%u", (int)getpid(), cg_host.start,
 	    __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
+	if (cg_host.v2) {
 		/* Unified hierarchy: one directory with both controllers. */
-		if (own_cgroup(NULL, own, sizeof(own)) != 0)
-			return 0;
-		if (snprintf(p->cgroup[0], sizeof(p->cgroup[0]), "/sys/fs/cgroup%s/%s",
-		    own, name) >= (int)sizeof(p->cgroup[0]) || mkdir(p->cgroup[0], 0755) == -1) {
+		if (snprintf(p->cgroup[0], sizeof(p->cgroup[0]), "%s/%s", cg_host.parent[0],
+		    name) >= (int)sizeof(p->cgroup[0]) || mkdir(p->cgroup[0], 0755) == -1) {
 			p->cgroup[0][0] = '\0';
 			return 0;
 		}
@@ -248,14 +345,9 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 			goto fail;
 		n = 1;
 	} else {
-		static const char *const ctrl[] = { "memory", "pids" };
-
 		for (int i = 0; i < 2; i++) {
-			if (own_cgroup(ctrl[i], own, sizeof(own)) != 0)
-				goto fail;
-			if (snprintf(p->cgroup[i], sizeof(p->cgroup[i]), "/sys/fs/cgroup/%s%s/%s",
-			    ctrl[i], own, name) >= (int)sizeof(p->cgroup[i]) ||
-			    mkdir(p->cgroup[i], 0755) == -1) {
+			if (snprintf(p->cgroup[i], sizeof(p->cgroup[i]), "%s/%s", cg_host.parent[i],
+			    name) >= (int)sizeof(p->cgroup[i]) || mkdir(p->cgroup[i], 0755) == -1) {
 				p->cgroup[i][0] = '\0';
 				goto fail;
 			}
@@ -273,7 +365,8 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 
-		snprintf(path, sizeof(path), "%s/cgroup.procs", p->cgroup[i]);
+		snprintf(path, sizeof(path), "%s/%s", p->cgroup[i],
+		    cg_host.v2 ? "cgroup.procs" : "tasks");
 		fds[i] = open(path, O_WRONLY | O_CLOEXEC);
 		if (fds[i] == -1) {
 			for (int j = 0; j < i; j++)
@@ -285,10 +378,64 @@ make_cgroups(const struct sbx_config *cfg, struct sbx_proc *p, int fds[STUB_MAX_
 fail:
 	for (int i = 0; i < 2; i++) {
 		if (p->cgroup[i][0] != '\0')
-			rmdir(p->cgroup[i]);
+			(void)rmdir(p->cgroup[i]);
 		p->cgroup[i][0] = '\0';
 	}
 	return 0;
+}
+
+/* The owner named by a sandbox cgroup's name ("capbroker.PID.START.N", or
+ * "capbroker.PID.N" before START was added) is gone for good. */
+static bool
+cgroup_owner_dead(const char *name)
+{
+	char pid[16], path[32];
+	const char *p = name + strlen("capbroker."), *dot = strchr(p, '.');
+	unsigned long long start;
+	char *end;
+
+	if (dot == NULL || dot == p || (size_t)(dot - p) >= sizeof(pid) ||
+	    strspn(p, "0123456789") != (size_t)(dot - p))
+		return false;
+	memcpy(pid, p, (size_t)(dot - p));
+	pid[dot - p] = '\0';
+	if (strchr(dot + 1, '.') == NULL) {	/* old name: only a dead pid is sure */
+		snprintf(path, sizeof(path), "/proc/%s", pid);
+		return access(path, F_OK) != 0;
+	}
+	errno = 0;
+	start = strtoull(dot + 1, &end, 10);
+	if (errno != 0 || *end != '.')
+		return false;
+	return proc_start_time(pid) != start;
+}
+
+void
+sbx_cgroup_sweep(void)
+{
+	if (pthread_once(&cg_host_once, cg_host_find) != 0 || !cg_host.ok)
+		return;
+	for (int i = 0; i < (cg_host.v2 ? 1 : 2); i++) {
+		DIR *d = opendir(cg_host.parent[i]);
+		struct dirent *e;
+
+		if (d == NULL)
+			continue;
+		while ((e = readdir(d)) != NULL) {
+			char path[PATH_MAX];
+
+			if (e->d_type != DT_DIR || strncmp(e->d_name, "capbroker.", 10) != 0 ||
+			    !cgroup_owner_dead(e->d_name))
+				continue;
+			/* Why this is safe: a cgroup with a process inside is not
+			 * removed (EBUSY); an empty one of a dead broker has nothing
+			 * left to hold. */
+			if (snprintf(path, sizeof(path), "%s/%s", cg_host.parent[i], e->d_name) <
+			    (int)sizeof(path))
+				(void)rmdir(path);
+		}
+		closedir(d);
+	}
 }
 
 /* ------------------------------------------------------------------ spawn */
@@ -1249,10 +1396,8 @@ sbx_proc_close(struct sbx_proc *p)
 		close_fd(&p->fuse_fds[i]);
 	p->nfuse_got = 0;
 	for (int i = 0; i < 2; i++) {
-		/* Fails (EBUSY) while a process is still inside; then the directory
-		 * stays and is reported by nobody: callers close after reaping. */
 		if (p->cgroup[i][0] != '\0')
-			(void)rmdir(p->cgroup[i]);
+			(void)cgroup_rmdir(p->cgroup[i]);
 		p->cgroup[i][0] = '\0';
 	}
 }

@@ -271,6 +271,13 @@ int sbx_wait_status(int wstatus);
  * was closed already. */
 void sbx_proc_close(struct sbx_proc *p);
 
+/* Remove the empty sandbox cgroups that brokers which died without cleaning
+ * up (kill -9, a crash) left beside ours: a cgroup named after a process that
+ * no longer exists.  Never touches a live broker's, nor one with a process
+ * inside.  Reads our cgroup directories: call it off the start path (the
+ * broker does on its first tick). */
+void sbx_cgroup_sweep(void);
+
 /* Why dst may not be a bind destination inside a sandbox, or NULL when it
  * may: it must be absolute and canonical (no ".", "..", "//", trailing
  * "/"), not / or /tmp itself, and not under /proc, /dev, /etc or

@@ -595,7 +595,9 @@ static void
 join_cgroups(const struct stub_cfg *c)
 {
 	for (int i = 0; i < c->ncgroup; i++) {
-		/* "0" is the writer itself; the descriptor was opened by the broker. */
+		/* "0" is the writer itself; the descriptor was opened by the broker.
+		 * On v1 it is "tasks", which moves this thread alone: that is the
+		 * whole stub, which must start no thread before this line. */
 		if (write(STUB_FD_CGROUP0 + i, "0\n", 2) != 2)
 			stub_die(errno, "joining cgroup %d", i);
 		close(STUB_FD_CGROUP0 + i);
