@@ -342,6 +342,13 @@ brk_open_state(struct brk *b, bool new_state, char *why, size_t whylen)
 
 	snprintf(logp, sizeof(logp), "%s/audit.jsonl", b->state_dir);
 	snprintf(dbp, sizeof(dbp), "%s/state.db", b->state_dir);
+	if (b->opts.ephemeral) {
+		if ((r = st_open_ephemeral(b->state_dir, &b->st, swhy, sizeof(swhy))) != 0) {
+			snprintf(why, whylen, "state in memory: %s: %s", cb_strerror(r), swhy);
+			return r;
+		}
+		goto opened;
+	}
 	if (!new_state && stat(logp, &sl) == 0 && sl.st_size > 0 &&
 	    (stat(dbp, &sd) != 0 || sd.st_size == 0)) {
 		snprintf(why, whylen, "state database %s is missing or empty but the audit log %s "
@@ -357,6 +364,7 @@ brk_open_state(struct brk *b, bool new_state, char *why, size_t whylen)
 		    swhy[0] ? swhy : strerror(errno));
 		return r;
 	}
+opened:
 	if (!realpath(b->state_dir, b->state_real))
 		snprintf(b->state_real, sizeof(b->state_real), "%s", b->state_dir);
 	return 0;
@@ -382,6 +390,11 @@ brk_open_log(struct brk *b, const struct brk_opts *o, char *why, size_t whylen)
 	case POL_FSYNC_NEVER: ao.fsync = AUD_FSYNC_NEVER; break;
 	default: ao.fsync = AUD_FSYNC_BATCH; break;
 	}
+	/* An ephemeral run's log is removed with its directory when the run
+	 * ends, and a crash ends the run: syncing each batch would protect
+	 * nothing (checkpoints and close still sync). */
+	if (o->ephemeral && ao.fsync == AUD_FSYNC_BATCH)
+		ao.fsync = AUD_FSYNC_NEVER;
 	ao.sign = st_sign_audit;
 	ao.sign_arg = b->st;
 	ao.on_checkpoint = st_audit_checkpoint_cb;

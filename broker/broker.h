@@ -48,6 +48,8 @@ struct brk_opts {
 	int admin_fd;
 	bool new_state;			/* start a new state database beside an existing log */
 	const char *cluster;		/* --cluster CONNINFO; NULL: the policy's, if any */
+	bool ephemeral;			/* `run` without --state: the state in memory only
+					 * (st_open_ephemeral); state_dir holds the log */
 };
 
 /* Set up the broker: policy, state (locked: one broker per state directory,

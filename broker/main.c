@@ -557,6 +557,7 @@ run_local(struct run_opts *o)
 		if (run_temp_state(tmp, sizeof(tmp)) != 0)
 			return EXIT_SETUP;
 		bo.state_dir = tmp;
+		bo.ephemeral = true;
 	}
 	bo.approve = run_approve_mode(o->approve);
 	if (bo.approve == BRK_APPROVE_TTY && !run_have_tty()) {

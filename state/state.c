@@ -42,6 +42,7 @@ struct st {
 	bool no_keygen;		/* a rebuild: never make a key */
 	bool keys_lost;		/* no signing key, but a log with a history */
 	bool new_ok;		/* --new-state: a new key beside an old log is wanted */
+	bool ephemeral;		/* in memory only: no file, no lock, no sync */
 };
 
 static const char schema[] =
@@ -438,10 +439,11 @@ rotate_locked(struct st *st, uint8_t kid_out[CAP_KID_LEN])
 	 * .key then makes both names durable (a power cut could otherwise
 	 * lose the .pub of an acknowledged rotation). */
 	key_path(st, kid, "pub", pub, sizeof(pub));
-	if ((rc = write_pub(pub, pk)) != 0)
+	if (!st->ephemeral && (rc = write_pub(pub, pk)) != 0)
 		goto out;
 	key_path(st, kid, "key", path, sizeof(path));
-	if ((rc = cap_key_save(k, path)) != 0) {
+	/* An ephemeral state's keys live and die with its process. */
+	if (!st->ephemeral && (rc = cap_key_save(k, path)) != 0) {
 		unlink(pub);
 		goto out;
 	}
@@ -1768,7 +1770,7 @@ make_dir(const char *path)
 
 /* ---- rebuilding from the audit log ------------------------------- */
 
-enum { ST_MODE_OPEN, ST_MODE_REBUILD, ST_MODE_NEW };
+enum { ST_MODE_OPEN, ST_MODE_REBUILD, ST_MODE_NEW, ST_MODE_EPHEMERAL };
 static int st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whylen);
 
 /* Read DIR/keys/<kid>.pub (one hex line) into pk; false if absent or bad. */
@@ -1844,6 +1846,12 @@ int
 st_open_new(const char *dir, struct st **out, char *why, size_t whylen)
 {
 	return st_open_flags(dir, ST_MODE_NEW, out, why, whylen);
+}
+
+int
+st_open_ephemeral(const char *dir, struct st **out, char *why, size_t whylen)
+{
+	return st_open_flags(dir, ST_MODE_EPHEMERAL, out, why, whylen);
 }
 
 /* One audit line; only decisions (lines with a dseq) change anything.
@@ -1973,6 +1981,53 @@ st_open_why(const char *dir, struct st **out, char *why, size_t whylen)
 	return st_open_flags(dir, ST_MODE_OPEN, out, why, whylen);
 }
 
+/* The database on disk: created 0600 before SQLite does (it copies the mode
+ * to the -wal and -shm files), WAL, every commit synced. */
+static int
+open_db_file(struct st *st, const char *dir, char *why, size_t whylen)
+{
+	char path[4096];
+	struct stat sb;
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/state.db", dir);
+	st->fresh = lstat(path, &sb) != 0 || sb.st_size == 0;
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		open_why(why, whylen, "database", path, strerror(errno));
+		return CB_EIO;
+	}
+	close(fd);
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX |
+	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		open_why(why, whylen, "database", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
+		return CB_EINTERNAL;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	if ((rc = db_exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
+	    (rc = db_exec(st, "PRAGMA synchronous = FULL")) != 0)
+		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
+	return rc;
+}
+
+/* An ephemeral state: SQLite in memory (":memory:", private to this
+ * connection), so no file, no lock, no journal on disk and no sync. */
+static int
+open_db_memory(struct st *st, char *why, size_t whylen)
+{
+	int rc;
+
+	st->fresh = true;
+	if (sqlite3_open_v2(":memory:", &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	    SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+		open_why(why, whylen, "database", ":memory:",
+		    st->db ? sqlite3_errmsg(st->db) : "cannot open");
+		return CB_EINTERNAL;
+	}
+	if ((rc = db_exec(st, "PRAGMA synchronous = OFF")) != 0)
+		open_why(why, whylen, "database", ":memory:", sqlite3_errmsg(st->db));
+	return rc;
+}
+
 /* Creates DIR and DIR/keys if need be and takes the exclusive lock on
  * DIR/state.lock (kept in ST->lockfd, which st_close() releases). */
 static int
@@ -2012,8 +2067,7 @@ st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whyl
 	bool rebuild = mode == ST_MODE_REBUILD;
 	struct st *st = NULL;
 	char path[4096];
-	struct stat sb;
-	int rc = CB_ENOMEM, fd;
+	int rc = CB_ENOMEM;
 
 	*out = NULL;
 	if (why != NULL && whylen > 0)
@@ -2025,33 +2079,20 @@ st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whyl
 	st->lockfd = -1;
 	st->no_keygen = rebuild;
 	st->new_ok = mode == ST_MODE_NEW;
+	st->ephemeral = mode == ST_MODE_EPHEMERAL;
 	pthread_mutex_init(&st->mu, NULL);
 	if ((st->dir = strdup(dir)) == NULL)
 		goto out;
 	if ((rc = tm_init(&st->tm)) != 0 || (rc = cap_keyring_new(&st->kr)) != 0)
 		goto out;
-	if ((rc = lock_dir(st, dir, why, whylen)) != 0)
-		goto out;
-	/* create the database 0600 before SQLite does (it copies the mode to
-	 * the -wal and -shm files) */
 	snprintf(path, sizeof(path), "%s/state.db", dir);
-	st->fresh = lstat(path, &sb) != 0 || sb.st_size == 0;
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
-		rc = CB_EIO;
-		open_why(why, whylen, "database", path, strerror(errno));
+	if (st->ephemeral)
+		rc = open_db_memory(st, why, whylen);
+	else if ((rc = lock_dir(st, dir, why, whylen)) == 0)
+		rc = open_db_file(st, dir, why, whylen);
+	if (rc != 0)
 		goto out;
-	}
-	close(fd);
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX |
-	    SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
-		rc = CB_EINTERNAL;
-		open_why(why, whylen, "database", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
-		goto out;
-	}
-	sqlite3_busy_timeout(st->db, 5000);
-	if ((rc = db_exec(st, "PRAGMA journal_mode = WAL")) != 0 ||
-	    (rc = db_exec(st, "PRAGMA synchronous = FULL")) != 0 ||
-	    (rc = db_exec(st, "PRAGMA foreign_keys = ON")) != 0 ||
+	if ((rc = db_exec(st, "PRAGMA foreign_keys = ON")) != 0 ||
 	    (rc = db_exec(st, schema)) != 0) {
 		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
 		goto out;
@@ -2060,7 +2101,7 @@ st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whyl
 	errno = 0;
 	/* a rebuild first takes in every key the directory holds (the log's
 	 * checkpoints name them), and loads only public keys */
-	if (mode != ST_MODE_OPEN && (rc = rebuild_keys_locked(st)) != 0) {
+	if ((mode == ST_MODE_REBUILD || mode == ST_MODE_NEW) && (rc = rebuild_keys_locked(st)) != 0) {
 		pthread_mutex_unlock(&st->mu);
 		open_why(why, whylen, "keys in", dir, cb_strerror(rc));
 		goto out;

@@ -58,6 +58,15 @@ void st_close(struct st *st);
  * log's checkpoints stay verifiable) and a new signing key is made. */
 int st_open_new(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
 
+/* An ephemeral state for one `capbroker run` without --state: the same
+ * state, with the same guarantees while the process lives, but kept in
+ * memory only: SQLite ":memory:", the signing key generated in memory and
+ * never written to dir/keys, no state.lock, no sync.  Nothing of it survives
+ * the process, which is the point: the sandbox it serves dies with it too
+ * (docs/state.md, "Ephemeral state").  dir is only where the audit log that
+ * the broker keeps beside it lives (audit.jsonl is still written). */
+int st_open_ephemeral(const char *dir, struct st **out, char *why, size_t whylen) CB_WARN_UNUSED;
+
 /* Did st_open create the database (it was missing or empty)? */
 bool st_is_new(const struct st *st);
 

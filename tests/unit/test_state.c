@@ -4,6 +4,7 @@
  * expiry, the audit head, and persistence across a SIGKILLed process.
  * Test code (trusted); works in a private temporary directory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -543,6 +544,47 @@ test_instances(void)
 	st_close(st);
 }
 
+/* An ephemeral state (run without --state): the same operations, nothing on
+ * disk, and nothing there for a second open to find. */
+static void
+test_ephemeral(void)
+{
+	struct st *st = NULL, *st2 = NULL;
+	struct st_token a = tok(0xe1, -1, ST_UNLIMITED), b = tok(0xe2, 0xe1, ST_UNLIMITED);
+	uint8_t kid1[CAP_KID_LEN], kid2[CAP_KID_LEN], skid[CAP_KID_LEN], sig[64];
+	static const uint8_t msg[] = "ephemeral";
+	size_t count = 0;
+	int entries = 0;
+	DIR *d;
+
+	mkdir(sub("e"), 0700);
+	T_ERR(st_open_ephemeral(sub("e"), &st, NULL, 0), 0, "st_open_ephemeral");
+	T_OK(st_is_new(st), "an ephemeral state is always new");
+	T_ERR(cap_keyring_signer(st_keyring(st), kid1), 0, "... and has a signing key");
+	T_ERR(cap_sign(st_keyring(st), "test", msg, sizeof(msg), sig, skid), 0, "... that signs");
+	T_ERR(st_rotate_key(st, kid2), 0, "rotate-key works in memory");
+	T_OK(memcmp(kid1, kid2, CAP_KID_LEN) != 0, "... to a new key");
+	T_ERR(cap_verify(st_keyring(st), kid1, "test", msg, sizeof(msg), sig), 0,
+	    "... and the old one still verifies");
+	T_ERR(st_token_add(st, &a), 0, "a token recorded");
+	T_ERR(st_token_add(st, &b), 0, "a child recorded");
+	T_ERR(st_revoke(st, id_of(0xe1), 5000, &count), 0, "the parent revoked");
+	T_OK(count == 2, "... with its child (%zu)", count);
+	T_ERR(st_token_state(st, id_of(0xe2)), CB_EREVOKED, "the child is revoked");
+	if ((d = opendir(sub("e"))) != NULL) {
+		struct dirent *e;
+
+		while ((e = readdir(d)) != NULL)
+			entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+		closedir(d);
+	}
+	T_OK(entries == 0, "nothing was written to the directory (%d entries)", entries);
+	T_ERR(st_open_ephemeral(sub("e"), &st2, NULL, 0), 0, "a second ephemeral state beside it");
+	T_ERR(st_token_state(st2, id_of(0xe1)), CB_ENOENT, "... shares nothing with the first");
+	st_close(st2);
+	st_close(st);
+}
+
 int
 main(void)
 {
@@ -554,6 +596,7 @@ main(void)
 	test_instances();
 	test_audit_head();
 	test_sigkill();
+	test_ephemeral();
 	t_rmtmp(dir);
 	return t_done();
 }
