@@ -41,6 +41,7 @@ t_is "... writes reach the host" "$(cat "$T_TMP/ro/new" 2>/dev/null)" new
 lpid=$!
 sleep 0.5
 t_ok "the agent's processes run" pgrep -f "sleep 3133[78]\\.$$"
+kstart=$(cut -d' ' -f22 "/proc/$lpid/stat" 2>/dev/null)
 kill -9 "$lpid"
 wait "$lpid" 2>/dev/null
 for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -f "sleep 3133[78]\\.$$" >/dev/null || break; sleep 0.2; done
@@ -51,7 +52,7 @@ t_exit "nothing survives the launcher" 1 pgrep -f "sleep 3133[78]\\.$$"
 # before count: an old leftover of another process with the same pid is
 # not this run's.
 cg_dirs() { find /sys/fs/cgroup -maxdepth 4 -name "capbroker.$1.*" 2>/dev/null | sort; }
-killed=$lpid
+killed="$lpid.$kstart"
 if [ "$(id -u)" = 0 ] && [ -n "$(cg_dirs "$killed")" ]; then
 	# The launcher killed above could not remove its cgroups; a broker
 	# sweeps such leftovers of dead owners on its first tick.
@@ -66,11 +67,15 @@ if [ "$(id -u)" = 0 ]; then
 	"$L" --tier high -- /bin/sh -c "/bin/sleep 31339.$$ & wait" &
 	lpid=$!
 	for _ in $(seq 25); do spid=$(pgrep -f "^/bin/sleep 31339\\.$$") && break; sleep 0.2; done
+	# Its own directories exactly: the name carries the launcher's start
+	# time (field 22 of its stat), so another process's old leftover with
+	# the same pid does not count.
+	mine="capbroker.$lpid.$(cut -d' ' -f22 "/proc/$lpid/stat" 2>/dev/null).*"
 	inside=0
-	for d in $(cg_dirs "$lpid"); do
+	for d in $(find /sys/fs/cgroup -maxdepth 4 -name "$mine" 2>/dev/null); do
 		grep -qx "$spid" "$d/cgroup.procs" && inside=$((inside + 1))
 	done
-	n=$(cg_dirs "$lpid" | wc -l)
+	n=$(find /sys/fs/cgroup -maxdepth 4 -name "$mine" 2>/dev/null | wc -l)
 	[ "$n" -gt 0 ] || inside=none
 	t_is "a process the agent forked is in the sandbox's cgroups" "$inside" "$n"
 	kill "$spid"
