@@ -60,6 +60,7 @@ struct stub_cfg {
 	struct sbx_limits lim;		/* defaults applied */
 	bool have_broker_fd;
 	int ncgroup;			/* cgroup.procs fds at STUB_FD_CGROUP0.. */
+	bool in_cgroup;			/* --in-cgroup: started inside it already */
 	const char *capcall;		/* non-NULL: capcall_src is set */
 	const char *pylib;		/* non-NULL: pylib_src is set */
 	const char *hosts;		/* non-NULL: hosts_src is set (/etc/hosts) */
@@ -143,5 +144,13 @@ int stub_seccomp_apply(const struct stub_cfg *c);
  * closes, or hands to the broker) listener.  Returns 0, or -1 if the agent
  * went away before its exec. */
 int stub_seccomp_allow_first_exec(int listener, pid_t agent);
+
+/* The launcher's spawn into a cgroup (launch.c), exported for its unit test:
+ * start path with src[i] as descriptor i (nsrc of them; -1: closed) and
+ * nothing else of ours open, signals at their defaults and unblocked, in a
+ * session of its own, with envp, created inside the cgroup v2 directory
+ * cgdir (clone3 CLONE_INTO_CGROUP).  0 and *pid, or CB_EIO (errno). */
+int stub_spawn_into(const char *path, const int *src, int nsrc, char *const argv[],
+    char *const envp[], int cgdir, pid_t *pid);
 
 #endif

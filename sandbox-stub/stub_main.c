@@ -142,7 +142,7 @@ usage_die(void)
 }
 
 enum {
-	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_RO_BIND,
+	OPT_TIER = 256, OPT_ID, OPT_PARENT, OPT_BROKER_FD, OPT_CGROUPS, OPT_IN_CGROUP, OPT_RO_BIND,
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
@@ -181,6 +181,7 @@ static const struct option stub_opts[] = {
 	{ "parent-pid", required_argument, NULL, OPT_PARENT },
 	{ "broker-fd", no_argument, NULL, OPT_BROKER_FD },
 	{ "cgroups", required_argument, NULL, OPT_CGROUPS },
+	{ "in-cgroup", no_argument, NULL, OPT_IN_CGROUP },
 	{ "ro-bind-fd", required_argument, NULL, OPT_RO_BIND },
 	{ "bind-fd", required_argument, NULL, OPT_BIND },
 	{ "exec-allow", required_argument, NULL, OPT_EXEC_ALLOW },
@@ -394,6 +395,11 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_CGROUPS:
 			c->ncgroup = (int)parse_u64("--cgroups", optarg, 0, STUB_MAX_CGROUPS);
+			break;
+		case OPT_IN_CGROUP:
+			/* The launcher started us in the sandbox's cgroup
+			 * (clone3 CLONE_INTO_CGROUP): nothing to join. */
+			c->in_cgroup = true;
 			break;
 		case OPT_RO_BIND:
 		case OPT_BIND:
@@ -1104,7 +1110,7 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int ll_abi)
 	ssize_t r;
 
 	n = snprintf(line, sizeof(line), "pooled landlock=%d cgroup=%d\n", ll_abi,
-	    c->ncgroup > 0 ? 1 : 0);
+	    c->ncgroup > 0 || c->in_cgroup ? 1 : 0);
 	if (write(STUB_FD_STATUS, line, (size_t)n) != n)
 		kill_all_and_exit(SBX_EXIT_SETUP);
 	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
@@ -1148,7 +1154,7 @@ pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
 	char ready[96];
 
 	snprintf(ready, sizeof(ready), "ready landlock=%d cgroup=%d\n", ll_abi,
-	    c->ncgroup > 0 ? 1 : 0);
+	    c->ncgroup > 0 || c->in_cgroup ? 1 : 0);
 	if (listener != -1) {
 		/* The agent runs: a broker that does not get its listener
 		 * cannot serve it, so it goes down rather than on unserved. */

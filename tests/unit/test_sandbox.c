@@ -7,6 +7,7 @@
  * system programs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,11 +17,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "wire/packet.h"
 
 #include "sandbox-stub/sandbox.h"
+#include "sandbox-stub/stub_int.h"
 #include "tests/tap.h"
 
 static struct sbx_config
@@ -284,6 +287,93 @@ test_fuse_report(void)
 	close(null);
 }
 
+/* Our own cgroup v2 directory (the "0::" line, under the first cgroup2
+ * mount), or false where there is none. */
+static bool
+own_cgroup2(char *out, size_t len)
+{
+	char line[512], mnt[200] = "", own[256] = "";
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	if (f == NULL)
+		return false;
+	while (mnt[0] == '\0' && fgets(line, sizeof(line), f) != NULL) {
+		char dev[64], dir[200], type[32];
+
+		if (sscanf(line, "%63s %199s %31s", dev, dir, type) == 3 && strcmp(type, "cgroup2") == 0)
+			snprintf(mnt, sizeof(mnt), "%s", dir);
+	}
+	fclose(f);
+	if ((f = fopen("/proc/self/cgroup", "re")) == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(own, sizeof(own), "%.255s", strcmp(line + 3, "/") == 0 ? "" : line + 3);
+		}
+	}
+	fclose(f);
+	return mnt[0] != '\0' && snprintf(out, len, "%s%s", mnt, own) < (int)len;
+}
+
+/* The launcher's clone3(CLONE_INTO_CGROUP) spawn (the v2 path; on a v1 host
+ * it runs on the unified hierarchy, which has no controllers but moves
+ * processes all the same): the child starts in the cgroup, with only the
+ * descriptors given, an empty environment, default signals, a session. */
+static void
+test_spawn_into(void)
+{
+	char parent[300], dir[400], out[1024] = "", want[512];
+	char *argv[] = { "/bin/sh", "-c", "cat /proc/self/cgroup; ls /proc/self/fd | wc -l; "
+	    "env | grep -vc '^PWD='; grep -E '^Sig(Ign|Blk)' /proc/self/status; "
+	    "[ \"$(cut -d' ' -f6 /proc/$$/stat)\" = $$ ] || echo nosid",
+	    NULL };
+	char *envp[] = { NULL };
+	int pfd[2], src[4], cgdir, st;
+	pid_t pid = -1;
+	ssize_t n, got = 0;
+
+	if (geteuid() != 0 || !own_cgroup2(parent, sizeof(parent))) {
+		T_OK(true, "clone3 CLONE_INTO_CGROUP # SKIP not root, or no cgroup2 mount");
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/test_sandbox.%d", parent, (int)getpid());
+	if (mkdir(dir, 0755) != 0 || (cgdir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		T_OK(true, "clone3 CLONE_INTO_CGROUP # SKIP cannot make a cgroup here");
+		rmdir(dir);
+		return;
+	}
+	signal(SIGPIPE, SIG_IGN);	/* as the broker: the child must not inherit it */
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		return;
+	src[0] = fcntl(open("/dev/null", O_RDONLY | O_CLOEXEC), F_DUPFD_CLOEXEC, 256);
+	src[1] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 256);
+	src[2] = fcntl(pfd[1], F_DUPFD_CLOEXEC, 256);
+	src[3] = -1;
+	T_ERR(stub_spawn_into("/bin/sh", src, 4, argv, envp, cgdir, &pid), 0, "stub_spawn_into");
+	close(pfd[1]);
+	close(src[1]);
+	close(src[2]);
+	while ((n = read(pfd[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = '\0';
+	waitpid(pid, &st, 0);
+	snprintf(want, sizeof(want), "0::%s\n", strstr(dir, "/test_sandbox."));
+	T_OK(strstr(out, want) != NULL, "the child started in the cgroup (%s)", out);
+	T_OK(strstr(out, "\n4\n0\n") != NULL, "only its three descriptors, no environment");
+	T_OK(strstr(out, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000") != NULL,
+	    "no signal blocked or ignored (SIGPIPE was, here)");
+	T_OK(strstr(out, "nosid") == NULL, "a session of its own");
+	T_OK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "it exited 0");
+	T_ERR(stub_spawn_into("/bin/sh", src, 4, argv, envp, -1, &pid), CB_EIO,
+	    "no cgroup descriptor: refused");
+	T_OK(rmdir(dir) == 0, "the cgroup is empty again");
+	signal(SIGPIPE, SIG_DFL);
+	close(src[0]);
+	close(pfd[0]);
+	close(cgdir);
+}
+
 int
 main(void)
 {
@@ -305,5 +395,6 @@ main(void)
 	test_config_checks();
 	test_run();
 	test_fuse_report();
+	test_spawn_into();
 	return t_done();
 }
