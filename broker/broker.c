@@ -523,6 +523,8 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);
+	/* Before the audit writer, the first thread besides this one, starts. */
+	sbx_reserve_fds();
 	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
 	if ((r = brk_load_policy(b, o->policy_path, why, whylen)) != 0 ||
 	    (r = brk_state_private(b, why, whylen)) != 0 ||

@@ -840,6 +840,23 @@ high_dup(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, SBX_HIGH_FD);
 }
 
+/* Table sizes are powers of two: the first size that holds SBX_HIGH_FD and
+ * the descriptors after it, twice over for a broker's own. */
+#define SBX_FD_RESERVE 1023
+void
+sbx_reserve_fds(void)
+{
+	int fd = open("/", O_PATH | O_CLOEXEC), hi = -1;
+
+	if (fd == -1)
+		return;
+	for (int n = SBX_FD_RESERVE; hi == -1 && n > SBX_HIGH_FD; n = n / 2)
+		hi = fcntl(fd, F_DUPFD_CLOEXEC, n);
+	if (hi != -1)
+		close(hi);
+	close(fd);
+}
+
 static void
 close_fd(int *fd)
 {

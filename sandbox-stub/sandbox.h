@@ -271,6 +271,15 @@ int sbx_wait_status(int wstatus);
  * was closed already. */
 void sbx_proc_close(struct sbx_proc *p);
 
+/* Grow this process's descriptor table now past the numbers the launcher
+ * uses for a start (256 and up).  The kernel waits for an RCU grace period
+ * whenever it grows the table of a process with more than one thread
+ * (expand_fdtable), 8-20 ms measured on the development VM: left to the
+ * first sbx_spawn_start() of a broker, whose audit writer thread runs by
+ * then, that wait was the largest single cost of `capbroker run`.  Call it
+ * once while the process has one thread (brk_new does).  Best effort. */
+void sbx_reserve_fds(void);
+
 /* Remove the empty sandbox cgroups that brokers which died without cleaning
  * up (kill -9, a crash) left beside ours: a cgroup named after a process that
  * no longer exists.  Never touches a live broker's, nor one with a process

@@ -374,6 +374,33 @@ test_spawn_into(void)
 	close(cgdir);
 }
 
+/* The descriptor table, grown once (the kernel's FDSize) so that a start in
+ * a threaded broker never waits for the kernel to grow it. */
+static long
+fd_table_size(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "FDSize: %ld", &n) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
+static void
+test_reserve_fds(void)
+{
+	long before = fd_table_size();
+
+	sbx_reserve_fds();
+	T_OK(fd_table_size() >= 512, "sbx_reserve_fds grows the table past 256 and what follows "
+	    "(%ld, was %ld)", fd_table_size(), before);
+}
+
 int
 main(void)
 {
@@ -390,6 +417,7 @@ main(void)
 		free(abs);
 	}
 	setenv("CAPBROKER_STUB", stub, 1);
+	test_reserve_fds();
 	test_names();
 	test_status();
 	test_config_checks();
