@@ -9,7 +9,8 @@ PROGS += capbroker
 MAN1 += docs/man/capbroker.1
 capbroker_SRCS := broker/main.c broker/service.c
 capbroker_LIBS := admin broker fsrv policy sandbox audit state cluster caps wire common
-# libsystemd (sd_notify, sd_listen_fds, the journal) only for the program:
-# not for the broker module, nor for anything that runs in a sandbox.
-$(BIN)/capbroker: ALL_LIBS += $(SYSTEMD_LIBS)
+# libsystemd (sd_notify, sd_listen_fds, the journal) only for the program,
+# and loaded by service.c when `serve` needs it (dlopen), not linked: not for
+# the broker module, nor for anything that runs in a sandbox, nor for the
+# start of every `capbroker run`.  Its headers give the prototypes.
 $(B)/broker/service.o: ALL_CFLAGS += $(SYSTEMD_CFLAGS)

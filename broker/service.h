@@ -1,8 +1,8 @@
 /*
  * service.h - what `capbroker serve` needs to be a systemd service: socket
  * activation, readiness and reload notification, and logging to the journal
- * besides stderr.  Part of the capbroker program only (it links libsystemd;
- * the broker module and the in-sandbox programs do not).
+ * besides stderr.  Part of the capbroker program only (it loads libsystemd
+ * when first needed; the broker module and the in-sandbox programs never).
  *
  * Trust domain: broker.  The inputs are the environment systemd sets
  * (LISTEN_FDS, LISTEN_PID, NOTIFY_SOCKET, JOURNAL_STREAM), read by libsystemd.
