@@ -39,6 +39,10 @@ t_is "capbroker links neither jansson nor libseccomp" \
 	"$(needs "$D/opt/cb/bin/capbroker" 'libjansson|libseccomp')" 0
 # The broker serves workspaces (fsrv/, issue 14): it alone links fuse3.
 t_is "capbroker links fuse3 (its file server)" "$(needs "$D/opt/cb/bin/capbroker" 'libfuse3')" 1
+# libsystemd is loaded by serve when it needs it (docs/service.md): no run
+# pays for loading it and its libraries.
+t_is "capbroker does not link libsystemd (serve loads it)" \
+	"$(needs "$D/opt/cb/bin/capbroker" 'libsystemd')" 0
 t_is "capcall links neither SQLite, libevent, libconfig nor fuse3" \
 	"$(needs "$D/opt/cb/bin/capcall" 'libsqlite|libevent|libconfig|libfuse')" 0
 t_is "capctl links neither libevent, libconfig nor fuse3" \
