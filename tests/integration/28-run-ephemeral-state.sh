@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 58-run-ephemeral-state.sh - `capbroker run` without --state keeps its state
+# 28-run-ephemeral-state.sh - `capbroker run` without --state keeps its state
 # in memory (docs/state.md, "Ephemeral state"): no database, no key file, no
 # state lock on disk; its audit log is still written and capctl still works
 # through the run's admin socket while the agent runs (issue, list, revoke,
