@@ -55,8 +55,9 @@ cg_dirs() { find /sys/fs/cgroup -maxdepth 4 -name "capbroker.$1.*" 2>/dev/null |
 killed="$lpid.$kstart"
 if [ "$(id -u)" = 0 ] && [ -n "$(cg_dirs "$killed")" ]; then
 	# The launcher killed above could not remove its cgroups; a broker
-	# sweeps such leftovers of dead owners on its first tick.
-	"$CB_BIN/capbroker" run -- /bin/sleep 1.5 >/dev/null 2>&1
+	# sweeps such leftovers of dead owners on its first tick (1 s in; the
+	# agent outlives it with room for a loaded machine).
+	"$CB_BIN/capbroker" run -- /bin/sleep 2.5 >/dev/null 2>&1
 	t_is "a killed launcher's cgroups are swept by the next broker" "$(cg_dirs "$killed")" ""
 else
 	t_skip "a killed launcher's cgroups are swept by the next broker" "no cgroups here (not root?)"
