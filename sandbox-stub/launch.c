@@ -937,11 +937,16 @@ out:
 static void __attribute__((noreturn))
 spawn_child(const char *path, const int *src, int nsrc, char *const argv[], char *const envp[])
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	/* The kernel's own struct: libc's sigaction() refuses its internal
+	 * signals (32, 33), which a parent may have left ignored, and an
+	 * ignored signal stays ignored across exec (posix_spawn's
+	 * POSIX_SPAWN_SETSIGDEF resets them too). */
+	struct { void *handler; unsigned long flags; void *restorer; uint64_t mask; } dfl = {
+		.handler = SIG_DFL };
 	sigset_t none;
 
 	for (int sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &dfl, NULL);	/* KILL, STOP, libc's own: EINVAL */
+		(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));	/* KILL, STOP: EINVAL */
 	if (setsid() == -1)
 		_exit(127);
 	for (int i = 0; i < nsrc; i++) {
