@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 77-fs-served-unpriv.sh - a broker that is not root serves files too (issue
+# 83-fs-served-unpriv.sh - a broker that is not root serves files too (issue
 # 14): it cannot mount FUSE, and a /dev/fuse opened outside the sandbox's
 # user namespace cannot be mounted inside it, so pid 1 opens /dev/fuse in
 # its own namespace, mounts the workspace and sends the connection to the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 74-fs-served-roots.sh - a grant's root is the owner's, not the agent's:
+# 82-fs-served-roots.sh - a grant's root is the owner's, not the agent's:
 #  - with fs.write on WS/** the agent may change what is beneath the
 #    workspace, but not widen the workspace directory's own mode (chmod
 #    0777 . would open it to every user of the host); keeping or removing
