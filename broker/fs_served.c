@@ -700,6 +700,30 @@ fss_closed(void *arg, const struct fsrv_close *c)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* The server holds as many names for this sandbox as it may
+ * (defaults.served_names): a new one was refused (ENFILE).  One line an
+ * episode (fsrv says it once until there is room again). */
+static void
+fss_full(void *arg, unsigned tree, uint32_t names)
+{
+	struct brk_fss *f = arg;
+	const struct brk_fss_tree *t = NULL;
+	char detail[96];
+
+	for (unsigned i = 0; i < f->ntrees; i++)
+		if (f->trees[i].idx == tree)
+			t = &f->trees[i];
+	if (!t)
+		return;
+	snprintf(detail, sizeof(detail), "%lu names held, the most it may (served_names): new "
+	    "names refused", (unsigned long)names);
+	pthread_mutex_lock(&f->mu);
+	brk_fss_gate(f);
+	if (!f->stopping)
+		brk_fss_audit(f, "fs.names", AUD_NONE, CB_EBUSY, NULL, t->path, detail);
+	pthread_mutex_unlock(&f->mu);
+}
+
 /* ---- the loop's side of the audit queue ----------------------------- */
 
 /* One allowed (or informative) record, as the explicit operations write:
@@ -1351,10 +1375,14 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	 * pages of an open file are read without a check until a revocation's
 	 * invalidation drops them (docs/fsrv.md). */
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
-		.max_handles_all = BRK_FSS_HANDLES, .entry_timeout = BRK_FSS_TIMEOUT,
+		.max_handles_all = BRK_FSS_HANDLES, .on_full = fss_full,
+		.entry_timeout = BRK_FSS_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
 		.cache_data = tier && pol_tier_fs_cache_data(tier),
-		.passthrough = tier && pol_tier_fs_passthrough(tier) };
+		.passthrough = tier && pol_tier_fs_passthrough(tier),
+		/* Bounded per sandbox, all its trees together; past half the
+		 * kernel is asked to forget the least recently used names. */
+		.max_nodes = (uint32_t)pol_served_names(s->pol->pol), .release_names = true };
 	struct brk_fss *f;
 	struct brk_fss_grant *g = NULL;
 	size_t ng = 0;

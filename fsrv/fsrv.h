@@ -109,13 +109,24 @@ struct fsrv_close {
  * with authz_arg).  Must be fast and must not call back into the server. */
 typedef void (*fsrv_close_fn)(void *arg, const struct fsrv_close *c);
 
+/* Called on the serving thread (optional; with authz_arg) when a new name
+ * of tree was refused (ENFILE) because the server holds max_nodes names:
+ * once, then again only after the server has had room (below 7/8 of the
+ * bound).  names: how many it holds.  Must be fast and must not call back
+ * into the server. */
+typedef void (*fsrv_full_fn)(void *arg, unsigned tree, uint32_t names);
+
 struct fsrv_cfg {
 	fsrv_authz_fn authz;
 	void *authz_arg;
 	fsrv_close_fn on_close;	/* may be NULL */
+	fsrv_full_fn on_full;	/* may be NULL */
 	double entry_timeout;	/* seconds the kernel may cache a name (0: no cache) */
 	double attr_timeout;	/* seconds it may cache attributes */
-	uint32_t max_nodes;	/* names the kernel may hold per tree (0: default) */
+	uint32_t max_nodes;	/* names the kernel may hold, all trees together
+				 * (0: default); past it a new name is ENFILE */
+	bool release_names;	/* past half of max_nodes, ask the kernel to forget
+				 * the least recently looked-up names (docs/fsrv.md) */
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
 	uint32_t max_handles_all;	/* ... and over all the server's trees
 					 * together (0: no more than max_handles) */

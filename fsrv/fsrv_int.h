@@ -36,11 +36,15 @@ struct fsrv_node {
 	uint64_t gen;
 	struct fsrv_node *parent;	/* NULL only for the root */
 	struct fsrv_node *hnext;	/* chain in the (parent, name) hash */
+	struct fsrv_node *lru_prev;	/* the table's names, most recently looked up */
+	struct fsrv_node *lru_next;	/* first (the root is not in it) */
 	char *name;			/* "" for the root */
 	uint64_t nlookup;
 	uint32_t nchild;
 	uint32_t nopen;
 	bool linked;			/* reachable by (parent, name) */
+	bool released;			/* the kernel was asked to forget it (fsrv_nodes_lru)
+					 * and has not looked it up since */
 };
 
 struct fsrv_nodes {
@@ -52,6 +56,12 @@ struct fsrv_nodes {
 	uint32_t nbuckets;		/* a power of two */
 	uint32_t count, max;
 	uint64_t gen;
+	struct fsrv_node *lru_head, *lru_tail;
+	uint32_t nreleased;		/* names asked for and not yet forgotten */
+	/* Optional: a bound shared with other tables (a server's trees
+	 * together): *pool counts their names (roots not included), and no
+	 * new name is made while it is pool_max or more. */
+	uint32_t *pool, pool_max;
 };
 
 /* An empty table holding only the root (id FSRV_ROOT_ID).  CB_ENOMEM. */
@@ -69,6 +79,14 @@ struct fsrv_node *fsrv_node_find(const struct fsrv_nodes *t, const struct fsrv_n
  * CB_ENOMEM, CB_EBUSY (the table is full). */
 int fsrv_node_ref(struct fsrv_nodes *t, struct fsrv_node *parent, const char *name,
 		  struct fsrv_node **out) CB_WARN_UNUSED;
+
+/* Up to want names the kernel may be asked to forget, least recently
+ * looked up first: linked, not open, no child known (a directory's
+ * children go first), not asked already (a name is released once until
+ * the kernel looks it up again: its FORGET may be on the way).  Each one
+ * chosen moves to the front.  Looks at a bounded number of names.
+ * Returns how many were put in out. */
+size_t fsrv_nodes_lru(struct fsrv_nodes *t, size_t want, struct fsrv_node **out);
 
 /* The kernel dropped n lookups (FUSE_FORGET); frees what nothing holds. */
 void fsrv_node_forget(struct fsrv_nodes *t, struct fsrv_node *n, uint64_t nlookup);

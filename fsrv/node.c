@@ -7,8 +7,10 @@
  * root fd with openat2 (server.c), so a directory moved out of the tree on
  * the host cannot carry later operations with it, and what the caller's
  * authorisation function judged (the path) is what gets resolved.  The
- * table is bounded (fsrv_cfg.max_nodes) so a lookup flood costs a bounded
- * amount of broker memory.
+ * table is bounded (fsrv_cfg.max_nodes, shared by a server's trees
+ * through the pool) so a lookup flood costs a bounded amount of broker
+ * memory, and keeps its names in the order they were last looked up so
+ * the server can ask the kernel to forget the oldest.
  */
 #include "fsrv/fsrv_int.h"
 
@@ -47,6 +49,35 @@ fsrv_hash_del(struct fsrv_nodes *t, struct fsrv_node *n)
 	}
 	n->hnext = NULL;
 	n->linked = false;
+}
+
+static void
+fsrv_lru_del(struct fsrv_nodes *t, struct fsrv_node *n)
+{
+	if (n->lru_prev != NULL)
+		n->lru_prev->lru_next = n->lru_next;
+	else if (t->lru_head == n)
+		t->lru_head = n->lru_next;
+	if (n->lru_next != NULL)
+		n->lru_next->lru_prev = n->lru_prev;
+	else if (t->lru_tail == n)
+		t->lru_tail = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+}
+
+/* n was just looked up: first in the LRU order. */
+static void
+fsrv_lru_touch(struct fsrv_nodes *t, struct fsrv_node *n)
+{
+	if (t->lru_head == n)
+		return;
+	fsrv_lru_del(t, n);
+	n->lru_next = t->lru_head;
+	if (t->lru_head != NULL)
+		t->lru_head->lru_prev = n;
+	t->lru_head = n;
+	if (t->lru_tail == NULL)
+		t->lru_tail = n;
 }
 
 static void
@@ -131,6 +162,8 @@ fsrv_node_free(struct fsrv_node *n)
 void
 fsrv_nodes_fini(struct fsrv_nodes *t)
 {
+	if (t->pool != NULL && t->count > 0)
+		*t->pool -= t->count - 1;	/* the root is not in the pool */
 	if (t->byid != NULL)
 		for (uint32_t i = 0; i < t->nids; i++)
 			fsrv_node_free(t->byid[i]);
@@ -193,10 +226,14 @@ fsrv_node_ref(struct fsrv_nodes *t, struct fsrv_node *parent, const char *name,
 
 	if (n != NULL) {
 		n->nlookup++;
+		if (n->released)
+			t->nreleased--;
+		n->released = false;
+		fsrv_lru_touch(t, n);
 		*out = n;
 		return 0;
 	}
-	if (t->count >= t->max)
+	if (t->count >= t->max || (t->pool != NULL && *t->pool >= t->pool_max))
 		return CB_EBUSY;
 	n = calloc(1, sizeof(*n));
 	if (n == NULL)
@@ -212,6 +249,9 @@ fsrv_node_ref(struct fsrv_nodes *t, struct fsrv_node *parent, const char *name,
 	n->nlookup = 1;
 	t->byid[n->id - 1] = n;
 	t->count++;
+	if (t->pool != NULL)
+		(*t->pool)++;
+	fsrv_lru_touch(t, n);
 	fsrv_hash_add(t, n);
 	fsrv_rehash(t);
 	*out = n;
@@ -227,9 +267,14 @@ fsrv_node_gc(struct fsrv_nodes *t, struct fsrv_node *n)
 		struct fsrv_node *p = n->parent;
 
 		fsrv_hash_del(t, n);
+		fsrv_lru_del(t, n);
+		if (n->released)
+			t->nreleased--;
 		t->byid[n->id - 1] = NULL;
 		t->freeids[t->nfree++] = (uint32_t)(n->id - 1);
 		t->count--;
+		if (t->pool != NULL)
+			(*t->pool)--;
 		fsrv_node_free(n);
 		p->nchild--;
 		n = p;
@@ -243,6 +288,30 @@ fsrv_node_forget(struct fsrv_nodes *t, struct fsrv_node *n, uint64_t nlookup)
 		return;
 	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
 	fsrv_node_gc(t, n);
+}
+
+size_t
+fsrv_nodes_lru(struct fsrv_nodes *t, size_t want, struct fsrv_node **out)
+{
+	size_t got = 0, looked = 0, limit = want + 1024;
+	struct fsrv_node *n = t->lru_tail;
+
+	while (n != NULL && got < want && looked++ < limit) {
+		struct fsrv_node *prev = n->lru_prev;
+
+		if (n->linked && n->nopen == 0 && n->nchild == 0 && n->parent != NULL &&
+		    !n->released)
+			out[got++] = n;
+		n = prev;
+	}
+	/* Chosen ones move to the front only now: moving them while walking
+	 * would bring them back under the walk. */
+	t->nreleased += (uint32_t)got;
+	for (size_t i = 0; i < got; i++) {
+		out[i]->released = true;
+		fsrv_lru_touch(t, out[i]);
+	}
+	return got;
 }
 
 void

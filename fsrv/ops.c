@@ -234,6 +234,8 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fuse_entry_param e;
 	struct fsrv_node *p, *n = NULL;
+	bool full = false;
+	uint32_t names;
 	int r = ESTALE;
 
 	memset(&e, 0, sizeof(e));
@@ -241,13 +243,17 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	p = fsrv_node_get(&t->nodes, parent);
 	if (p != NULL) {
 		r = fsrv_node_ref(&t->nodes, p, name, &n);
+		full = fsrv_names_note(t->srv, r == CB_EBUSY);
 		r = r == 0 ? 0 : r == CB_EBUSY ? ENFILE : ENOMEM;
 	}
 	if (r == 0 && h != NULL) {
 		h->node = n;
 		fsrv_node_hold(n);
 	}
+	names = t->srv->nnodes;
 	pthread_mutex_unlock(&t->srv->lock);
+	if (full && t->srv->cfg.on_full != NULL)
+		t->srv->cfg.on_full(t->srv->cfg.authz_arg, t->idx, names);
 	if (r != 0) {
 		if (h != NULL)
 			fsrv_handle_free(t, h);

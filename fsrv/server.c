@@ -27,6 +27,7 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static void *
@@ -139,6 +140,9 @@ fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	t->root_fd = -1;
 	if (fsrv_nodes_init(&t->nodes, s->cfg.max_nodes) != 0)
 		goto out;
+	/* One bound for the server: a sandbox's trees share it. */
+	t->nodes.pool = &s->nnodes;
+	t->nodes.pool_max = t->nodes.max;
 	e = CB_EIO;
 	if ((t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
@@ -237,6 +241,40 @@ fsrv_identity(struct fsrv *s, const struct fsrv_tree *t)
 	s->ident = t;
 }
 
+/*
+ * Near the bound (7/8) with names asked for and not yet forgotten, give the
+ * notifier up to FSRV_RELEASE_WAIT_MS to write what is queued before the
+ * next request is read.  An invalidation takes its directory's lock, which
+ * every lookup in that directory holds while we answer it: an agent
+ * walking a directory as fast as it can would otherwise keep the notifier
+ * out, and fill the table with names the kernel has not been asked to
+ * forget yet.  Between requests the lock is free (unless another of the
+ * sandbox's threads has a lookup queued: then the wait ends at its limit),
+ * and the wait slows only this server's walk.
+ */
+#define FSRV_RELEASE_WAIT_MS 10
+
+static void
+fsrv_release_wait(struct fsrv *s)
+{
+	uint32_t max = s->ntrees ? s->trees[0]->nodes.pool_max : FSRV_MAX_NODES_DEFAULT;
+	struct timespec until;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->nnodes >= max - max / 8 && (s->nq > 0 || s->busy)) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += FSRV_RELEASE_WAIT_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while ((s->nq > 0 || s->busy) &&
+		       pthread_cond_timedwait(&s->cond, &s->lock, &until) == 0)
+			;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 int
 fsrv_fd(const struct fsrv *s, unsigned tree)
 {
@@ -269,6 +307,8 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	fuse_session_process_buf(t->se, &t->buf);
 	if (!s->cfg.keep_identity)
 		fsrv_identity(s, NULL);
+	if (s->cfg.release_names)
+		fsrv_release_wait(s);
 	if (fuse_session_exited(t->se)) {
 		t->closed = true;
 		return CB_ECLOSED;
@@ -356,6 +396,56 @@ fsrv_queue_tree(struct fsrv *s, struct fsrv_tree *t, const char *prefix)
 			fsrv_queue(s, t->idx, n->parent->id, n->name);
 		fsrv_queue(s, t->idx, n->id, NULL);
 	}
+}
+
+/* Queue the forgetting of up to want of tree t's least recently looked-up
+ * names (an entry invalidation each: the kernel drops the name if nothing
+ * uses it, then sends FORGET, and the table frees the node).  Called with
+ * s->lock held.  Out of memory: nothing now (the names live their timeout
+ * in the kernel's cache, and the next release tries again). */
+static void
+fsrv_release_tree(struct fsrv *s, struct fsrv_tree *t, size_t want)
+{
+	struct fsrv_node **v = calloc(want, sizeof(*v));
+	size_t n;
+
+	if (v == NULL)
+		return;
+	n = fsrv_nodes_lru(&t->nodes, want, v);
+	for (size_t i = 0; i < n; i++)
+		fsrv_queue(s, t->idx, v[i]->parent->id, v[i]->name);
+	free(v);
+}
+
+bool
+fsrv_names_note(struct fsrv *s, bool refused)
+{
+	uint32_t max = s->ntrees ? s->trees[0]->nodes.pool_max : FSRV_MAX_NODES_DEFAULT;
+	uint32_t held = s->nnodes;
+	bool report = false;
+
+	if (refused && !s->full)
+		report = s->full = true;
+	else if (!refused && s->full && s->nnodes < max - max / 8)
+		s->full = false;
+	if (!s->cfg.release_names || s->nnodes < max / 2)
+		return report;
+	/* The names not asked for already (their FORGET may be on the way)
+	 * reach half the bound: ask for the oldest, down to a quarter,
+	 * shared among the trees by size. */
+	for (unsigned i = 0; i < s->ntrees; i++)
+		held -= s->trees[i]->nodes.nreleased;
+	if (held < max / 2)
+		return report;
+	for (unsigned i = 0; i < s->ntrees; i++) {
+		struct fsrv_tree *t = s->trees[i];
+
+		if (!t->closed && t->nodes.count > 1)
+			fsrv_release_tree(s, t, (size_t)(held - max / 4) * (t->nodes.count - 1) /
+					  s->nnodes + 1);
+	}
+	pthread_cond_broadcast(&s->cond);
+	return report;
 }
 
 int

@@ -82,6 +82,8 @@ struct fsrv {
 	bool stop, busy, started;
 	bool splice;		/* the kernel takes spliced replies (fsrv_init) */
 	pthread_t notifier;
+	uint32_t nnodes;	/* names of every tree together (the pool), under lock */
+	bool full;		/* a name was refused; on_full said so */
 };
 
 /* The FUSE operations (ops.c). */
@@ -99,5 +101,10 @@ void fsrv_handles_close(struct fsrv_tree *t);
 /* (ops.c) A server was made (1) or freed (-1): the process's servers
  * share its handle bound (fsrv_handles_limit). */
 void fsrv_handles_server(int delta);
+
+/* After a name was made (refused false) or refused for want of room;
+ * called with s->lock held.  Releases names if past the mark (with
+ * release_names); true when the caller should call on_full. */
+bool fsrv_names_note(struct fsrv *s, bool refused);
 
 #endif

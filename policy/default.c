@@ -28,6 +28,7 @@ const char pol_default_text[] =
     "  audit_throttle_max = 30;\n"
     "  pool_size = 2;\n"
     "  cluster_stale = 5;\n"
+    "  served_names = 65536;\n"
     "};\n"
     "admins = { uids = [ ]; gids = [ ]; };\n"
     "network = { };\n"

@@ -589,10 +589,20 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 				return CB_ENOMEM;
 		} else if (strcmp(name, "cluster_stale") == 0) {
 			get_num(x, s, NUM_SECONDS, false, &x->p->cluster_stale);
+		} else if (strcmp(name, "served_names") == 0) {
+			uint64_t n;
+
+			if (!get_num(x, s, NUM_COUNT, false, &n))
+				continue;
+			if (n > POL_SERVED_NAMES_MAX)
+				perr(x, s, "out of range: \"served_names\" is %llu (expected at most %u)",
+				    (unsigned long long)n, POL_SERVED_NAMES_MAX);
+			else
+				x->p->served_names = n;
 		} else {
 			unknown_key(x, s, "defaults", "tier, ttl, request_expiry, audit_fsync, audit_budget, "
 			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max, pool_size, "
-			    "cluster, cluster_stale");
+			    "cluster, cluster_stale, served_names");
 		}
 	}
 	return 0;

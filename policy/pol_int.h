@@ -62,6 +62,7 @@ struct pol {
 	uint64_t pool_size;	/* warm pool: sandboxes kept per tier in use */
 	char *cluster;		/* libpq connection string; NULL: no cluster */
 	uint64_t cluster_stale;	/* seconds a broker serves without the database */
+	uint64_t served_names;	/* defaults.served_names */
 	size_t nuids, ngids;
 	uint32_t *uids, *gids;
 	bool has_allow;		/* absent list: every domain allowed */

@@ -291,6 +291,7 @@ enum pol_fsync pol_audit_fsync(const struct pol *p) { return p->fsync; }
 const char *pol_cluster(const struct pol *p) { return p->cluster; }
 uint64_t pol_cluster_stale(const struct pol *p) { return p->cluster_stale; }
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p) { return &p->budget; }
+uint64_t pol_served_names(const struct pol *p) { return p->served_names; }
 
 const char *
 pol_fsync_name(enum pol_fsync f)

@@ -117,6 +117,14 @@ const struct pol_audit_budget *pol_audit_budget(const struct pol *p);
  * for) to POL_POOL_MAX. */
 #define POL_POOL_MAX 16
 uint64_t pol_pool_size(const struct pol *p);
+
+/* How many names the broker's file server may hold for one sandbox, all
+ * its served trees together (docs/fsrv.md): past half of it the kernel
+ * is asked to forget the least recently used, at the bound a new name
+ * is refused.
+ * 1 to POL_SERVED_NAMES_MAX. */
+#define POL_SERVED_NAMES_MAX (16u * 1024u * 1024u)
+uint64_t pol_served_names(const struct pol *p);
 const char *pol_fsync_name(enum pol_fsync f);
 const char *pol_approval_name(enum pol_approval a);
 

@@ -126,6 +126,66 @@ test_bound(void)
 	fsrv_nodes_fini(&t);
 }
 
+/* Trees of one server share one bound (the pool), and the least recently
+ * looked-up names are the ones the server asks the kernel to forget. */
+static void
+test_pool_lru(void)
+{
+	struct fsrv_nodes a, b;
+	struct fsrv_node *ra, *rb, *n = NULL, *v[8], *d = NULL;
+	uint32_t pool = 0;
+	char name[32];
+	int e = 0;
+	size_t got;
+
+	T_ERR(fsrv_nodes_init(&a, 100), 0, "pool: init a");
+	T_ERR(fsrv_nodes_init(&b, 100), 0, "pool: init b");
+	a.pool = b.pool = &pool;
+	a.pool_max = b.pool_max = 10;
+	ra = fsrv_node_get(&a, FSRV_ROOT_ID);
+	rb = fsrv_node_get(&b, FSRV_ROOT_ID);
+	for (unsigned i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "a%u", i);
+		e |= fsrv_node_ref(&a, ra, name, &n);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "b%u", i);
+		e |= fsrv_node_ref(&b, rb, name, &n);
+	}
+	T_OK(e == 0 && pool == 10, "pool: ten names in two tables (%u)", pool);
+	T_ERR(fsrv_node_ref(&b, rb, "b4", &n), CB_EBUSY, "pool: the shared bound refuses the 11th");
+	T_ERR(fsrv_node_ref(&a, ra, "a0", &n), 0, "pool: a known name is still found");
+	fsrv_node_forget(&a, fsrv_node_find(&a, ra, "a0"), 1);
+	T_OK(pool == 10, "pool: a name still looked up (twice, once forgotten) stays");
+	fsrv_node_forget(&a, fsrv_node_find(&a, ra, "a1"), 1);
+	T_ERR(fsrv_node_ref(&b, rb, "b4", &n), 0, "pool: a forget in one table makes room in the other");
+
+	/* LRU: a0 was looked up again last; a1 is gone */
+	got = fsrv_nodes_lru(&a, 3, v);
+	T_OK(got == 3 && strcmp(v[0]->name, "a2") == 0 && strcmp(v[1]->name, "a3") == 0 &&
+	     strcmp(v[2]->name, "a4") == 0, "lru: the least recently looked up first");
+	got = fsrv_nodes_lru(&a, 3, v);
+	T_OK(got == 2 && strcmp(v[0]->name, "a5") == 0 && strcmp(v[1]->name, "a0") == 0,
+	     "lru: a name asked for once is not asked for again (%zu)", got);
+	T_ERR(fsrv_node_ref(&a, ra, "a2", &n), 0, "lru: a2 looked up again");
+	got = fsrv_nodes_lru(&a, 3, v);
+	T_OK(got == 1 && v[0] == n, "lru: ... and may be asked for again");
+	T_ERR(fsrv_node_ref(&a, ra, "a3", &n), 0, "lru: a3 looked up again");
+	fsrv_nodes_fini(&b);
+	T_OK(pool == 5, "pool: a freed table gives its names back (%u)", pool);
+
+	/* an open name and a directory with a known child are not chosen */
+	T_ERR(fsrv_node_ref(&a, ra, "a4", &n), 0, "lru: a4 looked up again");
+	fsrv_node_hold(n);
+	T_ERR(fsrv_node_ref(&a, ra, "dir", &d), 0, "lru: a directory");
+	T_ERR(fsrv_node_ref(&a, d, "child", &n), 0, "lru: ... with a child");
+	got = fsrv_nodes_lru(&a, 8, v);
+	T_OK(got == 2 && strcmp(v[0]->name, "a3") == 0 && strcmp(v[1]->name, "child") == 0,
+	     "lru: open names and directories with children stay (%zu)", got);
+	fsrv_nodes_fini(&a);
+	T_OK(pool == 0, "pool: empty again (%u)", pool);
+}
+
 static void
 test_toolong(void)
 {
@@ -180,6 +240,7 @@ main(void)
 {
 	test_paths();
 	test_bound();
+	test_pool_lru();
 	test_toolong();
 	test_rules();
 	return t_done();

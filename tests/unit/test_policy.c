@@ -593,6 +593,23 @@ loads_quietly(const char *name, const char *text)
 	return r == 0;
 }
 
+/* The names the file server may hold for one sandbox. */
+static void
+test_served_names(void)
+{
+	struct pol *p = NULL;
+
+	T_ERR(pol_default(&p), 0, "served_names: default policy");
+	T_OK(p && pol_served_names(p) == 65536, "served_names: 65536 by default");
+	pol_free(p);
+	p = load_text("defaults = { served_names = 200; };\n");
+	T_OK(p && pol_served_names(p) == 200, "served_names: a file sets it");
+	pol_free(p);
+	T_OK(!loads_quietly("n0.conf", "defaults = { served_names = 0; };\n"), "served_names: 0 is refused");
+	T_OK(!loads_quietly("n1.conf", "defaults = { served_names = 16777217; };\n"),
+	    "served_names: more than 16 Mi is refused");
+}
+
 /* Issue 10, hole 8: the audit budget's three keys. */
 static void
 test_audit_budget(void)
@@ -871,6 +888,7 @@ main(void)
 	test_net();
 	test_net_views();
 	test_audit_budget();
+	test_served_names();
 	test_overrides();
 	{
 		char cmd[64];
