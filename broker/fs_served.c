@@ -29,6 +29,12 @@
  *  - The server thread touches nothing of the broker but this file's
  *    snapshot (under its lock) and copies it owns: once the sandbox stops,
  *    every operation is refused before anything else is read.
+ *  - A grant's root stays the owner's: a mode change that would give
+ *    anyone a permission it did not have is refused (fss_authz), and a
+ *    tree whose root is moved or replaced on the host is no longer served
+ *    (brk_fss_roots): the tokens name a path, not a directory once held.
+ *  - The names the server holds for the sandbox are bounded
+ *    (defaults.served_names, all its trees together; docs/fsrv.md).
  *  - Every audit line the server writes for the sandbox is charged to its
  *    audit budget (budget.c), and while that is spent the server thread
  *    answers none of its requests (brk_fss_gate): an open() loop is
