@@ -163,6 +163,8 @@ struct brk_fss {
 	size_t ng;
 	uint64_t floor;			/* st_now() at the last refresh: time never goes back */
 	const struct pol_inst *inst;	/* valid until stopping */
+	struct aud_log *aud;		/* the broker's log (aud_room is thread-safe);
+					 * valid until stopping */
 	struct brk_fss_aud *aq;
 	size_t naq;
 	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
@@ -648,6 +650,14 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	if (!e && c->set_mode && brk_fss_root_mode_refused(f, t, path, c)) {
 		e = CB_EPERM;
 		why = "a grant's root keeps its mode: no permission it did not have";
+	}
+	/* As the explicit operations (brk_decide): nothing is done once the
+	 * log has failed, and an operation that writes a line only while the
+	 * log has room reserved for it, so no served change goes unaudited. */
+	if (!e && f->aud && (!aud_healthy(f->aud) ||
+	    (brk_fss_audited(c->op, false) != NULL && !aud_room(f->aud)))) {
+		e = CB_EAUDIT;
+		why = "the audit log cannot take this operation's line: not done";
 	}
 	if ((aop = brk_fss_audited(c->op, e != 0)) != NULL) {
 		const char *detail = why ? why : "served";
@@ -1226,6 +1236,7 @@ brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
 	f->g = g;
 	f->ng = ng;
 	f->inst = s->inst;
+	f->aud = s->b->aud;
 	f->floor = st_now(s->b->st);
 	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
 	f->avail = s->aud_bytes;
@@ -1652,6 +1663,7 @@ brk_fss_stop(struct brk_sbx *s)
 	pthread_mutex_lock(&f->mu);
 	f->stopping = true;
 	f->inst = NULL;
+	f->aud = NULL;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
 	brk_fss_drain(f);
