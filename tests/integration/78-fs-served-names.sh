@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 76-fs-served-names.sh - the names the broker's file server holds for one
+# 78-fs-served-names.sh - the names the broker's file server holds for one
 # sandbox are bounded (defaults.served_names, all its served trees
 # together).  Before, each tree's table held up to 256 Ki names however
 # many trees a sandbox had, and the kernel forgets names only under memory
