@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 77-fs-served-audit-room.sh - the served workspace, like every explicit
+# 84-fs-served-audit-room.sh - the served workspace, like every explicit
 # operation, acts only while the audit log has room for the line: once the
 # disk under the log is full, a create through the served mount is refused
 # (nothing done), so every file the agent created has its fs.create line.
