@@ -196,8 +196,17 @@ if command -v strace >/dev/null; then
 			sh -c 'i=0; while [ $i -lt "$1" ]; do capcall fs.read "$0/f" >/dev/null; i=$((i+1)); done' \
 			"$R" "$n" >/dev/null 2>&1
 	done
-	t_is "20 more cached fs.reads cost 20 more openat2 calls in the broker" \
-		"$(( $(grep -c '^openat2' "$T_TMP/st.25") - $(grep -c '^openat2' "$T_TMP/st.5") ))" 20
+	# The fstatat shortcut needs the file to report its root's st_dev.  On
+	# overlayfs a regular file reports its layer's device, not the
+	# overlay's, so there every read takes the strict O_PATH probe: two
+	# openat2 calls, as the broker's code says, and still no root walk.
+	if [ "$(stat -c %d "$R")" = "$(stat -c %d "$R/f")" ]; then
+		t_is "20 more cached fs.reads cost 20 more openat2 calls in the broker" \
+			"$(( $(grep -c '^openat2' "$T_TMP/st.25") - $(grep -c '^openat2' "$T_TMP/st.5") ))" 20
+	else
+		t_is "20 more cached fs.reads cost 40 more openat2 calls (file and directory report different devices, as on overlayfs: the strict probe)" \
+			"$(( $(grep -c '^openat2' "$T_TMP/st.25") - $(grep -c '^openat2' "$T_TMP/st.5") ))" 40
+	fi
 	# The fstatat probe follows symlinks, the open does not: a symlink in
 	# the root to a file or a FIFO outside is refused as an escape, as the
 	# strict probe refused it (not opened, its type not told).
