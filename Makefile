@@ -47,7 +47,11 @@ PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig janss
 # libcapclient.so link only the packages of the modules they link (the
 # client library neither jansson nor fuse3, capbroker no jansson); every
 # package's compiler flags stay global (headers only).  libseccomp is linked
-# by nothing: the stub loads filters compiled at build time.
+# by nothing: the stub loads filters compiled at build time.  libpq (cluster)
+# and ldns (broker/dns.c) are not linked either: they are loaded when a
+# cluster or a sandbox's resolver first needs them (common/dl.c), so that a
+# `capbroker run` does not load them and the libraries they bring at each
+# start (docs/performance.md); only their headers are used at build time.
 common_PKGS :=
 wire_PKGS   := msgpack
 caps_PKGS   := libsodium
@@ -55,8 +59,8 @@ policy_PKGS := libconfig
 sandbox_PKGS :=
 audit_PKGS  := libsodium
 state_PKGS  := sqlite3 libsodium
-cluster_PKGS := libpq
-broker_PKGS := libevent_core libsodium ldns
+cluster_PKGS :=
+broker_PKGS := libevent_core libsodium
 fsrv_PKGS   := fuse3
 cli_PKGS    := jansson
 client_PKGS :=
@@ -175,6 +179,8 @@ $(B)/t/$(1): $(B)/tests/unit/$(1).o $(B)/tests/tap.o $$(call modlibs,$$($(2)_LIB
 	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(ALL_LIBS)
 endef
 $(foreach t,$(UNIT_SRCS:tests/unit/%.c=%),$(eval $(call unit_rule,$(t),$(word 2,$(subst _, ,$(t))))))
+# This test builds and reads DNS messages with ldns itself.
+$(B)/t/test_broker_dns: PKG_LIBS += $(PKG_LIBS_ldns)
 
 # Escape attempts: small attack programs run as the agent.  They are not
 # our product code and are never built with sanitizers (whose runtimes need

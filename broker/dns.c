@@ -50,6 +50,7 @@
 #include <event2/event.h>
 #include <ldns/ldns.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,79 @@ struct brk_dconn {
 	struct cap_addr addr[BRK_DNS_ADDRS];
 	int gai;
 };
+
+/* ---- libldns, loaded when first needed ---- */
+
+/* libldns (and the libssl and libcrypto it brings) is loaded the first time
+ * a query is parsed (dlopen), not linked: every `capbroker run` paid for it
+ * at each start, and only a sandbox that resolves a name through the broker
+ * uses it (docs/performance.md).  These are the calls we make, with the
+ * header's prototypes. */
+#define BRK_LDNS_FUNCS(X) \
+	X(ldns_pkt2wire) \
+	X(ldns_pkt_free) \
+	X(ldns_pkt_get_opcode) \
+	X(ldns_pkt_id) \
+	X(ldns_pkt_new) \
+	X(ldns_pkt_push_rr) \
+	X(ldns_pkt_qdcount) \
+	X(ldns_pkt_qr) \
+	X(ldns_pkt_question) \
+	X(ldns_pkt_rd) \
+	X(ldns_pkt_set_id) \
+	X(ldns_pkt_set_opcode) \
+	X(ldns_pkt_set_qr) \
+	X(ldns_pkt_set_ra) \
+	X(ldns_pkt_set_rcode) \
+	X(ldns_pkt_set_rd) \
+	X(ldns_rdf2str) \
+	X(ldns_rdf_clone) \
+	X(ldns_rdf_deep_free) \
+	X(ldns_rdf_new_frm_data) \
+	X(ldns_rr_clone) \
+	X(ldns_rr_free) \
+	X(ldns_rr_get_class) \
+	X(ldns_rr_get_type) \
+	X(ldns_rr_list_rr) \
+	X(ldns_rr_list_rr_count) \
+	X(ldns_rr_new) \
+	X(ldns_rr_owner) \
+	X(ldns_rr_push_rdf) \
+	X(ldns_rr_set_class) \
+	X(ldns_rr_set_owner) \
+	X(ldns_rr_set_ttl) \
+	X(ldns_rr_set_type) \
+	X(ldns_wire2pkt)
+static struct {
+#define BRK_LDNS_FIELD(f) __typeof__(f) *f;
+	BRK_LDNS_FUNCS(BRK_LDNS_FIELD)
+#undef BRK_LDNS_FIELD
+} brk_ld;
+static char brk_ld_why[256];
+static int brk_ld_err;
+static pthread_once_t brk_ld_once = PTHREAD_ONCE_INIT;
+
+static void
+brk_ld_load(void)
+{
+#define BRK_LDNS_SYM(f) { #f, (void **)&brk_ld.f },
+	static const struct cb_dl_sym syms[] = { BRK_LDNS_FUNCS(BRK_LDNS_SYM) };
+#undef BRK_LDNS_SYM
+
+	/* The soname ldns/ldns.h belongs to (libldns3). */
+	brk_ld_err = cb_dl_load("libldns.so.3", syms, sizeof(syms) / sizeof(syms[0]), brk_ld_why,
+	    sizeof(brk_ld_why));
+}
+
+int
+brk_dns_lib(const char **why)
+{
+	if (pthread_once(&brk_ld_once, brk_ld_load) != 0)
+		brk_ld_err = CB_EINTERNAL;
+	if (why)
+		*why = brk_ld_err ? brk_ld_why : "";
+	return brk_ld_err;
+}
 
 /* ---- messages (ldns) ---- */
 
@@ -115,19 +189,21 @@ brk_dns_query_parse(const uint8_t *m, size_t n, struct brk_dnsq *q)
 	char *txt = NULL;
 
 	memset(q, 0, sizeof(*q));
-	if (ldns_wire2pkt(&p, m, n) != LDNS_STATUS_OK || !p)
+	if (brk_dns_lib(NULL) != 0)
+		return CB_EUNSUPPORTED;
+	if (brk_ld.ldns_wire2pkt(&p, m, n) != LDNS_STATUS_OK || !p)
 		return CB_EPROTO;
-	if (ldns_pkt_qr(p) || ldns_pkt_get_opcode(p) != LDNS_PACKET_QUERY ||
-	    ldns_pkt_qdcount(p) != 1 || ldns_rr_list_rr_count(ldns_pkt_question(p)) != 1 ||
-	    !(qr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) ||
-	    ldns_rr_get_class(qr) != LDNS_RR_CLASS_IN || !ldns_rr_owner(qr) ||
-	    !(txt = ldns_rdf2str(ldns_rr_owner(qr)))) {
-		ldns_pkt_free(p);
+	if (brk_ld.ldns_pkt_qr(p) || brk_ld.ldns_pkt_get_opcode(p) != LDNS_PACKET_QUERY ||
+	    brk_ld.ldns_pkt_qdcount(p) != 1 || brk_ld.ldns_rr_list_rr_count(brk_ld.ldns_pkt_question(p)) != 1 ||
+	    !(qr = brk_ld.ldns_rr_list_rr(brk_ld.ldns_pkt_question(p), 0)) ||
+	    brk_ld.ldns_rr_get_class(qr) != LDNS_RR_CLASS_IN || !brk_ld.ldns_rr_owner(qr) ||
+	    !(txt = brk_ld.ldns_rdf2str(brk_ld.ldns_rr_owner(qr)))) {
+		brk_ld.ldns_pkt_free(p);
 		return CB_EPROTO;
 	}
-	q->id = ldns_pkt_id(p);
-	q->rd = ldns_pkt_rd(p);
-	q->qtype = (uint16_t)ldns_rr_get_type(qr);
+	q->id = brk_ld.ldns_pkt_id(p);
+	q->rd = brk_ld.ldns_pkt_rd(p);
+	q->qtype = (uint16_t)brk_ld.ldns_rr_get_type(qr);
 	q->valid_name = brk_dns_plain(txt, q->name, sizeof(q->name));
 	if (!q->valid_name)
 		snprintf(q->name, sizeof(q->name), "%s", txt);	/* for the audit, escaped there */
@@ -140,7 +216,7 @@ void
 brk_dns_query_free(struct brk_dnsq *q)
 {
 	if (q && q->pkt) {
-		ldns_pkt_free(q->pkt);
+		brk_ld.ldns_pkt_free(q->pkt);
 		q->pkt = NULL;
 	}
 }
@@ -149,25 +225,25 @@ brk_dns_query_free(struct brk_dnsq *q)
 static ldns_rr *
 brk_dns_rr(const ldns_rr *question, const struct cap_addr *a, uint32_t ttl)
 {
-	ldns_rr *rr = ldns_rr_new();
-	ldns_rdf *owner = ldns_rdf_clone(ldns_rr_owner(question));
+	ldns_rr *rr = brk_ld.ldns_rr_new();
+	ldns_rdf *owner = brk_ld.ldns_rdf_clone(brk_ld.ldns_rr_owner(question));
 	ldns_rdf *data = a->family == AF_INET ?
-	    ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, 4, a->b) :
-	    ldns_rdf_new_frm_data(LDNS_RDF_TYPE_AAAA, 16, a->b);
+	    brk_ld.ldns_rdf_new_frm_data(LDNS_RDF_TYPE_A, 4, a->b) :
+	    brk_ld.ldns_rdf_new_frm_data(LDNS_RDF_TYPE_AAAA, 16, a->b);
 
 	if (!rr || !owner || !data) {
-		ldns_rr_free(rr);
-		ldns_rdf_deep_free(owner);
-		ldns_rdf_deep_free(data);
+		brk_ld.ldns_rr_free(rr);
+		brk_ld.ldns_rdf_deep_free(owner);
+		brk_ld.ldns_rdf_deep_free(data);
 		return NULL;
 	}
-	ldns_rr_set_owner(rr, owner);
-	ldns_rr_set_type(rr, a->family == AF_INET ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA);
-	ldns_rr_set_class(rr, LDNS_RR_CLASS_IN);
-	ldns_rr_set_ttl(rr, ttl);
-	if (!ldns_rr_push_rdf(rr, data)) {
-		ldns_rr_free(rr);
-		ldns_rdf_deep_free(data);
+	brk_ld.ldns_rr_set_owner(rr, owner);
+	brk_ld.ldns_rr_set_type(rr, a->family == AF_INET ? LDNS_RR_TYPE_A : LDNS_RR_TYPE_AAAA);
+	brk_ld.ldns_rr_set_class(rr, LDNS_RR_CLASS_IN);
+	brk_ld.ldns_rr_set_ttl(rr, ttl);
+	if (!brk_ld.ldns_rr_push_rdf(rr, data)) {
+		brk_ld.ldns_rr_free(rr);
+		brk_ld.ldns_rdf_deep_free(data);
 		return NULL;
 	}
 	return rr;
@@ -178,40 +254,40 @@ brk_dns_answer(const struct brk_dnsq *q, int rcode, const struct cap_addr *a, si
     uint32_t ttl, uint8_t **out, size_t *outlen)
 {
 	const ldns_pkt *qp = q->pkt;
-	const ldns_rr *question = ldns_rr_list_rr(ldns_pkt_question(qp), 0);
+	const ldns_rr *question = brk_ld.ldns_rr_list_rr(brk_ld.ldns_pkt_question(qp), 0);
 	int family = q->qtype == LDNS_RR_TYPE_A ? AF_INET :
 	    q->qtype == LDNS_RR_TYPE_AAAA ? AF_INET6 : AF_UNSPEC;
-	ldns_pkt *p = ldns_pkt_new();
-	ldns_rr *qc = question ? ldns_rr_clone(question) : NULL;
+	ldns_pkt *p = brk_ld.ldns_pkt_new();
+	ldns_rr *qc = question ? brk_ld.ldns_rr_clone(question) : NULL;
 	int r = CB_ENOMEM;
 
 	*out = NULL;
 	*outlen = 0;
-	if (!p || !qc || !ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, qc)) {
-		ldns_rr_free(qc);
+	if (!p || !qc || !brk_ld.ldns_pkt_push_rr(p, LDNS_SECTION_QUESTION, qc)) {
+		brk_ld.ldns_rr_free(qc);
 		goto out;
 	}
-	ldns_pkt_set_id(p, q->id);
-	ldns_pkt_set_qr(p, true);
-	ldns_pkt_set_opcode(p, LDNS_PACKET_QUERY);
-	ldns_pkt_set_rd(p, q->rd);
-	ldns_pkt_set_ra(p, true);
-	ldns_pkt_set_rcode(p, (uint8_t)rcode);
+	brk_ld.ldns_pkt_set_id(p, q->id);
+	brk_ld.ldns_pkt_set_qr(p, true);
+	brk_ld.ldns_pkt_set_opcode(p, LDNS_PACKET_QUERY);
+	brk_ld.ldns_pkt_set_rd(p, q->rd);
+	brk_ld.ldns_pkt_set_ra(p, true);
+	brk_ld.ldns_pkt_set_rcode(p, (uint8_t)rcode);
 	for (size_t i = 0; rcode == LDNS_RCODE_NOERROR && i < na; i++) {
 		ldns_rr *rr;
 
 		if (a[i].family != family)
 			continue;
 		if (!(rr = brk_dns_rr(question, &a[i], ttl)) ||
-		    !ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr)) {
-			ldns_rr_free(rr);
+		    !brk_ld.ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr)) {
+			brk_ld.ldns_rr_free(rr);
 			goto out;
 		}
 	}
-	if (ldns_pkt2wire(out, p, outlen) == LDNS_STATUS_OK && *out)
+	if (brk_ld.ldns_pkt2wire(out, p, outlen) == LDNS_STATUS_OK && *out)
 		r = 0;
 out:
-	ldns_pkt_free(p);
+	brk_ld.ldns_pkt_free(p);
 	return r;
 }
 
@@ -425,6 +501,12 @@ brk_dns_serve(struct brk_sbx *s, int sock)
 	if (s->dns_conns >= BRK_DNS_CONNS) {
 		close(sock);
 		return CB_EBUSY;
+	}
+	/* Loaded here, once, before the first query is read: a broker without
+	 * libldns refuses the connection instead of serving a dead one. */
+	if (brk_dns_lib(NULL) != 0) {
+		close(sock);
+		return CB_EUNSUPPORTED;
 	}
 	if (!(d = calloc(1, sizeof(*d)))) {
 		close(sock);

@@ -32,9 +32,14 @@ struct brk_dnsq {
 	void *pkt;			/* the parsed query (ldns_pkt), for the answer */
 };
 
+/* Load libldns (dlopen; it is not linked) if not yet done.  0, or
+ * CB_EUNSUPPORTED with *why (if why is not NULL; static text) saying why it
+ * cannot be loaded.  Thread-safe. */
+int brk_dns_lib(const char **why) CB_WARN_UNUSED;
+
 /* Parse the DNS message m[0..n) with ldns: one question of class IN in a
  * standard query.  0 with *q filled (free with brk_dns_query_free);
- * CB_EPROTO otherwise (q holds nothing). */
+ * CB_EPROTO otherwise (q holds nothing); CB_EUNSUPPORTED without libldns. */
 int brk_dns_query_parse(const uint8_t *m, size_t n, struct brk_dnsq *q) CB_WARN_UNUSED;
 void brk_dns_query_free(struct brk_dnsq *q);
 
@@ -50,7 +55,8 @@ bool brk_dns_is_resolver(const struct sockaddr *sa, socklen_t len);
 /* Serve DNS over TCP (RFC 7766: two-byte length, then the message) on
  * sock, the broker's end of a socketpair whose other end the agent's
  * connect() to the resolver got; sock is consumed.  0, CB_EBUSY (too many
- * of s's connections open) or CB_ENOMEM. */
+ * of s's connections open), CB_EUNSUPPORTED (libldns cannot be loaded) or
+ * CB_ENOMEM. */
 int brk_dns_serve(struct brk_sbx *s, int sock) CB_WARN_UNUSED;
 
 #endif

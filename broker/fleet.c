@@ -277,6 +277,10 @@ brk_fleet_open(struct brk *b, char *why, size_t whylen)
 	r = cl_open(&(struct cl_opts){ .conninfo = conninfo, .name = b->cl_name,
 	    .stale_ms = b->cl_stale_ns / 1000000u,
 	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link, .arg = b } }, &b->cl);
+	if (r == CB_EUNSUPPORTED) {
+		snprintf(why, whylen, "cluster: cannot load libpq: %s", cl_lib_why());
+		return r;
+	}
 	if (r != 0) {
 		snprintf(why, whylen, "cluster: cannot start the link to the database: %s", cb_strerror(r));
 		return r;

@@ -420,7 +420,8 @@ brk_nconn_dns(struct brk_nconn *c)
 	}
 	if ((e = brk_dns_serve(c->s, sp[1])) != 0) {
 		close(sp[0]);
-		brk_notify_answer(nt, c->id, e == CB_EBUSY ? EAGAIN : ENOMEM);
+		brk_notify_answer(nt, c->id, e == CB_EBUSY ? EAGAIN :
+		    e == CB_EUNSUPPORTED ? ECONNREFUSED : ENOMEM);
 		goto out;
 	}
 	add.srcfd = (uint32_t)sp[0];

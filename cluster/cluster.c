@@ -43,6 +43,55 @@
  * number to its commit ("cbseq"). */
 #define CL_LOCK_KEY	"1667396465"
 
+/* libpq is loaded by cl_open (dlopen), not linked: every `capbroker run`
+ * paid for it and the twenty libraries it brings (Kerberos, LDAP, GnuTLS...)
+ * at each start, and only a broker with a cluster uses it
+ * (docs/performance.md).  These are the calls we make, with the header's
+ * prototypes; cl_pq_load() sets them all before the link's thread runs. */
+#define CL_PQ_FUNCS(X) \
+	X(PQclear) \
+	X(PQconnectdbParams) \
+	X(PQconsumeInput) \
+	X(PQerrorMessage) \
+	X(PQescapeLiteral) \
+	X(PQfinish) \
+	X(PQflush) \
+	X(PQfreemem) \
+	X(PQgetResult) \
+	X(PQgetisnull) \
+	X(PQgetvalue) \
+	X(PQisBusy) \
+	X(PQnfields) \
+	X(PQnotifies) \
+	X(PQntuples) \
+	X(PQresultErrorMessage) \
+	X(PQresultStatus) \
+	X(PQsendQuery) \
+	X(PQsetNoticeProcessor) \
+	X(PQsetnonblocking) \
+	X(PQsocket) \
+	X(PQstatus)
+static struct {
+#define CL_PQ_FIELD(f) __typeof__(f) *f;
+	CL_PQ_FUNCS(CL_PQ_FIELD)
+#undef CL_PQ_FIELD
+} cl_pq;
+static char cl_pq_why[256];
+static int cl_pq_err;
+static pthread_once_t cl_pq_once = PTHREAD_ONCE_INIT;
+
+static void
+cl_pq_load_once(void)
+{
+#define CL_PQ_SYM(f) { #f, (void **)&cl_pq.f },
+	static const struct cb_dl_sym syms[] = { CL_PQ_FUNCS(CL_PQ_SYM) };
+#undef CL_PQ_SYM
+
+	/* The soname libpq-fe.h belongs to (libpq5). */
+	cl_pq_err = cb_dl_load("libpq.so.5", syms, sizeof(syms) / sizeof(syms[0]), cl_pq_why,
+	    sizeof(cl_pq_why));
+}
+
 enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB };
 
 struct cl_msg {
@@ -201,7 +250,7 @@ static void
 cl_res_clear(struct cl_res *res)
 {
 	for (size_t i = 0; i < res->n; i++)
-		PQclear(res->r[i]);
+		cl_pq.PQclear(res->r[i]);
 	res->n = 0;
 }
 
@@ -213,16 +262,16 @@ cl_down(struct cl *c, const char *what)
 
 	/* what may be down_why itself (a statement's error, kept) */
 	snprintf(w0, sizeof(w0), "%s", what);
-	if (c->pg && PQstatus(c->pg) == CONNECTION_BAD)
-		snprintf(c->down_why, sizeof(c->down_why), "%.120s: %.130s", w0, PQerrorMessage(c->pg));
+	if (c->pg && cl_pq.PQstatus(c->pg) == CONNECTION_BAD)
+		snprintf(c->down_why, sizeof(c->down_why), "%.120s: %.130s", w0, cl_pq.PQerrorMessage(c->pg));
 	else
 		snprintf(c->down_why, sizeof(c->down_why), "%s", w0);
 	/* libpq's messages end with a newline */
 	c->down_why[strcspn(c->down_why, "\n")] = '\0';
 	if (c->pg)
-		PQfinish(c->pg);
+		cl_pq.PQfinish(c->pg);
 	c->pg = NULL;
-	PQfreemem(c->name_lit);
+	cl_pq.PQfreemem(c->name_lit);
 	c->name_lit = NULL;
 	/* Committed revocations waiting for the others' confirmation: the
 	 * commit stands; whoever did not apply it fails closed at its
@@ -247,23 +296,23 @@ cl_query(struct cl *c, const char *sql, struct cl_res *res)
 	PGresult *r;
 
 	res->n = 0;
-	if (!c->pg || !PQsendQuery(c->pg, sql))
+	if (!c->pg || !cl_pq.PQsendQuery(c->pg, sql))
 		goto fail;
 	for (;;) {
-		int f = PQflush(c->pg);
+		int f = cl_pq.PQflush(c->pg);
 
 		if (f < 0)
 			goto fail;
-		while (f == 0 && !PQisBusy(c->pg)) {
-			if (!(r = PQgetResult(c->pg)))
+		while (f == 0 && !cl_pq.PQisBusy(c->pg)) {
+			if (!(r = cl_pq.PQgetResult(c->pg)))
 				return 0;
 			if (res->n < CL_RESULTS_MAX)
 				res->r[res->n++] = r;
 			else
-				PQclear(r);
+				cl_pq.PQclear(r);
 		}
 		{
-			struct pollfd p = { .fd = PQsocket(c->pg), .events = POLLIN | (f ? POLLOUT : 0) };
+			struct pollfd p = { .fd = cl_pq.PQsocket(c->pg), .events = POLLIN | (f ? POLLOUT : 0) };
 			uint64_t now = cb_mono_ns();
 			int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000u) + 1;
 
@@ -272,7 +321,7 @@ cl_query(struct cl *c, const char *sql, struct cl_res *res)
 				cl_down(c, "the database did not answer in time");
 				return CB_ECLUSTER;
 			}
-			if (!PQconsumeInput(c->pg))
+			if (!cl_pq.PQconsumeInput(c->pg))
 				goto fail;
 		}
 	}
@@ -292,11 +341,11 @@ cl_exec(struct cl *c, const char *sql, const char *what)
 	if ((r = cl_query(c, sql, &res)) != 0)
 		return r;
 	for (size_t i = 0; i < res.n; i++) {
-		ExecStatusType s = PQresultStatus(res.r[i]);
+		ExecStatusType s = cl_pq.PQresultStatus(res.r[i]);
 
 		if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
 			snprintf(c->down_why, sizeof(c->down_why), "%s: %s", what,
-			    PQresultErrorMessage(res.r[i]));
+			    cl_pq.PQresultErrorMessage(res.r[i]));
 			r = CB_ECLUSTER;
 			break;
 		}
@@ -395,7 +444,7 @@ cl_sql_add(struct cl_sql *q, const char *fmt, ...)
 static char *
 cl_lit(struct cl *c, const char *s)
 {
-	return PQescapeLiteral(c->pg, s ? s : "", strlen(s ? s : ""));
+	return cl_pq.PQescapeLiteral(c->pg, s ? s : "", strlen(s ? s : ""));
 }
 
 static bool
@@ -459,9 +508,9 @@ cl_job_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
 		ok = true;
 		break;
 	}
-	PQfreemem(l1);
-	PQfreemem(l2);
-	PQfreemem(l3);
+	cl_pq.PQfreemem(l1);
+	cl_pq.PQfreemem(l2);
+	cl_pq.PQfreemem(l3);
 	return ok && !q->oom;
 }
 
@@ -531,7 +580,7 @@ cl_write(struct cl *c, struct cl_job *list)
 		bool ok = res.n == njobs + 4;
 
 		for (i = 0; ok && i < res.n; i++) {
-			ExecStatusType s = PQresultStatus(res.r[i]);
+			ExecStatusType s = cl_pq.PQresultStatus(res.r[i]);
 
 			ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 		}
@@ -539,7 +588,7 @@ cl_write(struct cl *c, struct cl_job *list)
 			char why[CL_WHY_MAX];
 
 			snprintf(why, sizeof(why), "the database refused the write: %s",
-			    res.n ? PQresultErrorMessage(res.r[res.n - 1]) : "no result");
+			    res.n ? cl_pq.PQresultErrorMessage(res.r[res.n - 1]) : "no result");
 			why[strcspn(why, "\n")] = '\0';
 			cl_res_clear(&res);
 			cb_ignore(cl_exec(c, "ROLLBACK;", "rollback"));
@@ -566,8 +615,8 @@ cl_write(struct cl *c, struct cl_job *list)
 			PGresult *pr = res.r[2 + i];
 
 			j->err = 0;
-			if (PQntuples(pr) == 1)
-				j->seq = strtoull(PQgetvalue(pr, 0, 0), NULL, 10);
+			if (cl_pq.PQntuples(pr) == 1)
+				j->seq = strtoull(cl_pq.PQgetvalue(pr, 0, 0), NULL, 10);
 			else if (j->op == CL_PUT_REVOKE) {
 				j->err = CB_ENOENT;
 				snprintf(j->why, sizeof(j->why), "no broker of the cluster issued that token id");
@@ -595,29 +644,29 @@ cl_write(struct cl *c, struct cl_job *list)
 static bool
 cl_row(PGresult *pr, int i, struct cl_rec *rec)
 {
-	const char *kind = PQgetvalue(pr, i, 1);
+	const char *kind = cl_pq.PQgetvalue(pr, i, 1);
 
 	memset(rec, 0, sizeof(*rec));
-	rec->seq = strtoull(PQgetvalue(pr, i, 0), NULL, 10);
-	snprintf(rec->broker, sizeof(rec->broker), "%s", PQgetvalue(pr, i, 7));
-	snprintf(rec->actor, sizeof(rec->actor), "%s", PQgetvalue(pr, i, 8));
+	rec->seq = strtoull(cl_pq.PQgetvalue(pr, i, 0), NULL, 10);
+	snprintf(rec->broker, sizeof(rec->broker), "%s", cl_pq.PQgetvalue(pr, i, 7));
+	snprintf(rec->actor, sizeof(rec->actor), "%s", cl_pq.PQgetvalue(pr, i, 8));
 	switch (kind[0]) {
 	case 'k':
 		rec->kind = CL_KEY;
-		rec->retired = PQgetvalue(pr, i, 5)[0] == 't';
-		return cl_unhex(PQgetvalue(pr, i, 4), rec->pk, 32);
+		rec->retired = cl_pq.PQgetvalue(pr, i, 5)[0] == 't';
+		return cl_unhex(cl_pq.PQgetvalue(pr, i, 4), rec->pk, 32);
 	case 't':
 		rec->kind = CL_TOKEN;
-		rec->limited = PQgetvalue(pr, i, 6)[0] == 't';
-		if (!PQgetisnull(pr, i, 3)) {
+		rec->limited = cl_pq.PQgetvalue(pr, i, 6)[0] == 't';
+		if (!cl_pq.PQgetisnull(pr, i, 3)) {
 			rec->has_parent = true;
-			if (!cl_unhex(PQgetvalue(pr, i, 3), rec->parent, CAP_ID_LEN))
+			if (!cl_unhex(cl_pq.PQgetvalue(pr, i, 3), rec->parent, CAP_ID_LEN))
 				return false;
 		}
-		return cl_unhex(PQgetvalue(pr, i, 2), rec->id, CAP_ID_LEN);
+		return cl_unhex(cl_pq.PQgetvalue(pr, i, 2), rec->id, CAP_ID_LEN);
 	case 'r':
 		rec->kind = CL_REVOKE;
-		return cl_unhex(PQgetvalue(pr, i, 2), rec->id, CAP_ID_LEN);
+		return cl_unhex(cl_pq.PQgetvalue(pr, i, 2), rec->id, CAP_ID_LEN);
 	default:
 		return false;
 	}
@@ -647,15 +696,15 @@ cl_catchup(struct cl *c)
 		    " ORDER BY 1 LIMIT %d", c->cursor, c->cursor, c->cursor, CL_PAGE);
 		if ((r = cl_query(c, sql, &res)) != 0)
 			return r;
-		if (res.n != 1 || PQresultStatus(res.r[0]) != PGRES_TUPLES_OK ||
-		    PQnfields(res.r[0]) != 9) {
+		if (res.n != 1 || cl_pq.PQresultStatus(res.r[0]) != PGRES_TUPLES_OK ||
+		    cl_pq.PQnfields(res.r[0]) != 9) {
 			snprintf(c->down_why, sizeof(c->down_why), "reading the cluster's changes: %s",
-			    res.n ? PQresultErrorMessage(res.r[0]) : "no result");
+			    res.n ? cl_pq.PQresultErrorMessage(res.r[0]) : "no result");
 			cl_res_clear(&res);
 			return CB_ECLUSTER;
 		}
 		pr = res.r[0];
-		n = PQntuples(pr);
+		n = cl_pq.PQntuples(pr);
 		if (!(m = calloc(1, sizeof(*m))) || (n && !(m->recs = calloc((size_t)n, sizeof(*m->recs))))) {
 			free(m);
 			cl_res_clear(&res);
@@ -669,7 +718,7 @@ cl_catchup(struct cl *c)
 			 * cursor passes it: the stream must not stall on it. */
 			if (cl_row(pr, i, rec))
 				m->n++;
-			c->cursor = strtoull(PQgetvalue(pr, i, 0), NULL, 10);
+			c->cursor = strtoull(cl_pq.PQgetvalue(pr, i, 0), NULL, 10);
 		}
 		cl_res_clear(&res);
 		m->fresh_ns = n < CL_PAGE ? sent : 0;
@@ -722,10 +771,10 @@ cl_check_waiters(struct cl *c)
 	    c->stale_ns / 1000000u);
 	if ((r = cl_query(c, sql, &res)) != 0)
 		return r;
-	if (res.n == 1 && PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && PQntuples(res.r[0]) == 1) {
-		any = !PQgetisnull(res.r[0], 0, 0);
+	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
+		any = !cl_pq.PQgetisnull(res.r[0], 0, 0);
 		if (any)
-			min = strtoull(PQgetvalue(res.r[0], 0, 0), NULL, 10);
+			min = strtoull(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10);
 	}
 	cl_res_clear(&res);
 	for (pp = &c->waiters; (w = *pp);) {
@@ -761,16 +810,16 @@ cl_connect(struct cl *c)
 	const char *val[] = { "3", "capbroker", c->conninfo, NULL };
 	int r;
 
-	c->pg = PQconnectdbParams(kw, val, 1);
-	if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+	c->pg = cl_pq.PQconnectdbParams(kw, val, 1);
+	if (!c->pg || cl_pq.PQstatus(c->pg) != CONNECTION_OK) {
 		cl_down(c, "cannot connect to the cluster database");
 		return CB_ECLUSTER;
 	}
 	/* The server's notices ("already exists, skipping") are not ours to
 	 * print: the broker's stderr is its log. */
-	PQsetNoticeProcessor(c->pg, cl_notice, NULL);
-	if (PQsetnonblocking(c->pg, 1) != 0 ||
-	    !(c->name_lit = PQescapeLiteral(c->pg, c->name, strlen(c->name)))) {
+	cl_pq.PQsetNoticeProcessor(c->pg, cl_notice, NULL);
+	if (cl_pq.PQsetnonblocking(c->pg, 1) != 0 ||
+	    !(c->name_lit = cl_pq.PQescapeLiteral(c->pg, c->name, strlen(c->name)))) {
 		cl_down(c, "cannot use the connection");
 		return CB_ECLUSTER;
 	}
@@ -788,8 +837,8 @@ cl_connect(struct cl *c)
 
 		if (cl_query(c, "SELECT last_value FROM cb_seq", &res) != 0)
 			return CB_ECLUSTER;
-		if (res.n == 1 && PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && PQntuples(res.r[0]) == 1 &&
-		    strtoull(PQgetvalue(res.r[0], 0, 0), NULL, 10) < c->cursor)
+		if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1 &&
+		    strtoull(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10) < c->cursor)
 			c->cursor = 0;
 		cl_res_clear(&res);
 	}
@@ -891,12 +940,12 @@ cl_notifies(struct cl *c)
 {
 	PGnotify *nt;
 
-	while (c->pg && (nt = PQnotifies(c->pg))) {
+	while (c->pg && (nt = cl_pq.PQnotifies(c->pg))) {
 		if (strcmp(nt->relname, "cb_change") == 0)
 			c->want_catchup = true;
 		else
 			c->want_acks = true;
-		PQfreemem(nt);
+		cl_pq.PQfreemem(nt);
 	}
 }
 
@@ -933,7 +982,7 @@ cl_main(void *arg)
 		if (c->want_catchup || c->want_acks || atomic_load(&c->applied) != c->applied_sent)
 			timeout = 0;
 		p[0] = (struct pollfd){ .fd = c->efd_in, .events = POLLIN };
-		p[1] = (struct pollfd){ .fd = PQsocket(c->pg), .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = cl_pq.PQsocket(c->pg), .events = POLLIN };
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			continue;
 		if ((p[0].revents & POLLIN) && read(c->efd_in, &v, sizeof(v)) < 0)
@@ -943,7 +992,7 @@ cl_main(void *arg)
 		cl_write_all(c, cl_take(c));
 		if (!c->pg)
 			continue;
-		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !PQconsumeInput(c->pg)) {
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !cl_pq.PQconsumeInput(c->pg)) {
 			cl_down(c, "the database link failed");
 			continue;
 		}
@@ -981,6 +1030,12 @@ cl_main(void *arg)
 
 /* ---- the loop's side ------------------------------------------------ */
 
+const char *
+cl_lib_why(void)
+{
+	return cl_pq_why[0] ? cl_pq_why : "libpq.so.5 not loaded";
+}
+
 int
 cl_open(const struct cl_opts *o, struct cl **out)
 {
@@ -991,6 +1046,10 @@ cl_open(const struct cl_opts *o, struct cl **out)
 	if (!o->conninfo || !o->conninfo[0] || !o->name || !o->name[0] ||
 	    strlen(o->name) > CL_NAME_MAX || !o->stale_ms)
 		return CB_EINVAL;
+	if (pthread_once(&cl_pq_once, cl_pq_load_once) != 0)
+		return CB_EINTERNAL;
+	if (cl_pq_err != 0)
+		return cl_pq_err;
 	if (!(c = calloc(1, sizeof(*c))))
 		return CB_ENOMEM;
 	c->efd_in = c->efd_out = -1;
@@ -1058,9 +1117,11 @@ cl_close(struct cl *c)
 		cl_kick(c->efd_in);
 		pthread_join(c->th, NULL);
 	}
+	/* Both NULL when cl_open failed before libpq was loaded. */
 	if (c->pg)
-		PQfinish(c->pg);
-	PQfreemem(c->name_lit);
+		cl_pq.PQfinish(c->pg);
+	if (c->name_lit)
+		cl_pq.PQfreemem(c->name_lit);
 	cl_free_list(c->in);
 	cl_free_list(c->retry);
 	cl_free_list(c->waiters);

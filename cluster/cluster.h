@@ -118,9 +118,15 @@ struct cl_job {
 /* Start the link: its thread connects (and keeps reconnecting), creates
  * the schema if missing, registers this broker, listens and catches up from
  * sequence 0.  Does not wait for the database: until the first catch-up
- * the broker is stale.  CB_ENOMEM, CB_EINTERNAL (thread, eventfd),
- * CB_EINVAL (no conninfo or name). */
+ * the broker is stale.  The first call loads libpq (dlopen; it is not
+ * linked).  CB_ENOMEM, CB_EINTERNAL (thread, eventfd), CB_EINVAL (no
+ * conninfo or name), CB_EUNSUPPORTED (libpq cannot be loaded: cl_lib_why()
+ * says why). */
 int cl_open(const struct cl_opts *o, struct cl **out) CB_WARN_UNUSED;
+
+/* Why libpq could not be loaded (static text), after cl_open said
+ * CB_EUNSUPPORTED. */
+const char *cl_lib_why(void);
 /* Stop the thread, deregister, disconnect; every job not delivered yet
  * has its done callback run here (finished ones with their result, the
  * rest with CB_ECLUSTER).  On the loop's thread.  NULL is fine. */

@@ -114,6 +114,22 @@ uint64_t cb_now(void);
 /* Monotonic nanoseconds. */
 uint64_t cb_mono_ns(void);
 
+/* ---- libraries loaded when first needed (dl.c) ---- */
+
+/* One function of a library loaded at run time: its name, and the address of
+ * the function pointer that receives it (cast: `(void **)&tbl.fn`). */
+struct cb_dl_sym {
+	const char *name;
+	void **addr;
+};
+
+/* Loads the library soname (dlopen) and resolves every one of syms.  0 with
+ * every pointer set, or CB_EUNSUPPORTED with every pointer NULL and why (at
+ * most whylen bytes) saying what is missing.  The library stays loaded.  Not
+ * thread-safe by itself: callers load once (pthread_once) before any use. */
+int cb_dl_load(const char *soname, const struct cb_dl_sym *syms, size_t n, char *why,
+    size_t whylen) CB_WARN_UNUSED;
+
 /* ---- text an agent wrote, shown to a person (text.c) ---- */
 
 /* The longest escape one unit becomes: a character ("\U000e0020") or a

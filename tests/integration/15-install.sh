@@ -43,6 +43,11 @@ t_is "capbroker links fuse3 (its file server)" "$(needs "$D/opt/cb/bin/capbroker
 # pays for loading it and its libraries.
 t_is "capbroker does not link libsystemd (serve loads it)" \
 	"$(needs "$D/opt/cb/bin/capbroker" 'libsystemd')" 0
+# libpq (a cluster) and libldns (a sandbox's resolver) are loaded when first
+# needed (common/dl.c): a run does not load them and their twenty-odd
+# libraries at every start (docs/performance.md).
+t_is "capbroker links neither libpq nor libldns (loaded when needed)" \
+	"$(needs "$D/opt/cb/bin/capbroker" 'libpq|libldns')" 0
 t_is "capcall links neither SQLite, libevent, libconfig nor fuse3" \
 	"$(needs "$D/opt/cb/bin/capcall" 'libsqlite|libevent|libconfig|libfuse')" 0
 t_is "capctl links neither libevent, libconfig nor fuse3" \
