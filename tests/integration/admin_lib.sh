@@ -21,7 +21,11 @@
 #                          ptydrive.py), each "Approve?" answered with the
 #                          next of the comma-separated ANSWERS; prints what
 #                          the terminal showed, then "EXIT n"
-# Every process started here is killed at exit.
+# Every process started here is killed at exit.  The agents' FIFO write ends
+# stay open in the test's shell (bash cannot mark `exec {fd}>` close-on-exec):
+# each broker and agent started here closes them first (adm_nofifos), so none
+# holds another agent's stdin open (agent_stop's EOF would never arrive) nor
+# passes it on to its sandboxes.
 CTL="$CB_BIN/capctl"
 CB="$CB_BIN/capbroker"
 # The same programs for other users (runuser -u nobody ...).
@@ -48,10 +52,19 @@ wait_for() {
 	return 1
 }
 
+# adm_nofifos CMD...: exec CMD without the agents' FIFO write ends.
+adm_nofifos() {
+	local fd
+	for fd in "${AFD[@]}"; do
+		[ -n "$fd" ] && exec {fd}>&-
+	done
+	exec "$@"
+}
+
 srv_start() {
 	local s=$1; shift
 	SRV_STATE=$s
-	"$CB" serve --state "$s" "$@" >>"$T_TMP/serve.log" 2>&1 &
+	adm_nofifos "$CB" serve --state "$s" "$@" >>"$T_TMP/serve.log" 2>&1 &
 	SRV=$!
 	_adm_pids+=("$SRV")
 	wait_for 100 "$CTL" --state "$s" status
@@ -67,7 +80,7 @@ agent_start() {
 	local id=$1 fd; shift
 	rm -f "$T_TMP/$id.in"
 	mkfifo "$T_TMP/$id.in"
-	"$CB" run --connect "$SRV_STATE/admin.sock" --id "$id" "$@" -- /bin/sh -c "$_AGENT_LOOP" \
+	adm_nofifos "$CB" run --connect "$SRV_STATE/admin.sock" --id "$id" "$@" -- /bin/sh -c "$_AGENT_LOOP" \
 		<"$T_TMP/$id.in" >"$T_TMP/$id.out" 2>"$T_TMP/$id.err" &
 	APID[$id]=$!
 	_adm_pids+=("$!")
