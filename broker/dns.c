@@ -21,7 +21,10 @@
  *    covers, so no DNS query for such a name leaves the host.  Every query
  *    for such a name is a denial, audited and charged to the sandbox's
  *    audit budget; every lookup is audited (allowed) before it is made,
- *    and not made when its line cannot be written (SERVFAIL).
+ *    and not made when its line cannot be written (SERVFAIL).  Only A and
+ *    AAAA questions are judged at all (others: NOTIMP, no lookup), and the
+ *    name is judged again when its lookup returns: a token revoked
+ *    meanwhile teaches the sandbox nothing (NXDOMAIN, a denial).
  *  - The answer only helps the agent find an address.  What counts is the
  *    connect() judgment, against live tokens, of the address the broker
  *    itself looked up for the name (hosts.c); a name never unlocks a
@@ -381,15 +384,27 @@ brk_dconn_looked_up(void *arg)
 	struct brk_dconn *d = arg;
 	struct brk_sbx *s = d->s;
 	bool ok;
+	int e;
 
 	d->busy = false;
 	if (d->closing || s->dead) {
 		brk_dconn_free(d);
 		return;
 	}
-	brk_hosts_learn(s, d->q.name, d->addr, d->naddr);
-	ok = brk_dconn_reply(d, d->naddr ? LDNS_RCODE_NOERROR : LDNS_RCODE_NXDOMAIN, d->addr,
-	    d->naddr);
+	/* The lookup took time (a slow resolver: seconds): the token that
+	 * covered the name then may have been revoked or expired since.
+	 * Judged again, as a query now, before the sandbox learns anything:
+	 * what a revoked token asked for is never taught (hosts.c) nor
+	 * answered.  d->h is not used: s->held may have moved meanwhile. */
+	if ((e = brk_dns_covered(s, d->q.name, &d->h)) != 0) {
+		brk_budget_deny(s, e, "net.resolve", d->q.name, NULL,
+		    "DNS query: no live token covers the name any more after its lookup; not answered");
+		ok = brk_dconn_reply(d, LDNS_RCODE_NXDOMAIN, NULL, 0);
+	} else {
+		brk_hosts_learn(s, d->q.name, d->addr, d->naddr);
+		ok = brk_dconn_reply(d, d->naddr ? LDNS_RCODE_NOERROR : LDNS_RCODE_NXDOMAIN,
+		    d->addr, d->naddr);
+	}
 	brk_dns_query_free(&d->q);
 	if (!ok) {
 		brk_dconn_free(d);
@@ -409,6 +424,15 @@ brk_dconn_query(struct brk_dconn *d)
 	bool found = false;
 	int e;
 
+	/* Only A and AAAA are answered (all a lookup finds): any other type
+	 * (MX, TXT, ANY, HTTPS...) is NOTIMP, "does not support the requested
+	 * kind of query" (RFC 1035), before any judgment or lookup: no name
+	 * leaves the host for a question the answer could not carry.  Not
+	 * NXDOMAIN, which says the name does not exist (a resolver may then
+	 * forget its addresses too, RFC 2308); not audited: no name was
+	 * judged. */
+	if (d->q.qtype != LDNS_RR_TYPE_A && d->q.qtype != LDNS_RR_TYPE_AAAA)
+		return brk_dconn_reply(d, LDNS_RCODE_NOTIMPL, NULL, 0);
 	e = d->q.valid_name ? brk_dns_covered(s, d->q.name, &d->h) : CB_EINVAL;
 	if (e != 0) {
 		brk_budget_deny(s, e, "net.resolve", d->q.name, NULL,

@@ -5,46 +5,17 @@
 # NXDOMAIN, and the broker never looks it up (its audit says so, and no DNS
 # query for it reaches the host's resolver).
 #
-# Runs in a mount and network namespace of its own (as root: `unshare -m
-# -n`, as 68-never-host.sh): /etc/hosts and /etc/resolv.conf are private
-# files bind-mounted over the machine's for this namespace only.  The
-# host's resolver here is a probe on 127.0.0.1:53 that records every name
-# it is asked for (and answers nothing).
-if [ -z "${CB_NETNS_INNER:-}" ] && [ "$(id -u)" = 0 ] && unshare -m -n true 2>/dev/null; then
-	CB_NETNS_INNER=1 exec unshare -m -n -- bash "$0" "$@"
-fi
-. "$(dirname "$0")/../lib.sh"
-if [ -z "${CB_NETNS_INNER:-}" ]; then
-	t_skip "names under a wildcard token" "needs root for a mount and network namespace"
-	t_done
-	exit
-fi
+# Runs in a mount and network namespace of its own with private /etc/hosts
+# and /etc/resolv.conf (dns_lib.sh).  The host's resolver here is a probe on
+# 127.0.0.1:53 that records every name it is asked for (and answers
+# nothing).
+. "$(dirname "$0")/dns_lib.sh"
+dns_need "names under a wildcard token"
 . "$(dirname "$0")/admin_lib.sh"
 
-ip link set lo up
-printf '127.0.0.1 localhost\n10.1.2.3 a.test.invalid\n10.1.2.4 b.other.invalid\n' >"$T_TMP/hosts"
-printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$T_TMP/resolv.conf"
-mount --bind "$T_TMP/hosts" /etc/hosts && mount --bind "$T_TMP/resolv.conf" /etc/resolv.conf
-: >"$T_TMP/asked"
-$PYTHON -c '
-import socket, sys, threading
-log = open(sys.argv[1], "a", buffering=1)
-def name(m):
-    i, out = 12, []
-    while i < len(m) and m[i]:
-        out.append(m[i + 1:i + 1 + m[i]].decode("ascii", "replace")); i += 1 + m[i]
-    return ".".join(out)
-def udp():
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 53))
-    while True: log.write(name(u.recvfrom(4096)[0]) + "\n")
-def tcp():
-    t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    t.bind(("127.0.0.1", 53)); t.listen(8)
-    while True:
-        c, _ = t.accept(); log.write(name(c.recv(4096)[2:]) + "\n"); c.close()
-threading.Thread(target=udp, daemon=True).start()
-tcp()' "$T_TMP/asked" & _adm_pids+=("$!")
-for _ in $(seq 50); do ss -ltn 2>/dev/null | grep -q "127.0.0.1:53 " && break; sleep 0.05; done
+dns_files '127.0.0.1 localhost\n10.1.2.3 a.test.invalid\n10.1.2.4 b.other.invalid\n' \
+	'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n'
+dns_probe
 getent hosts probe.nowhere.invalid >/dev/null
 t_ok "control: the host's resolver here is the probe (it saw a query)" grep -qx "probe.nowhere.invalid" "$T_TMP/asked"
 t_match "a.test.invalid is 10.1.2.3 in this namespace only" "$(getent hosts a.test.invalid)" "^10\.1\.2\.3 "
