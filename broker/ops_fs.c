@@ -100,7 +100,7 @@ brk_foreign_link(const struct stat *st, uid_t owner)
  * Open rel beneath dirfd for reading or writing without opening a FIFO,
  * socket or device: opening one can act (a blocked FIFO writer is
  * released, a watchdog arms).  A probe first tells the type and the file
- * system without opening anything (an fstatat for a plain regular file on
+ * system without opening anything (a statx for a plain regular file on
  * the root's file system, else an O_PATH open through the resolver), and only a
  * regular file (or a name that does not exist yet, for O_CREAT) is opened;
  * the fstat() after the real open stays the authority and must name the
@@ -114,30 +114,31 @@ brk_foreign_link(const struct stat *st, uid_t owner)
  * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
 static int
-brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t flags,
+brk_open_regular(int dirfd, const struct cb_stat *dirst, const char *rel, uint64_t flags,
     uint64_t mode, uid_t owner)
 {
-	struct stat pst, st;
+	struct cb_stat pst, st;
 	bool probed = false;
 	int fd, e;
 
-	/* The common case first, without an fd: a plain fstatat says the name
-	 * is a regular file on the root's own file system (so on a file system
-	 * the resolver accepted) that may be opened as asked.  fstatat does
+	/* The common case first, without an fd: a plain statx says the name
+	 * is a regular file on the root's own file system (same device or same
+	 * mount: cb_stat_same_fs, so on a file system the resolver accepted,
+	 * overlayfs included) that may be opened as asked.  statx does
 	 * follow symlinks on the way, but it only decides whether to try: the
 	 * open below walks strictly (a symlink fails it before anything is
 	 * opened) and its fstat must name this very inode.  Anything else
 	 * (another type, another file system, a refusal, no such name) is
 	 * asked again of the strict O_PATH probe, so what the agent is told,
 	 * and what a symlink out of the root reveals, stay the same. */
-	if (fstatat(dirfd, rel, &pst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(pst.st_mode) &&
-	    pst.st_dev == dirst->st_dev && !brk_setid_write(&pst, flags) &&
-	    !brk_foreign_link(&pst, owner)) {
+	if (cb_statat(dirfd, rel, AT_SYMLINK_NOFOLLOW, &pst) == 0 && S_ISREG(pst.st.st_mode) &&
+	    cb_stat_same_fs(&pst, dirst) && !brk_setid_write(&pst.st, flags) &&
+	    !brk_foreign_link(&pst.st, owner)) {
 		probed = true;
 	} else if ((fd = cb_openat2_st(dirfd, dirst, rel, O_PATH, 0, &pst)) >= 0) {
-		e = !S_ISREG(pst.st_mode) ?
-		    (S_ISDIR(pst.st_mode) ? EISDIR : ENXIO) : brk_setid_write(&pst, flags) ||
-		    brk_foreign_link(&pst, owner) ? EPERM : 0;
+		e = !S_ISREG(pst.st.st_mode) ?
+		    (S_ISDIR(pst.st.st_mode) ? EISDIR : ENXIO) : brk_setid_write(&pst.st, flags) ||
+		    brk_foreign_link(&pst.st, owner) ? EPERM : 0;
 		close(fd);
 		if (e) {
 			errno = e;
@@ -150,10 +151,10 @@ brk_open_regular(int dirfd, const struct stat *dirst, const char *rel, uint64_t 
 	fd = cb_openat2_st(dirfd, dirst, rel, (int)(flags | O_NONBLOCK), (unsigned)mode, &st);
 	if (fd < 0)
 		return -1;
-	if (!S_ISREG(st.st_mode) || brk_setid_write(&st, flags) ||
-	    brk_foreign_link(&st, owner) ||
-	    (probed && (st.st_dev != pst.st_dev || st.st_ino != pst.st_ino))) {
-		e = S_ISDIR(st.st_mode) ? EISDIR : S_ISREG(st.st_mode) ? EPERM : ENXIO;
+	if (!S_ISREG(st.st.st_mode) || brk_setid_write(&st.st, flags) ||
+	    brk_foreign_link(&st.st, owner) ||
+	    (probed && (st.st.st_dev != pst.st.st_dev || st.st.st_ino != pst.st.st_ino))) {
+		e = S_ISDIR(st.st.st_mode) ? EISDIR : S_ISREG(st.st.st_mode) ? EPERM : ENXIO;
 		close(fd);
 		errno = e;
 		return -1;
@@ -195,6 +196,7 @@ struct brk_rootent {
 	int fd;
 	dev_t dev;
 	ino_t ino;
+	uint64_t mnt;		/* fd's mount (held by fd: its id stays its own) */
 	unsigned refs;		/* held by an operation: not evicted */
 	bool used;		/* since the last tick */
 };
@@ -234,7 +236,7 @@ brk_fs_roots_drop(void)
 /* Keep fd for root; returns its entry, or NULL when the table is full of
  * entries in use (then the fd stays the caller's). */
 static struct brk_rootent *
-brk_rootent_add(const char *root, int fd, const struct stat *st)
+brk_rootent_add(const char *root, int fd, const struct cb_stat *st)
 {
 	struct brk_rootent *r = NULL;
 	char *p;
@@ -253,22 +255,26 @@ brk_rootent_add(const char *root, int fd, const struct stat *st)
 	if (r == NULL || (p = strdup(root)) == NULL)
 		return NULL;
 	brk_rootent_drop(r);
-	*r = (struct brk_rootent){ .path = p, .fd = fd, .dev = st->st_dev, .ino = st->st_ino,
-		.refs = 1, .used = true };
+	*r = (struct brk_rootent){ .path = p, .fd = fd, .dev = st->st.st_dev, .ino = st->st.st_ino,
+		.mnt = st->mnt, .refs = 1, .used = true };
 	return r;
 }
 
-/* The kept fd of root, if its name still leads to the kept inode. */
+/* The kept fd of root, if its name still leads to the kept inode.  *st
+ * gets the name's stat (the owner, read fresh) with the kept fd's mount:
+ * the name may reach the same inode through another mount (a bind), and
+ * only the fd's own mount is held, so only its id may be compared with. */
 static struct brk_rootent *
-brk_rootent_get(const char *root, int slash, struct stat *st)
+brk_rootent_get(const char *root, int slash, struct cb_stat *st)
 {
 	for (size_t i = 0; i < BRK_ROOTS_MAX; i++) {
 		struct brk_rootent *r = &brk_roots[i];
 
 		if (r->path == NULL || strcmp(r->path, root) != 0)
 			continue;
-		if (fstatat(slash, root[1] ? root + 1 : ".", st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st->st_mode) && st->st_dev == r->dev && st->st_ino == r->ino) {
+		if (fstatat(slash, root[1] ? root + 1 : ".", &st->st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st->st.st_mode) && st->st.st_dev == r->dev && st->st.st_ino == r->ino) {
+			st->mnt = r->mnt;
 			r->refs++;
 			r->used = true;
 			return r;
@@ -280,13 +286,13 @@ brk_rootent_get(const char *root, int slash, struct stat *st)
 }
 
 static int
-brk_root(const char *root, int *fd, struct stat *st, struct brk_rootent **ent)
+brk_root(const char *root, int *fd, struct cb_stat *st, struct brk_rootent **ent)
 {
 	/* "/" itself is opened once (cb_open_abs would open and close it on
 	 * every request): the broker never chroots or pivots, so its root
 	 * directory stays the same directory. */
 	static int slash = -1;
-	static struct stat slash_st;
+	static struct cb_stat slash_st;
 	int f;
 
 	*ent = NULL;
@@ -294,7 +300,7 @@ brk_root(const char *root, int *fd, struct stat *st, struct brk_rootent **ent)
 	if (strncmp(root, "/proc/sys", 9) == 0 && (root[9] == '/' || root[9] == '\0')) {
 		if ((f = cb_open_proc_sys(root, O_PATH | O_DIRECTORY)) < 0)
 			return brk_errno(errno);
-		if (fstat(f, st) != 0) {
+		if (cb_statat(f, "", AT_EMPTY_PATH, st) != 0) {
 			close(f);
 			return CB_EIO;
 		}
@@ -308,7 +314,7 @@ brk_root(const char *root, int *fd, struct stat *st, struct brk_rootent **ent)
 		 * hands out, so that cb_openat2_st may rely on it. */
 		if ((f = cb_open_abs("/", O_PATH | O_DIRECTORY)) < 0)
 			return brk_errno(errno);
-		if (fstat(f, &slash_st) != 0) {
+		if (cb_statat(f, "", AT_EMPTY_PATH, &slash_st) != 0) {
 			close(f);
 			return CB_EIO;
 		}
@@ -349,7 +355,7 @@ struct brk_fsctx {
 	size_t capi;
 	int rootfd;		/* brk_fsctx_done closes or releases it */
 	struct brk_rootent *rootent;	/* rootfd's kept entry, or NULL: owned */
-	struct stat rootst;	/* its fstat: file system, owner */
+	struct cb_stat rootst;	/* its stat: file system, mount, owner */
 	uid_t owner;		/* the root's owner and group */
 	gid_t group;
 	const char *rel;
@@ -395,8 +401,8 @@ brk_fs_at(struct brk_held *h, size_t capi, const char *path, struct brk_fsctx *c
 		return e;
 	if ((e = brk_root(root, &c->rootfd, &c->rootst, &c->rootent)) != 0)
 		return e;
-	c->owner = c->rootst.st_uid;
-	c->group = c->rootst.st_gid;
+	c->owner = c->rootst.st.st_uid;
+	c->group = c->rootst.st.st_gid;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #define CB_WARN_UNUSED __attribute__((warn_unused_result))
 
@@ -203,15 +204,37 @@ const char *cb_text_show(char *dst, size_t len, const char *s, size_t max);
  * file system, else what openat2 said. */
 int cb_openat2(int dirfd, const char *rel, int flags, unsigned mode);
 
-/* cb_openat2 that also returns the new fd's fstat in *st.  dirst is the
- * fstat of dirfd, which must itself come from this resolver (cb_openat2,
- * cb_open_abs, cb_open_proc_sys or this function), or NULL.  A read-only
- * open that stays on dirfd's file system (same st_dev) skips the fstatfs
- * check: it cannot say anything the check of dirfd did not.  Same returns
- * as cb_openat2. */
-struct stat;
-int cb_openat2_st(int dirfd, const struct stat *dirst, const char *rel, int flags,
-    unsigned mode, struct stat *st);
+/* A stat of a file together with the mount it was reached through
+ * (statx's mount id, CB_MNT_NONE when the kernel does not give one). */
+#define CB_MNT_NONE UINT64_MAX
+struct cb_stat {
+	struct stat st;
+	uint64_t mnt;
+};
+
+/* statx(dirfd, path, atflags) as a struct stat plus the mount id (the
+ * unique one where the kernel has it).  0, or -1 with errno set. */
+int cb_statat(int dirfd, const char *path, int atflags, struct cb_stat *cs);
+
+/* Is a file seen by cs on the file system of the directory seen by dirst,
+ * so that the resolver's file system check of that directory holds for it
+ * too?  True when both report the same device (one superblock) or were
+ * reached through the same mount (one mount is one superblock: on
+ * overlayfs a regular file reports its layer's device, the directory the
+ * overlay's, and both the overlay mount's id).  Sound only while the
+ * directory's fd is held (dirst came from it): the fd pins its superblock
+ * and its mount, so neither number can be handed to another file system
+ * meanwhile. */
+bool cb_stat_same_fs(const struct cb_stat *cs, const struct cb_stat *dirst);
+
+/* cb_openat2 that also returns the new fd's stat (and mount) in *st.
+ * dirst is the cb_statat of dirfd, which must itself come from this
+ * resolver (cb_openat2, cb_open_abs, cb_open_proc_sys or this function),
+ * or NULL.  A read-only open that stays on dirfd's file system
+ * (cb_stat_same_fs) skips the fstatfs check: it cannot say anything the
+ * check of dirfd did not.  Same returns as cb_openat2. */
+int cb_openat2_st(int dirfd, const struct cb_stat *dirst, const char *rel, int flags,
+    unsigned mode, struct cb_stat *st);
 
 /* Open an absolute path with cb_openat2 from "/" (no symlink followed
  * anywhere on the way). */

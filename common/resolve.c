@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define CB_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
@@ -111,9 +112,49 @@ cb_openat2(int dirfd, const char *rel, int flags, unsigned mode)
 	return fd;
 }
 
+/* Not in every linux/stat.h (6.8): a mount id never used again. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+
 int
-cb_openat2_st(int dirfd, const struct stat *dirst, const char *rel, int flags, unsigned mode,
-    struct stat *st)
+cb_statat(int dirfd, const char *path, int atflags, struct cb_stat *cs)
+{
+	struct statx sx;
+
+	/* Asking for the unique id gets it where the kernel has one, else the
+	 * older mount id (always given since 5.8); either is one mount's. */
+	if (statx(dirfd, path, atflags, STATX_BASIC_STATS | STATX_MNT_ID | STATX_MNT_ID_UNIQUE,
+	    &sx) != 0)
+		return -1;
+	memset(&cs->st, 0, sizeof(cs->st));
+	cs->st.st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	cs->st.st_ino = sx.stx_ino;
+	cs->st.st_mode = sx.stx_mode;
+	cs->st.st_nlink = sx.stx_nlink;
+	cs->st.st_uid = sx.stx_uid;
+	cs->st.st_gid = sx.stx_gid;
+	cs->st.st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+	cs->st.st_size = (off_t)sx.stx_size;
+	cs->st.st_blksize = (blksize_t)sx.stx_blksize;
+	cs->st.st_blocks = (blkcnt_t)sx.stx_blocks;
+	cs->st.st_atim = (struct timespec){ sx.stx_atime.tv_sec, sx.stx_atime.tv_nsec };
+	cs->st.st_mtim = (struct timespec){ sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec };
+	cs->st.st_ctim = (struct timespec){ sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec };
+	cs->mnt = sx.stx_mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE) ? sx.stx_mnt_id : CB_MNT_NONE;
+	return 0;
+}
+
+bool
+cb_stat_same_fs(const struct cb_stat *cs, const struct cb_stat *dirst)
+{
+	return cs->st.st_dev == dirst->st.st_dev ||
+	    (cs->mnt != CB_MNT_NONE && cs->mnt == dirst->mnt);
+}
+
+int
+cb_openat2_st(int dirfd, const struct cb_stat *dirst, const char *rel, int flags, unsigned mode,
+    struct cb_stat *st)
 {
 	bool ro = (flags & (O_ACCMODE | O_CREAT | O_TRUNC)) == O_RDONLY;
 	int fd, e;
@@ -121,18 +162,19 @@ cb_openat2_st(int dirfd, const struct stat *dirst, const char *rel, int flags, u
 	fd = cb_openat2_how(dirfd, rel, flags, mode, CB_RESOLVE);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, st) != 0) {
+	if (cb_statat(fd, "", AT_EMPTY_PATH, st) != 0) {
 		e = errno;
 		close(fd);
 		errno = e;
 		return -1;
 	}
-	/* Same st_dev as dirfd: the same superblock, so the same file system
-	 * type as dirfd, which the resolver handed out (it passed the check,
-	 * or it is the read-only /proc/sys exception, which a read-only open
-	 * from it keeps).  Only then is fstatfs skipped, and only for a
-	 * read-only open; anything else is checked as cb_openat2 does. */
-	if (ro && dirst != NULL && st->st_dev == dirst->st_dev)
+	/* On dirfd's file system (the same superblock, or the same mount:
+	 * cb_stat_same_fs), so of dirfd's file system type, which the
+	 * resolver handed out (it passed the check, or it is the read-only
+	 * /proc/sys exception, which a read-only open from it keeps).  Only
+	 * then is fstatfs skipped, and only for a read-only open; anything
+	 * else is checked as cb_openat2 does. */
+	if (ro && dirst != NULL && cb_stat_same_fs(st, dirst))
 		return fd;
 	if (cb_fd_kernfs(fd) && !(ro && cb_fd_procfs(fd) && cb_fd_procfs(dirfd))) {
 		close(fd);

@@ -1,12 +1,15 @@
 /*
  * test_common_resolve.c - the one path resolver (common/resolve.c):
- * cb_openat2, cb_openat2_st, cb_open_abs, cb_open_proc_sys and cb_fd_kernfs.
+ * cb_openat2, cb_openat2_st, cb_statat, cb_stat_same_fs, cb_open_abs,
+ * cb_open_proc_sys and cb_fd_kernfs.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +27,72 @@ fails(int fd, int want)
 		return false;
 	}
 	return e == want;
+}
+
+/*
+ * On overlayfs a regular file reports its layer's device and its directory
+ * the overlay's: the same file system is then told by the mount id
+ * (cb_stat_same_fs), and a kernel file system mounted inside is still
+ * another mount, refused.  Needs root (a mount namespace of this process's
+ * own, so nothing is mounted for anyone else) and a directory overlayfs
+ * accepts as its upper layer (not on a machine whose / is itself an
+ * overlay): otherwise skipped, said so.
+ */
+static void
+overlay(const char *dir)
+{
+	char lo[256], tm[256], up[300], wk[300], mnt[256], opts[1024], path[512];
+	struct cb_stat dst, fst, st;
+	int d, fd;
+
+	snprintf(lo, sizeof(lo), "%s/ovl-lo", dir);
+	snprintf(tm, sizeof(tm), "%s/ovl-tmp", dir);
+	snprintf(up, sizeof(up), "%s/up", tm);
+	snprintf(wk, sizeof(wk), "%s/wk", tm);
+	snprintf(mnt, sizeof(mnt), "%s/ovl", dir);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lo, up, wk);
+	mkdir(lo, 0755);
+	mkdir(tm, 0755);
+	mkdir(mnt, 0755);
+	snprintf(path, sizeof(path), "%s/f", lo);
+	close(open(path, O_CREAT | O_WRONLY, 0644));
+	/* The upper layer on a tmpfs of its own: layers on two file systems,
+	 * so that (without xino) a lower file reports another device than the
+	 * overlay directory, as on most containers' overlays. */
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tmpfs", tm, "tmpfs", 0, "size=1m") != 0 || mkdir(up, 0755) != 0 ||
+	    mkdir(wk, 0755) != 0 || mount("overlay", mnt, "overlay", 0, opts) != 0) {
+		printf("# overlayfs checks skipped: needs root and an overlay of %s\n", dir);
+		return;
+	}
+	d = cb_open_abs(mnt, O_PATH | O_DIRECTORY);
+	T_OK(d >= 0 && cb_statat(d, "", AT_EMPTY_PATH, &dst) == 0 &&
+	    cb_statat(d, "f", AT_SYMLINK_NOFOLLOW, &fst) == 0, "an overlay mount and its file");
+	if (d >= 0 && fst.st.st_dev == dst.st.st_dev)
+		printf("# this overlay reports one device (xino): the mount id is not needed\n");
+	T_OK(d >= 0 && cb_stat_same_fs(&fst, &dst),
+	    "cb_stat_same_fs: a lower-layer file is on its overlay directory's file system");
+	fd = d >= 0 ? cb_openat2_st(d, &dst, "f", O_RDONLY, 0, &st) : -1;
+	T_OK(fd >= 0 && st.mnt == dst.mnt && st.st.st_ino == fst.st.st_ino,
+	    "cb_openat2_st reads it (same mount)");
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "%s/p", mnt);
+	mkdir(path, 0755);
+	if (d >= 0 && mount("proc", path, "proc", 0, NULL) == 0) {
+		T_OK(cb_statat(d, "p/version", AT_SYMLINK_NOFOLLOW, &st) == 0 &&
+		    !cb_stat_same_fs(&st, &dst), "a procfs mounted inside the overlay: another mount");
+		T_OK(fails(cb_openat2_st(d, &dst, "p/version", O_RDONLY, 0, &st), EACCES),
+		    "cb_openat2_st: a procfs mounted inside the overlay is refused");
+		umount2(path, MNT_DETACH);
+	} else {
+		T_OK(false, "mount a procfs inside the overlay");
+	}
+	if (d >= 0)
+		close(d);
+	umount2(mnt, MNT_DETACH);
+	umount2(tm, MNT_DETACH);
 }
 
 int
@@ -94,14 +163,16 @@ main(void)
 	/* cb_openat2_st skips fstatfs only on dirfd's own file system and
 	 * only for reading: everything else is still checked. */
 	{
-		struct stat rst, st, want;
+		struct cb_stat rst, st;
+		struct stat want;
 		int slash = cb_open_abs("/", O_PATH | O_DIRECTORY), psys;
 
-		T_OK(fstat(root, &rst) == 0, "fstat of the root");
+		T_OK(cb_statat(root, "", AT_EMPTY_PATH, &rst) == 0 && rst.mnt != CB_MNT_NONE,
+		    "cb_statat of the root, with its mount id");
 		fd = cb_openat2_st(root, &rst, "sub/f", O_RDONLY, 0, &st);
 		snprintf(path, sizeof(path), "%s/sub/f", dir);
-		T_OK(fd >= 0 && stat(path, &want) == 0 && st.st_ino == want.st_ino &&
-		    st.st_dev == want.st_dev && S_ISREG(st.st_mode),
+		T_OK(fd >= 0 && stat(path, &want) == 0 && st.st.st_ino == want.st_ino &&
+		    st.st.st_dev == want.st_dev && S_ISREG(st.st.st_mode) && st.mnt == rst.mnt,
 		    "cb_openat2_st: opens beneath the root and returns the fd's stat");
 		if (fd >= 0)
 			close(fd);
@@ -110,10 +181,11 @@ main(void)
 		T_OK(fails(cb_openat2_st(root, &rst, "../etc", O_PATH, 0, &st), EXDEV),
 		    "cb_openat2_st: ..: EXDEV");
 		fd = cb_openat2_st(root, &rst, "new", O_WRONLY | O_CREAT, 0600, &st);
-		T_OK(fd >= 0 && S_ISREG(st.st_mode), "cb_openat2_st: a created file (checked)");
+		T_OK(fd >= 0 && S_ISREG(st.st.st_mode), "cb_openat2_st: a created file (checked)");
 		if (fd >= 0)
 			close(fd);
-		T_OK(slash >= 0 && fstat(slash, &rst) == 0, "/ opens through the resolver");
+		T_OK(slash >= 0 && cb_statat(slash, "", AT_EMPTY_PATH, &rst) == 0,
+		    "/ opens through the resolver");
 		T_OK(fails(cb_openat2_st(slash, &rst, "proc/1/status", O_RDONLY, 0, &st), EACCES),
 		    "cb_openat2_st: procfs below a checked directory: EACCES (another st_dev)");
 		T_OK(fails(cb_openat2_st(slash, &rst, "proc", O_PATH | O_DIRECTORY, 0, &st), EACCES),
@@ -123,7 +195,8 @@ main(void)
 		if (slash >= 0)
 			close(slash);
 		psys = cb_open_proc_sys("/proc/sys/kernel", O_PATH | O_DIRECTORY);
-		T_OK(psys >= 0 && fstat(psys, &rst) == 0, "/proc/sys/kernel for cb_openat2_st");
+		T_OK(psys >= 0 && cb_statat(psys, "", AT_EMPTY_PATH, &rst) == 0,
+		    "/proc/sys/kernel for cb_openat2_st");
 		fd = cb_openat2_st(psys, &rst, "ostype", O_RDONLY, 0, &st);
 		T_OK(fd >= 0, "cb_openat2_st: reads beneath /proc/sys");
 		if (fd >= 0)
@@ -134,6 +207,7 @@ main(void)
 			close(psys);
 	}
 
+	overlay(dir);
 	close(root);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)
