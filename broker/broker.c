@@ -18,6 +18,7 @@
 #include "broker/notify.h"
 #include "broker/ops.h"
 #include "broker/pool.h"
+#include "broker/reap.h"
 #include "broker/sbx.h"
 #include "broker/work.h"
 
@@ -90,6 +91,7 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 			brk_hosts_refresh(s);
 		}
 	brk_clock_check(b);
+	brk_reap_tick(b);
 	/* Expiries and retired keys reach the file servers' grants. */
 	brk_fss_refresh_all(b);
 	brk_fs_roots_tick();
@@ -619,6 +621,7 @@ brk_free(struct brk *b)
 		brk_proc_end_all(s);
 		s->refs--;
 
+		/* Waited for: the loop no longer runs (shutdown). */
 		if (s->spawned && !s->exited) {
 			int ws;
 
@@ -640,6 +643,7 @@ brk_free(struct brk *b)
 		brk_sbx_free(s);
 	}
 	brk_pool_free(b);
+	brk_reap_close(b);
 	brk_admin_close(b);
 	brk_fleet_close(b);
 	brk_hostaddr_close(b);

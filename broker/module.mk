@@ -3,7 +3,7 @@ broker_SRCS := broker/broker.c broker/sbx.c broker/chan.c broker/dispatch.c \
 	broker/work.c broker/approval.c broker/tokens.c broker/ops_fs.c broker/ops_net.c \
 	broker/ops_proc.c broker/ops_tok.c broker/admin.c broker/hostaddr.c \
 	broker/budget.c broker/commit.c broker/notify.c broker/hosts.c broker/dns.c broker/fs_served.c \
-	broker/pool.c broker/fleet.c
+	broker/pool.c broker/fleet.c broker/reap.c
 broker_LIBS := broker fsrv policy sandbox audit state cluster caps wire common
 PROGS += capbroker
 MAN1 += docs/man/capbroker.1

@@ -25,6 +25,7 @@
 #include "broker/chan.h"
 #include "broker/ops.h"
 #include "broker/pool.h"
+#include "broker/reap.h"
 #include "broker/tokens.h"
 
 #include <errno.h>
@@ -517,11 +518,10 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	x->next = s->procs;
 	s->procs = x;
 	if (brk_proc_watch(x) != 0) {
-		/* cannot watch it: kill it and reap synchronously (rare) */
-		int ws;
-
-		sbx_kill(&x->p);
-		waitpid(x->p.pid, &ws, 0);
+		/* Cannot watch it (out of memory): killed, and reaped off the
+		 * loop's path (reap.c: never waited for here). */
+		cb_ignore(sbx_kill(&x->p));
+		brk_reap_later(s->b, &x->p);
 		brk_deny(s, q, CB_ENOMEM, q->argv[0], x->tid, NULL);
 		brk_proc_free(x);
 		return;
@@ -540,6 +540,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" }));
 }
 
+/* Waits for each child: only brk_free calls it, once the loop no longer
+ * runs (nothing is left to serve meanwhile). */
 void
 brk_proc_end_all(struct brk_sbx *s)
 {

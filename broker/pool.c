@@ -27,6 +27,7 @@
  */
 #include "broker/core.h"
 #include "broker/pool.h"
+#include "broker/reap.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -213,7 +214,9 @@ brk_pool_kill(struct brk_pooled *e)
 }
 
 /* Wait (blocking, at most 2 s, then SIGKILL) for an ended entry's stub and
- * free the entry: the broker is going away. */
+ * free the entry: the broker is going away (brk_pool_free, from brk_free
+ * alone, once the loop no longer runs: there is nothing left to serve
+ * while it waits). */
 static void
 brk_pool_reap(struct brk_pooled *e)
 {
@@ -292,10 +295,8 @@ brk_pool_spawned(struct brk_pool *pl, struct brk_pooled *e)
 	e->ev_status = event_new(base, e->p.status_fd, EV_READ | EV_PERSIST, brk_pool_status, e);
 	e->ev_exit = event_new(base, e->p.pidfd, EV_READ | EV_PERSIST, brk_pool_exit, e);
 	if (!e->ev_status || !e->ev_exit) {
-		int ws;
-
 		cb_ignore(sbx_kill(&e->p));
-		waitpid(e->p.pid, &ws, 0);
+		brk_reap_later(pl->b, &e->p);
 		brk_pooled_free(e);
 		return;
 	}
@@ -504,10 +505,8 @@ brk_pool_take(struct brk *b, const struct sbx_config *cfg, const struct sbx_src_
 		event_free(e->ev_exit);
 		e->ev_status = e->ev_exit = NULL;
 		if ((r = sbx_pool_handover(&e->p, cfg)) != 0) {
-			int ws;
-
 			cb_ignore(sbx_kill(&e->p));
-			waitpid(e->p.pid, &ws, 0);
+			brk_reap_later(b, &e->p);
 			brk_pooled_free(e);
 			brk_pool_want(pl, cfg, false, want);
 			return r;

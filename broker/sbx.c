@@ -17,6 +17,7 @@
 #include "broker/fs_served.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
+#include "broker/reap.h"
 #include "broker/sbx.h"
 #include "broker/tokens.h"
 
@@ -806,10 +807,10 @@ static void
 brk_sbx_abandon(struct brk_sbx *s)
 {
 	if (s->spawned) {
-		int ws;
-
-		sbx_kill(&s->proc);
-		waitpid(s->proc.pid, &ws, 0);
+		/* Reaped off the loop's path (reap.c): never waited for here,
+		 * where every other sandbox is served. */
+		cb_ignore(sbx_kill(&s->proc));
+		brk_reap_later(s->b, &s->proc);
 		s->exited = true;
 	}
 	s->dead = true;

@@ -10,7 +10,7 @@
 #    connect notifier, the resolver, /etc/hosts and the file server reach them only
 #    through the callbacks brk_new sets (core.h: chan_closed, sbx_free,
 #    request_arrived, tokens_changed);
-#  - the leaves (commit.c, budget.c, hostaddr.c, work.c, tokens.c) call
+#  - the leaves (commit.c, budget.c, hostaddr.c, work.c, reap.c, tokens.c) call
 #    nothing above them.
 # Prints one line per broken rule and exits 1; exits 0 when all hold.
 set -u
@@ -50,7 +50,7 @@ done
 for f in dispatch.c approval.c notify.c dns.c hosts.c fs_served.c "$b"/ops_*.c; do
 	forbid "$(basename "$f")" sbx.h admin.h
 done
-for f in commit.c budget.c hostaddr.c work.c; do
+for f in commit.c budget.c hostaddr.c work.c reap.c; do
 	forbid "$f" chan.h dispatch.h ops.h tokens.h sbx.h approval.h admin.h fs_served.h
 done
 # tokens.c tells the file server through brk.tokens_changed, never directly.

@@ -1,0 +1,109 @@
+/*
+ * fault_shim.c - LD_PRELOAD into a `capbroker serve` by
+ * 93-broker-reap-nowait.sh, to reach the broker's rare failure paths after
+ * a stub is spawned and to make that stub slow to die, as a process stuck
+ * in the kernel (D state) or a pid 1 slow to end its sandbox would be.
+ *
+ * While the file $CB_FAULT_ARM exists, the next event_new() on the pidfd of
+ * a process whose command line contains $CB_FAULT_MATCH fails (the file is
+ * removed: once), its pid is written to $CB_FAULT_ARM.pid, and the SIGKILL
+ * that the broker then sends through that pidfd is dropped: the stub lives
+ * on until it ends by itself.  Nothing else changes.  Test code, never
+ * built into the product.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <unistd.h>
+
+struct event;
+struct event_base;
+typedef struct event *(*event_new_fn)(struct event_base *, int, short,
+    void (*)(int, short, void *), void *);
+typedef int (*pidfd_send_signal_fn)(int, int, siginfo_t *, unsigned int);
+
+static int dropped_fd = -1;	/* the pidfd whose next SIGKILL is dropped */
+
+/* The pid a pidfd refers to, or -1 (fd is no pidfd). */
+static int
+pidfd_pid(int fd)
+{
+	char path[64], line[128];
+	FILE *f;
+	int pid = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	return pid;
+}
+
+/* Does pid's command line contain want? */
+static int
+cmdline_has(int pid, const char *want)
+{
+	char path[64], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return strstr(buf, want) != NULL;
+}
+
+struct event *
+event_new(struct event_base *base, int fd, short what, void (*cb)(int, short, void *), void *arg)
+{
+	static event_new_fn real;
+	const char *arm = getenv("CB_FAULT_ARM"), *match = getenv("CB_FAULT_MATCH");
+	int pid;
+
+	if (!real)
+		real = (event_new_fn)dlsym(RTLD_NEXT, "event_new");
+	if (arm && match && fd >= 0 && access(arm, F_OK) == 0 && (pid = pidfd_pid(fd)) > 0 &&
+	    cmdline_has(pid, match) && unlink(arm) == 0) {
+		char path[4200];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.pid", arm);
+		if ((f = fopen(path, "we"))) {
+			fprintf(f, "%d\n", pid);
+			fclose(f);
+		}
+		dropped_fd = fd;
+		return NULL;
+	}
+	return real(base, fd, what, cb, arg);
+}
+
+int
+pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
+{
+	static pidfd_send_signal_fn real;
+
+	if (!real)
+		real = (pidfd_send_signal_fn)dlsym(RTLD_NEXT, "pidfd_send_signal");
+	if (pidfd == dropped_fd && sig == SIGKILL) {
+		dropped_fd = -1;
+		return 0;
+	}
+	return real(pidfd, sig, info, flags);
+}
