@@ -166,8 +166,14 @@ IN_SANDBOX_PROGS := capbroker-stub capcall
 PLAIN_PROGS := $(if $(SANITIZE),$(filter $(IN_SANDBOX_PROGS),$(ALL_PROGS)))
 $(foreach p,$(filter-out $(PLAIN_PROGS),$(ALL_PROGS)),$(eval $(call prog_rule,$(p))))
 .PHONY: plain-progs
+# The copy is made only when it differs, and replaces the old one by a
+# rename, never by writing into it: a `make` run while the suite runs (as
+# 15-install's `make install` does) must not open a program that tests are
+# executing for writing (exec then fails with ETXTBSY) nor let one run a
+# half-written copy.
 $(PLAIN_PROGS:%=$(BIN)/%): plain-progs
-	@mkdir -p $(dir $@) && cp bin/$(notdir $@) $@
+	@mkdir -p $(dir $@) && if ! cmp -s bin/$(notdir $@) $@; then \
+		cp bin/$(notdir $@) $@.tmp && mv -f $@.tmp $@; fi
 plain-progs:
 	$(if $(PLAIN_PROGS),$(MAKE) --no-print-directory SANITIZE= $(PLAIN_PROGS:%=bin/%))
 

@@ -3,6 +3,12 @@
 # Environment from tests/run.sh: CB_BIN (programs), CB_BUILD, CB_TOP, PYTHON.
 : "${CB_BIN:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin}"
 : "${CB_TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+# A test run alone (not by tests/run.sh): the build directory of CB_BIN's
+# build (the Makefile's B: build/, or build-san/ for build-san/bin).
+case "$CB_BIN" in
+*/build-san/bin) : "${CB_BUILD:=${CB_BIN%/bin}}" ;;
+*) : "${CB_BUILD:=$CB_TOP/build}" ;;
+esac
 : "${PYTHON:=/usr/bin/python3}"
 _t_n=0 _t_failed=0
 # Files the tests write (policies above all) must not be group-writable

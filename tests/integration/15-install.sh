@@ -5,8 +5,14 @@
 # lands where the system python3 imports it.
 . "$(dirname "$0")/../lib.sh"
 D="$T_TMP/dest"
+progs() { stat -c '%n %i %y' "$CB_BIN"/*; }
+before=$(progs)
 t_ok "make install DESTDIR=... PREFIX=/opt/cb" \
 	make -s -C "$CB_TOP" install DESTDIR="$D" PREFIX=/opt/cb SANITIZE="${CB_SANITIZE:-}"
+# Other tests run these programs meanwhile: rewriting one in place made their
+# exec fail with ETXTBSY (the sanitizer build copied capcall over itself).
+t_is "... leaves the programs under test untouched (no rewrite while tests run them)" \
+	"$(progs)" "$before"
 pyminor=$("$PYTHON" -c 'import sys; print(sys.version_info[1])')
 for f in bin/capbroker bin/capcall bin/capctl libexec/capbroker/capbroker-stub \
 	lib/libcapclient.a lib/libcapclient.so lib/libcapclient.so.0 lib/pkgconfig/capclient.pc \
