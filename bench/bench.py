@@ -14,6 +14,7 @@ asserted: the exit status is 0 whenever every measurement ran.
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -381,13 +382,21 @@ BWRAP = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/u
          "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "/bin/true"]
 
 
-def timed(cmd, env=None):
+def timed(cmd, env=None, cpu=None):
+    """Wall time of cmd as a whole process (ns).  With cpu (a key), also
+    its CPU time, user + system of the process and every descendant it
+    reaped (RUSAGE_CHILDREN across the run), under cpu: the figure other
+    load inflates least, as the machine is rarely quiet."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter_ns()
     p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, env=env)
     dt = time.perf_counter_ns() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.decode()[-300:]}")
+    if cpu:
+        put(cpu, "ns", [((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) * 1e9])
     return dt
 
 
@@ -406,9 +415,9 @@ def bench_start(ws, wd):
     lenv = dict(os.environ, CAPBROKER_STUB=os.path.join(CB_BIN, "capbroker-stub"))
     have_launch = os.access(launch, os.X_OK)
     for i in range(n):      # interleaved, so drift hits all alike
-        put("start.capbroker_run", "ns", [timed(run_cmd)])
+        put("start.capbroker_run", "ns", [timed(run_cmd, cpu="start.capbroker_run.cpu")])
         if have_bwrap:
-            put("start.bwrap", "ns", [timed(BWRAP)])
+            put("start.bwrap", "ns", [timed(BWRAP, cpu="start.bwrap.cpu")])
         if shm:
             d = os.path.join(shm, f"capbroker-bench-st.{os.getpid()}.{i}")
             put("start.capbroker_run_tmpfs_state", "ns",
@@ -416,7 +425,8 @@ def bench_start(ws, wd):
             shutil.rmtree(d, ignore_errors=True)
         if have_launch:
             put("start.launcher_only", "ns",
-                [timed([launch, "--tier", "low", "--", "/bin/true"], env=lenv)])
+                [timed([launch, "--tier", "low", "--", "/bin/true"], env=lenv,
+                       cpu="start.launcher_only.cpu")])
     # Warm proc.exec: a running broker starts /usr/bin/true in a fresh
     # low-tier sandbox for the agent.  The policy adds it to the medium
     # ceiling.  The workspace grant is left out on purpose (see the notes:
@@ -615,8 +625,20 @@ def summary():
     ratio("start.pool_handover_vs_bwrap", "pool.handover_exit", "start.bwrap")
     ratio("start.run_tmpfs_vs_bwrap", "start.capbroker_run_tmpfs_state", "start.bwrap")
     ratio("start.launcher_vs_bwrap", "start.launcher_only", "start.bwrap")
+    # The same in CPU time (every process of the start, RUSAGE_CHILDREN):
+    # what a loaded machine distorts least.
+    ratio("start.run_vs_bwrap.cpu", "start.capbroker_run.cpu", "start.bwrap.cpu")
+    ratio("start.launcher_vs_bwrap.cpu", "start.launcher_only.cpu", "start.bwrap.cpu")
+    # A pooled sandbox's CPU from its hand-over on (task and teardown):
+    # its whole life less a sandbox built and drained.
+    if "pool.cpu" in fig and "pool.build_cpu" in fig and m("start.bwrap.cpu"):
+        ratios["start.pool_handover_vs_bwrap.cpu"] = \
+            (m("pool.cpu") - m("pool.build_cpu")) / m("start.bwrap.cpu")
     target("capbroker run /bin/true <= 1.0x bwrap", ratios["start.run_vs_bwrap"], 1.0,
            f"{ratios['start.run_vs_bwrap']:.2f}x")
+    targets.append({"target": "  (info) same in CPU time, all processes", "value":
+                    ratios["start.run_vs_bwrap.cpu"], "limit": None,
+                    "shown": f"{ratios['start.run_vs_bwrap.cpu']:.2f}x", "met": None})
     target("warm proc.exec <= 0.25x bwrap (pool)", ratios["start.exec_vs_bwrap"], 0.25,
            f"{ratios['start.exec_vs_bwrap']:.2f}x")
     per = {}
@@ -727,6 +749,9 @@ ROWS = [
         ("capbroker run --tier low -- /bin/true", "start.capbroker_run"),
         ("  the same, --state on tmpfs (no disk syncs)", "start.capbroker_run_tmpfs_state"),
         ("  the launcher alone (tests/escape/launch)", "start.launcher_only"),
+        ("bwrap, CPU time (all its processes)", "start.bwrap.cpu"),
+        ("capbroker run, CPU time (all its processes)", "start.capbroker_run.cpu"),
+        ("  the launcher alone, CPU time", "start.launcher_only.cpu"),
         ("warm proc.exec /usr/bin/true, pool, 1 per 50 ms", "broker.exec"),
         ("  the same, pool_size 0 (a fresh sandbox each)", "broker.exec.nopool"),
         ("  pool, back to back (faster than it refills)", "broker.exec_b2b"),
@@ -736,6 +761,8 @@ ROWS = [
         ("pool: hand-over to /usr/bin/true's exit reported", "pool.handover_exit"),
         ("pool: hand-over to its sandbox reaped", "pool.handover_reaped"),
         ("pool: refill rate, one thread, 8 at once", "pool.refill_rate"),
+        ("pool: CPU per sandbox, built + task + teardown", "pool.cpu"),
+        ("pool: CPU per sandbox built and drained (no task)", "pool.build_cpu"),
         ("pool: memory per pooled sandbox (cgroup)", "pool.mem.cgroup"),
         ("pool: memory per pooled sandbox (PSS)", "pool.mem.pss")]),
     ("6. broker memory (RSS)", [
@@ -801,6 +828,8 @@ def table(fig, ratios, targets):
               "shape_vs_open.split", "read_vs_shape.onecpu", "read_vs_shape.split",
               "cpu.read_vs_echo", "cpu.read_vs_open", "tput.1", "tput.8", "tput.64",
               "start.run_vs_bwrap", "start.run_tmpfs_vs_bwrap", "start.launcher_vs_bwrap",
+              "start.run_vs_bwrap.cpu", "start.launcher_vs_bwrap.cpu",
+              "start.pool_handover_vs_bwrap.cpu",
               "start.exec_vs_bwrap", "start.exec_nopool_vs_bwrap", "start.exec_b2b_vs_bwrap",
               "start.pool_handover_vs_bwrap", "fair.p99", "fuse.read4k_vs_passthrough_ll",
               "fuse.read4k_vs_host", "fuse.read1m_vs_host", "fuse.read1m_vs_passthrough_ll",

@@ -12,9 +12,13 @@
  *                       pool.handover_exit (hand-over to its exit report:
  *                       what a proc.exec reply waits for) and
  *                       pool.handover_reaped (... to the sandbox reaped)
+ *                       and pool.cpu (CPU time of every process of one
+ *                       sandbox: built, handed over, run and torn down)
  *   pool refill N       N pooled sandboxes spawned back to back from one
  *                       thread (as the broker's pool thread does), until
- *                       all are built: pool.refill_rate (sandboxes/s)
+ *                       all are built: pool.refill_rate (sandboxes/s); then
+ *                       drained: pool.build_cpu (CPU time of every process
+ *                       of one sandbox built and ended without a task)
  *   pool memory N       N pooled sandboxes at rest: pool.mem.cgroup (memory
  *                       charged to one sandbox's cgroup, when it has one)
  *                       and pool.mem.pss (the PSS of its two processes)
@@ -26,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +81,34 @@ await_pooled(struct sbx_proc *p)
 		die("build", why);
 }
 
+/* End a pooled sandbox as the broker's pool does (closing its status
+ * socket: pid 1 ends it, the outer stub reaps pid 1, we reap the outer
+ * stub), so that every process of it counts in children_cpu(); a SIGKILL
+ * of the outer stub would leave pid 1 to another reaper. */
+static void
+drain(struct sbx_proc *p)
+{
+	siginfo_t si;
+
+	if (shutdown(p->status_fd, SHUT_RDWR) != 0)
+		cb_ignore(sbx_kill(p));
+	waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED);
+	sbx_proc_close(p);
+}
+
+/* CPU time (ns, user + system) of every child this process has reaped,
+ * with theirs: a stub counts its sandbox's processes once it is reaped. */
+static double
+children_cpu(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+}
+
 static void
 end(struct sbx_proc *p)
 {
@@ -90,6 +124,7 @@ cmd_handover(int n)
 {
 	double *b = calloc((size_t)n, sizeof(double)), *h = calloc((size_t)n, sizeof(double));
 	double *x = calloc((size_t)n, sizeof(double)), *y = calloc((size_t)n, sizeof(double));
+	double *cpu = calloc((size_t)n, sizeof(double));
 	char *argv[] = { "/usr/bin/true", NULL };
 
 	for (int i = 0; i < n; i++) {
@@ -99,6 +134,7 @@ cmd_handover(int n)
 		char why[512];
 		siginfo_t si;
 		uint64_t t0 = bn_now(), t1, t2;
+		double c0 = children_cpu();
 		int r, st;
 
 		start_pooled(&p);
@@ -120,6 +156,7 @@ cmd_handover(int n)
 		x[i] = (double)(bn_now() - t1);
 		waitid(P_PIDFD, (id_t)p.pidfd, &si, WEXITED);
 		y[i] = (double)(bn_now() - t1);
+		cpu[i] = children_cpu() - c0;
 		sbx_proc_close(&p);
 		if (si.si_code != CLD_EXITED || si.si_status != 0)
 			die("task", "/usr/bin/true did not exit 0");
@@ -130,6 +167,7 @@ cmd_handover(int n)
 	bn_emit("pool.handover", "ns", h, (size_t)n);
 	bn_emit("pool.handover_exit", "ns", x, (size_t)n);
 	bn_emit("pool.handover_reaped", "ns", y, (size_t)n);
+	bn_emit("pool.cpu", "ns", cpu, (size_t)n);
 	return 0;
 }
 
@@ -138,14 +176,18 @@ cmd_refill(int n)
 {
 	struct sbx_proc *p = calloc((size_t)n, sizeof(*p));
 	uint64_t t0 = bn_now();
+	double c0;
 
 	for (int i = 0; i < n; i++)
 		start_pooled(&p[i]);
 	for (int i = 0; i < n; i++)
 		await_pooled(&p[i]);
 	bn_emit1("pool.refill_rate", "1/s", (double)n * 1e9 / (double)(bn_now() - t0));
+	c0 = children_cpu();
 	for (int i = 0; i < n; i++)
-		end(&p[i]);
+		drain(&p[i]);
+	/* Spawned before c0 but reaped after it: all their CPU counts. */
+	bn_emit1("pool.build_cpu", "ns", (children_cpu() - c0) / n);
 	return 0;
 }
 
