@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "caps/caps.h"
+#include "state/schema.h"
 #include "state/state.h"
 #include "tests/tap.h"
 
@@ -585,11 +588,62 @@ test_ephemeral(void)
 	st_close(st);
 }
 
+/* The rows of sqlite_master and the user_version of db, as one string. */
+static void
+schema_of(sqlite3 *db, char *out, size_t len)
+{
+	sqlite3_stmt *q = NULL;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_master "
+	    "ORDER BY name", -1, &q, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(q) == SQLITE_ROW && n < len)
+		for (int i = 0; i < 4; i++)
+			n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s|",
+			    sqlite3_column_text(q, i) ? (const char *)sqlite3_column_text(q, i) : "");
+	sqlite3_finalize(q);
+	if (n < len && sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK) {
+		if (sqlite3_step(q) == SQLITE_ROW)
+			snprintf(out + n, len - n, "v%d", sqlite3_column_int(q, 0));
+		sqlite3_finalize(q);
+	}
+}
+
+/* The empty database an ephemeral state starts from (made at build time by
+ * st-mkimage) is exactly what running the schema makes. */
+static void
+test_image(void)
+{
+#include "schema_image.h"
+	static char want[16384], got[16384];
+	sqlite3 *a = NULL, *b = NULL;
+	unsigned char *p;
+
+	T_OK(sqlite3_open(":memory:", &a) == SQLITE_OK &&
+	    sqlite3_exec(a, st_schema, NULL, NULL, NULL) == SQLITE_OK, "the schema runs");
+	schema_of(a, want, sizeof(want));
+	T_OK(sqlite3_open(":memory:", &b) == SQLITE_OK &&
+	    (p = sqlite3_malloc64(sizeof(st_schema_image))) != NULL, "a database for the image");
+	memcpy(p, st_schema_image, sizeof(st_schema_image));
+	T_OK(sqlite3_deserialize(b, "main", p, sizeof(st_schema_image), sizeof(st_schema_image),
+	    SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE) == SQLITE_OK,
+	    "the built image loads");
+	schema_of(b, got, sizeof(got));
+	T_OK(strstr(want, "CREATE TABLE tokens") != NULL && strstr(want, "v1") != NULL,
+	    "the schema has its tables and version");
+	T_OK(strcmp(want, got) == 0, "the image holds exactly the schema's tables, indexes and version");
+	sqlite3_close(a);
+	sqlite3_close(b);
+}
+
 int
 main(void)
 {
 	if (mkdtemp(dir) == NULL)
 		return 1;
+	test_image();
 	test_keys();
 	test_tokens();
 	test_requests();
