@@ -21,7 +21,7 @@
  *                       of one sandbox built and ended without a task)
  *   pool memory N       N pooled sandboxes at rest: pool.mem.cgroup (memory
  *                       charged to one sandbox's cgroup, when it has one)
- *                       and pool.mem.pss (the PSS of its two processes)
+ *                       and pool.mem.pss (the PSS of all its processes)
  */
 #include <errno.h>
 #include <poll.h>
@@ -224,6 +224,31 @@ pss(pid_t pid)
 	return kb * 1024;
 }
 
+/* The PSS of pid and of every process below it (a pooled sandbox: the
+ * outer stub, pid 1 and its waiting agent). */
+static double
+pss_tree(pid_t pid)
+{
+	char path[64], kids[512], *s, *end;
+	double sum = pss(pid);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	if (!(f = fopen(path, "re")))
+		return sum;
+	if (fgets(kids, sizeof(kids), f))
+		for (s = kids; *s; s = end) {
+			long k = strtol(s, &end, 10);
+
+			if (end == s)
+				break;
+			if (k > 0)
+				sum += pss_tree((pid_t)k);
+		}
+	fclose(f);
+	return sum;
+}
+
 static int
 cmd_memory(int n)
 {
@@ -237,9 +262,7 @@ cmd_memory(int n)
 		await_pooled(&p[i]);
 	usleep(200 * 1000);
 	for (int i = 0; i < n; i++) {
-		char path[400], kids[64];
-		FILE *f;
-		int child = 0;
+		char path[400];
 		double v;
 
 		snprintf(path, sizeof(path), "%s/memory.usage_in_bytes", p[i].cgroup[0]);
@@ -249,13 +272,7 @@ cmd_memory(int n)
 		}
 		if (p[i].cgroup[0][0] && v >= 0)
 			cg[ncg++] = v;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)p[i].pid, (int)p[i].pid);
-		if ((f = fopen(path, "re"))) {
-			if (fgets(kids, sizeof(kids), f))
-				child = atoi(kids);
-			fclose(f);
-		}
-		ps[i] = pss(p[i].pid) + (child > 0 ? pss(child) : 0);
+		ps[i] = pss_tree(p[i].pid);
 	}
 	if (ncg)
 		bn_emit("pool.mem.cgroup", "bytes", cg, ncg);

@@ -1028,6 +1028,87 @@ recv_listener(int notify_sock)
 	return pk.fds[0];
 }
 
+#define STUB_HANDOVER_MAX	(256 * 1024)	/* bytes of one hand-over, at most */
+#define STUB_HANDOVER_ARGS	1024		/* strings in it, at most */
+
+static void handover_parse(struct stub_cfg *c, char *msg, size_t len);
+
+/* Read the hand-over pid 1 forwards on go (its length, then its bytes)
+ * into msg (STUB_HANDOVER_MAX + 1 bytes); its length. */
+static size_t
+agent_recv_handover(int go, char *msg)
+{
+	size_t len = 0, got = 0;
+	ssize_t r;
+
+	while (got < sizeof(len)) {
+		r = read(go, (char *)&len + got, sizeof(len) - got);
+		if (r <= 0 && !(r == -1 && errno == EINTR))
+			stub_die(r == 0 ? 0 : errno, "hand-over from pid 1");
+		got += r > 0 ? (size_t)r : 0;
+	}
+	if (len == 0 || len > STUB_HANDOVER_MAX)
+		stub_die(0, "hand-over from pid 1: bad length");
+	for (got = 0; got < len; ) {
+		r = read(go, msg + got, len - got);
+		if (r <= 0 && !(r == -1 && errno == EINTR))
+			stub_die(r == 0 ? 0 : errno, "hand-over from pid 1");
+		got += r > 0 ? (size_t)r : 0;
+	}
+	close(go);
+	return len;
+}
+
+/*
+ * The agent of a pooled sandbox, forked and locked before its task is
+ * known: every layer that does not name the task (no capabilities, no new
+ * privileges, the tier's seccomp filter, whose listener pid 1 holds before
+ * it says "pooled") is applied while the sandbox waits, so that a hand-over
+ * is the task's own steps only (its id, working directory, binary,
+ * environment, rlimits and the Landlock ruleset that names the binary) and
+ * the one exec pid 1 lets through.  Why the order is safe: nothing but this
+ * code runs in the process until that exec, and every layer is in place
+ * before it; Landlock after seccomp only needs calls the filter allows
+ * every agent (landlock_*, openat, fstat: "further self-restriction is
+ * always fine").  The task arrives from pid 1 on go, after pid 1 has
+ * parsed and checked it; this process parses the same bytes the same way.
+ */
+static void __attribute__((noreturn))
+agent_pooled(struct stub_cfg *c, int errpipe, int notify_sock, int go, int ll_abi)
+{
+	static char msg[STUB_HANDOVER_MAX + 1];
+	sigset_t none;
+	char **nargv, **env;
+	size_t len;
+
+	stub_stage = "agent";
+	stub_errpipe = errpipe;
+	sigemptyset(&none);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) == -1)
+		stub_die(errno, "sigprocmask");
+	if (setsid() == -1)
+		stub_die(errno, "setsid");
+	drop_capabilities_bounding();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		stub_die(errno, "PR_SET_NO_NEW_PRIVS");
+	drop_capabilities_all();
+	send_listener(notify_sock, stub_seccomp_apply(c));
+	len = agent_recv_handover(go, msg);
+	msg[len] = '\0';
+	handover_parse(c, msg, len);
+	if (chdir(c->chdir != NULL ? c->chdir : "/tmp") == -1)
+		stub_die(errno, "--chdir %.200s", c->chdir != NULL ? c->chdir : "/tmp");
+	nargv = open_agent(c);
+	env = agent_env(c);
+	if (close_range(SBX_AGENT_FD + (c->have_broker_fd ? 1 : 0), ~0U,
+	    CLOSE_RANGE_CLOEXEC) == -1)
+		stub_die(errno, "close_range");
+	apply_rlimits(c);
+	stub_landlock_apply(c, ll_abi);
+	syscall(SYS_execveat, c->exec_fd, "", nargv, env, AT_EMPTY_PATH);
+	stub_die(errno, "exec %.200s", nargv[0]);
+}
+
 static void __attribute__((noreturn))
 agent_main(struct stub_cfg *c, int errpipe, int notify_sock, int ll_abi)
 {
@@ -1087,8 +1168,6 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-#define STUB_HANDOVER_MAX	(256 * 1024)	/* bytes of one hand-over, at most */
-#define STUB_HANDOVER_ARGS	1024		/* strings in it, at most */
 
 /*
  * A pooled sandbox (--pool): everything is built but the agent.  pid 1
@@ -1100,13 +1179,13 @@ mono_ms(void)
  * the socket (the pool drained) or the outer stub dying ends it.
  */
 static void
-pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int ll_abi)
+pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, char **msgp,
+    size_t *lenp)
 {
 	static char msg[STUB_HANDOVER_MAX + 1];
-	static char *av[STUB_HANDOVER_ARGS + 2];
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 	char line[96];
-	int ac = 0, n;
+	int n;
 	ssize_t r;
 
 	n = snprintf(line, sizeof(line), "pooled landlock=%d cgroup=%d\n", ll_abi,
@@ -1115,14 +1194,18 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int ll_abi)
 		kill_all_and_exit(SBX_EXIT_SETUP);
 	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	/* SIGCHLD: the waiting agent died (it never ran a task's code). */
+	pfd[2] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (;;) {
-		if (poll(pfd, 2, -1) == -1) {
+		if (poll(pfd, 3, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			stub_die(errno, "poll");
 		}
 		if (pfd[1].revents != 0)
 			kill_all_and_exit(128 + SIGKILL);
+		if (pfd[2].revents != 0)
+			kill_all_and_exit(SBX_EXIT_SETUP);
 		if (pfd[0].revents != 0)
 			break;
 	}
@@ -1133,17 +1216,54 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int ll_abi)
 		kill_all_and_exit(128 + SIGKILL);	/* drained: never used */
 	if (r < 0)
 		stub_die(errno, "hand-over");
-	if ((size_t)r >= sizeof(msg) || msg[r - 1] != '\0')
+	if ((size_t)r >= sizeof(msg))
+		stub_die(0, "hand-over too long or not NUL-terminated");
+	*msgp = msg;
+	*lenp = (size_t)r;
+	handover_parse(c, msg, (size_t)r);
+	stub_mount_set_id(c);
+}
+
+/* Hand the waiting agent the hand-over pid 1 has checked: its length, then
+ * its bytes (the agent parses them as pid 1 did). */
+static void
+pid1_forward_handover(int go, const char *msg, size_t len)
+{
+	size_t off = 0;
+
+	while (off < sizeof(len) + len) {
+		const char *p = off < sizeof(len) ? (const char *)&len + off : msg + (off - sizeof(len));
+		size_t n = off < sizeof(len) ? sizeof(len) - off : len - (off - sizeof(len));
+		ssize_t r = send(go, p, n, MSG_NOSIGNAL);
+
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			kill_all_and_exit(SBX_EXIT_SETUP);	/* the agent is gone */
+		off += (size_t)r;
+	}
+	close(go);
+}
+
+/* A hand-over (len bytes at msg, msg[len] writable): NUL-terminated
+ * strings, the per-exec options, "--" and the command, read with the
+ * command line's own option table and checks (parse_handover). */
+static void
+handover_parse(struct stub_cfg *c, char *msg, size_t len)
+{
+	static char *av[STUB_HANDOVER_ARGS + 2];
+	int ac = 0;
+
+	if (len == 0 || len > STUB_HANDOVER_MAX || msg[len - 1] != '\0')
 		stub_die(0, "hand-over too long or not NUL-terminated");
 	av[ac++] = (char *)"capbroker-stub";
-	for (char *s = msg; s < msg + r; s += strlen(s) + 1) {
+	for (char *s = msg; s < msg + len; s += strlen(s) + 1) {
 		if (ac > STUB_HANDOVER_ARGS)
 			stub_die(0, "hand-over has too many strings");
 		av[ac++] = s;
 	}
 	av[ac] = NULL;
 	parse_handover(c, ac, av);
-	stub_mount_set_id(c);
 }
 
 /* Tells the launcher the agent runs (with the seccomp listener when
@@ -1261,7 +1381,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	struct pollfd pfd[3];
 	sigset_t chld;
 	pid_t agent;
-	int errpipe[2], notify[2], sfd, ll_abi, st, listener;
+	int errpipe[2], notify[2], go[2] = { -1, -1 }, sfd, ll_abi, st, listener;
 	bool execd;
 	uint64_t deadline;
 	char b;
@@ -1280,8 +1400,6 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	stub_mount_setup(c);
 	stub_mount_send_fuse(c);
 	ll_abi = stub_landlock_abi();
-	if (c->pool)
-		pid1_await_handover(c, outer_pidfd, ll_abi);
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -1294,7 +1412,10 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		stub_die(errno, "pipe");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, notify) == -1)
 		stub_die(errno, "socketpair");
-	deadline = mono_ms() + c->lim.wall_secs * 1000;
+	/* A pooled sandbox's agent is forked (and locked) before its task is
+	 * known; the task comes to it on go. */
+	if (c->pool && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, go) == -1)
+		stub_die(errno, "socketpair");
 
 	agent = fork();
 	if (agent == -1)
@@ -1304,6 +1425,10 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		close(sfd);
 		close(outer_pidfd);
 		close(notify[0]);
+		if (c->pool) {
+			close(go[0]);
+			agent_pooled(c, errpipe[1], notify[1], go[1], ll_abi);
+		}
 		agent_main(c, errpipe[1], notify[1], ll_abi);
 	}
 	close(errpipe[1]);
@@ -1313,9 +1438,22 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	 * With --notify the listener then goes to the broker with the
 	 * "ready" report (its later notifications are the agent's connect()
 	 * calls); otherwise it is closed and notified calls fail (ENOSYS).
-	 * Until the broker has it, a connect() simply waits. */
+	 * Until the broker has it, a connect() simply waits.  A pooled
+	 * sandbox is "pooled" only once its agent is locked (pid 1 has the
+	 * listener). */
 	listener = recv_listener(notify[0]);
 	close(notify[0]);
+	if (c->pool) {
+		char *msg;
+		size_t len;
+
+		close(go[1]);
+		if (listener == -1)
+			kill_all_and_exit(SBX_EXIT_SETUP);	/* it said why */
+		pid1_await_handover(c, outer_pidfd, sfd, ll_abi, &msg, &len);
+		pid1_forward_handover(go[0], msg, len);
+	}
+	deadline = mono_ms() + c->lim.wall_secs * 1000;
 	execd = listener != -1 && stub_seccomp_allow_first_exec(listener, agent) == 0;
 	if (listener != -1 && (!execd || !c->notify)) {
 		close(listener);

@@ -80,6 +80,31 @@ wait "$rpid"
 t_match "... and the next exec is refused" "$(tail -1 "$T_TMP/outr")" '"refused": "revoked"'
 t_is "... without a hand-over" "$(takes r)" 0
 
+# A pooled sandbox waits with its agent process already forked and locked
+# (no capability, no new privileges, the tier's seccomp filter): the hand-
+# over adds only the task's own steps (docs/sandbox.md, "The warm pool").
+"$CB_BIN/capbroker" run --state "$T_TMP/stl" --policy "$T_TMP/p2.conf" --tier medium \
+	--ro-bind "$BIND" --grant "proc.exec:/usr/bin/true" \
+	-- /usr/bin/python3 /t/pool_agent.py revoked 60 >"$T_TMP/outl" 2>"$T_TMP/errl" &
+lpid=$!
+waiting() { # the agents waiting in lpid's pooled sandboxes (outer stub > pid 1 > agent)
+	local s p
+	for s in $(pgrep -P "$lpid" -x capbroker-stub); do
+		for p in $(pgrep -P "$s"); do pgrep -P "$p" -x capbroker-stub; done
+	done
+}
+some_waiting() { test -n "$(waiting)"; }
+t_ok "a pooled sandbox's agent is forked before its hand-over" until_ok 150 some_waiting
+a=$(waiting | head -1)
+t_match "... with no capability, no new privileges and the seccomp filter on" \
+	"$(grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' "/proc/$a/status" 2>&1 | tr -s '\t\n' '  ')" \
+	'^CapPrm: 0+ CapEff: 0+ CapBnd: 0+ NoNewPrivs: 1 Seccomp: 2 $'
+kill -KILL "$a"
+t_ok "... a waiting agent that dies takes its sandbox out of the pool (audited)" until_ok 100 \
+	grep -q '"op":"sandbox.pool.failed".*exited before its hand-over' "$T_TMP/stl/audit.jsonl"
+kill -TERM "$lpid"
+wait "$lpid"
+
 # A workspace (an fs.read grant) is shown to every proc.exec child: the pool
 # builds sandboxes with that bind too, and hands one over only while the
 # path still names the directory it was built with.
