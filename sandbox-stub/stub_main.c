@@ -1168,15 +1168,15 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-
 /*
- * A pooled sandbox (--pool): everything is built but the agent.  pid 1
- * says so ("pooled ...") and waits for the broker's hand-over on the status
- * socket: one message of NUL-terminated strings, the per-exec options and
- * "--" and the command, read with the same option table and checks as the
- * command line.  Nothing of the sandbox has run any agent code yet, so
- * there is nothing a previous task could have left.  The broker closing
- * the socket (the pool drained) or the outer stub dying ends it.
+ * A pooled sandbox (--pool): everything is built but the task, and its
+ * agent process waits locked (agent_pooled).  pid 1 says so ("pooled ...")
+ * and waits for the broker's hand-over on the status socket: one message
+ * of NUL-terminated strings, the per-exec options and "--" and the
+ * command, read with the same option table and checks as the command line.
+ * Nothing of the sandbox has run any agent code yet, so there is nothing a
+ * previous task could have left.  The broker closing the socket (the pool
+ * drained), the outer stub dying or the waiting agent dying ends it.
  */
 static void
 pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, char **msgp,
