@@ -746,22 +746,31 @@ apply_network(struct lctx *x, const config_setting_t *g)
 static void
 apply_limits(struct lctx *x, const config_setting_t *g, struct pol_limits *l)
 {
+	/* The sandbox's own ranges (sandbox.h), not a copy of them: a limit
+	 * the stub would refuse fails every sandbox of the tier, so it is
+	 * refused here, where check-policy sees it. */
 	static const struct {
 		const char *name;
 		enum num_kind kind;
 		size_t off;
+		uint64_t min, max;
 	} keys[] = {
-		{ "memory", NUM_BYTES, offsetof(struct pol_limits, memory) },
-		{ "processes", NUM_COUNT, offsetof(struct pol_limits, processes) },
-		{ "open_files", NUM_COUNT, offsetof(struct pol_limits, open_files) },
-		{ "file_size", NUM_BYTES, offsetof(struct pol_limits, file_size) },
-		{ "cpu", NUM_SECONDS, offsetof(struct pol_limits, cpu) },
-		{ "wall", NUM_SECONDS, offsetof(struct pol_limits, wall) },
-		{ "tmp_size", NUM_BYTES, offsetof(struct pol_limits, tmp_size) },
+		{ "memory", NUM_BYTES, offsetof(struct pol_limits, memory), SBX_MEM_MIN, SBX_MEM_MAX },
+		{ "processes", NUM_COUNT, offsetof(struct pol_limits, processes), SBX_NPROC_MIN,
+		  SBX_NPROC_MAX },
+		{ "open_files", NUM_COUNT, offsetof(struct pol_limits, open_files), SBX_NOFILE_MIN,
+		  UINT64_MAX },
+		{ "file_size", NUM_BYTES, offsetof(struct pol_limits, file_size), SBX_FSIZE_MIN,
+		  SBX_FSIZE_MAX },
+		{ "cpu", NUM_SECONDS, offsetof(struct pol_limits, cpu), 1, SBX_SECS_MAX },
+		{ "wall", NUM_SECONDS, offsetof(struct pol_limits, wall), 1, SBX_SECS_MAX },
+		{ "tmp_size", NUM_BYTES, offsetof(struct pol_limits, tmp_size), SBX_TMP_MIN,
+		  SBX_TMP_MAX },
 	};
 
 	for (int i = 0; i < config_setting_length(g); i++) {
 		const config_setting_t *s = config_setting_get_elem(g, i);
+		uint64_t *v;
 		size_t k;
 
 		for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
@@ -772,7 +781,15 @@ apply_limits(struct lctx *x, const config_setting_t *g, struct pol_limits *l)
 			    "wall, tmp_size");
 			continue;
 		}
-		get_num(x, s, keys[k].kind, true, (uint64_t *)((char *)l + keys[k].off));
+		v = (uint64_t *)((char *)l + keys[k].off);
+		if (!get_num(x, s, keys[k].kind, true, v))
+			continue;
+		if (*v < keys[k].min)
+			perr(x, s, "out of range for a sandbox: \"%s\" is %" PRIu64 " (expected at least %"
+			    PRIu64 ")", keys[k].name, *v, keys[k].min);
+		else if (*v > keys[k].max)
+			perr(x, s, "out of range for a sandbox: \"%s\" is %" PRIu64 " (expected at most %"
+			    PRIu64 ")", keys[k].name, *v, keys[k].max);
 	}
 }
 

@@ -98,6 +98,24 @@ struct sbx_src_id {
 	ino_t ino;
 };
 
+/* The range the stub accepts for each limit (stub_main.c: a value outside
+ * it fails the launch, so a launcher mistake is refused rather than
+ * applied).  A policy's limits are checked against the same ranges when it
+ * is loaded (policy/load.c), so that check-policy refuses what every
+ * sandbox start would.  Open files above SBX_NOFILE_MAX are lowered to it
+ * by the broker; CPU and wall-clock seconds are bounded tighter by the
+ * policy (CB_DURATION_MAX). */
+#define SBX_MEM_MIN	(16ULL << 20)
+#define SBX_MEM_MAX	(1ULL << 44)
+#define SBX_NPROC_MIN	1ULL
+#define SBX_NPROC_MAX	(1ULL << 20)
+#define SBX_NOFILE_MIN	16ULL
+#define SBX_FSIZE_MIN	4096ULL
+#define SBX_FSIZE_MAX	(1ULL << 50)
+#define SBX_SECS_MAX	(1ULL << 32)
+#define SBX_TMP_MIN	(64ULL << 10)
+#define SBX_TMP_MAX	(1ULL << 40)
+
 /* Resource limits; 0 means the SBX_DEFAULT_* value. */
 struct sbx_limits {
 	uint64_t mem_bytes;

@@ -297,25 +297,25 @@ parse_limit_opt(struct stub_cfg *c, int o)
 {
 	switch (o) {
 	case OPT_MEM:
-		c->lim.mem_bytes = parse_u64("--mem", optarg, 16ULL << 20, 1ULL << 44);
+		c->lim.mem_bytes = parse_u64("--mem", optarg, SBX_MEM_MIN, SBX_MEM_MAX);
 		return true;
 	case OPT_NPROC:
-		c->lim.nproc = parse_u64("--nproc", optarg, 1, 1ULL << 20);
+		c->lim.nproc = parse_u64("--nproc", optarg, SBX_NPROC_MIN, SBX_NPROC_MAX);
 		return true;
 	case OPT_NOFILE:
-		c->lim.nofile = parse_u64("--nofile", optarg, 16, SBX_NOFILE_MAX);
+		c->lim.nofile = parse_u64("--nofile", optarg, SBX_NOFILE_MIN, SBX_NOFILE_MAX);
 		return true;
 	case OPT_FSIZE:
-		c->lim.fsize_bytes = parse_u64("--fsize", optarg, 4096, 1ULL << 50);
+		c->lim.fsize_bytes = parse_u64("--fsize", optarg, SBX_FSIZE_MIN, SBX_FSIZE_MAX);
 		return true;
 	case OPT_CPU:
-		c->lim.cpu_secs = parse_u64("--cpu", optarg, 1, 1ULL << 32);
+		c->lim.cpu_secs = parse_u64("--cpu", optarg, 1, SBX_SECS_MAX);
 		return true;
 	case OPT_WALL:
-		c->lim.wall_secs = parse_u64("--timeout", optarg, 1, 1ULL << 32);
+		c->lim.wall_secs = parse_u64("--timeout", optarg, 1, SBX_SECS_MAX);
 		return true;
 	case OPT_TMP:
-		c->lim.tmp_bytes = parse_u64("--tmp-size", optarg, 64ULL << 10, 1ULL << 40);
+		c->lim.tmp_bytes = parse_u64("--tmp-size", optarg, SBX_TMP_MIN, SBX_TMP_MAX);
 		return true;
 	default:
 		return false;

@@ -184,7 +184,7 @@ test_round_trips(void)
 	test_round_trip("odd values", load_text(
 	    "admins = { uids = [ 3000000000L ]; gids = [ 0 ]; };\n"
 	    "network = { allow_domains = [ ]; };\n"
-	    "tiers = { low = { limits = { memory = 1000001; tmp_size = 5000000000L; }; };\n"
+	    "tiers = { low = { limits = { memory = 16777217; tmp_size = 5000000000L; }; };\n"
 	    "  x = { extends = \"medium\"; workspace = \"/srv/w\"; rw_binds = [ \"/a:/b\" ]; }; };\n"));
 }
 

@@ -287,6 +287,19 @@ main(void)
 	refused("negative cpu", "tiers = { high = { limits = { cpu = -60; }; }; };\n", 1, "negative limit \"cpu\"");
 	refused("zero limit", "tiers = { low = { limits = { processes = 0; }; }; };\n", 1,
 	    "out of range: \"processes\" is 0");
+	/* Limits the stub would refuse at every start (review finding: check-policy said ok). */
+	refused("open_files below the sandbox's 16", "tiers = { low = { limits = {\n open_files = 8; }; }; };\n", 2,
+	    "out of range for a sandbox: \"open_files\" is 8 (expected at least 16)");
+	refused("memory below the sandbox's 16 MiB", "tiers = { medium = { limits = { memory = \"4M\"; }; }; };\n", 1,
+	    "out of range for a sandbox: \"memory\" is 4194304 (expected at least 16777216)");
+	refused("memory above the sandbox's 16 TiB", "tiers = { high = { limits = { memory = \"32T\"; }; }; };\n", 1,
+	    "out of range for a sandbox: \"memory\" is 35184372088832 (expected at most 17592186044416)");
+	refused("file_size below a page", "tiers = { low = { limits = { file_size = 100; }; }; };\n", 1,
+	    "out of range for a sandbox: \"file_size\" is 100");
+	refused("tmp_size below 64K", "tiers = { low = { limits = { tmp_size = \"1K\"; }; }; };\n", 1,
+	    "out of range for a sandbox: \"tmp_size\" is 1024");
+	refused("processes above 2^20", "tiers = { low = { limits = { processes = 2000000; }; }; };\n", 1,
+	    "out of range for a sandbox: \"processes\" is 2000000");
 	refused("negative ttl", "defaults = { ttl = -1; };\n", 1, "negative value \"ttl\"");
 	refused("negative max_ttl", "tiers = { low = { requestable = ( { caps = [ ]; max_ttl = -3; } ); }; };\n", 1,
 	    "negative value \"max_ttl\"");
