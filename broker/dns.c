@@ -22,7 +22,8 @@
  *    for such a name is a denial, audited and charged to the sandbox's
  *    audit budget; every lookup is audited (allowed) before it is made,
  *    and not made when its line cannot be written (SERVFAIL).  Only A and
- *    AAAA questions are judged at all (others: NOTIMP, no lookup), and the
+ *    AAAA questions are judged at all (others: NOTIMP, a denial, no
+ *    lookup), and the
  *    name is judged again when its lookup returns: a token revoked
  *    meanwhile teaches the sandbox nothing (NXDOMAIN, a denial).
  *  - The answer only helps the agent find an address.  What counts is the
@@ -429,10 +430,16 @@ brk_dconn_query(struct brk_dconn *d)
 	 * kind of query" (RFC 1035), before any judgment or lookup: no name
 	 * leaves the host for a question the answer could not carry.  Not
 	 * NXDOMAIN, which says the name does not exist (a resolver may then
-	 * forget its addresses too, RFC 2308); not audited: no name was
-	 * judged. */
-	if (d->q.qtype != LDNS_RR_TYPE_A && d->q.qtype != LDNS_RR_TYPE_AAAA)
+	 * forget its addresses too, RFC 2308).  A denial like any other:
+	 * audited, coalesced and charged to the sandbox's audit budget. */
+	if (d->q.qtype != LDNS_RR_TYPE_A && d->q.qtype != LDNS_RR_TYPE_AAAA) {
+		char why[80];
+
+		snprintf(why, sizeof(why), "DNS query of type %u: only A and AAAA are answered; "
+		    "not looked up", (unsigned)d->q.qtype);
+		brk_budget_deny(s, CB_EUNSUPPORTED, "net.resolve", d->q.name, NULL, why);
 		return brk_dconn_reply(d, LDNS_RCODE_NOTIMPL, NULL, 0);
+	}
 	e = d->q.valid_name ? brk_dns_covered(s, d->q.name, &d->h) : CB_EINVAL;
 	if (e != 0) {
 		brk_budget_deny(s, e, "net.resolve", d->q.name, NULL,

@@ -45,7 +45,10 @@ rcode 0 answers 1"
 t_is "... the names of the other types were never looked up (the host's resolver)" \
 	"$(grep -cE '^(mx|any)\.test\.invalid$|^txt\.other\.invalid$' "$T_TMP/asked")" 0
 t_is "... nor audited as lookups" \
-	"$(grep -cE '"op":"net.resolve","resource":"(mx|any)\.test\.invalid"' "$T_TMP/srv/audit.jsonl")" 0
+	"$(grep -cE '"op":"net.resolve","resource":"(mx|any)\.test\.invalid".*"decision":"allow"' "$T_TMP/srv/audit.jsonl")" 0
+t_ok "... but as denials (unsupported), with the type" grep -qE \
+	'"op":"net.resolve","resource":"mx\.test\.invalid","decision":"deny","reason":"unsupported".*type 15' \
+	"$T_TMP/srv/audit.jsonl"
 t_ok "control: the A question was looked up and audited" \
 	grep -q '"op":"net.resolve","resource":"ok.test.invalid",.*"decision":"allow"' "$T_TMP/srv/audit.jsonl"
 
