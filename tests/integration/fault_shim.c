@@ -47,26 +47,37 @@ pidfd_pid(int fd)
 	return pid;
 }
 
-/* Does pid's command line contain want? */
+/* Does pid's command line contain want?  A stub's spawn returns once its
+ * exec has begun, and for a moment after that its command line is not the
+ * new one yet (empty, or still the broker's): asked again for a second at
+ * most before the answer is no (test code: the broker waits meanwhile,
+ * only while the shim is armed). */
 static int
 cmdline_has(int pid, const char *want)
 {
 	char path[64], buf[8192];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == '\0')
-			buf[i] = ' ';
-	buf[n] = '\0';
-	return strstr(buf, want) != NULL;
+	for (int i = 0; i < 200; i++) {
+		ssize_t n;
+		int fd;
+
+		if (i > 0)
+			usleep(5000);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return 0;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		for (ssize_t k = 0; k < n; k++)
+			if (buf[k] == '\0')
+				buf[k] = ' ';
+		buf[n] = '\0';
+		if (strstr(buf, want))
+			return 1;
+	}
+	return 0;
 }
 
 struct event *
