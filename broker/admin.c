@@ -358,7 +358,7 @@ adm_revoke_committed(void *arg, const struct cl_job *j)
 	struct adm_wait *w = arg;
 	struct brk *b = w->b;
 	struct brk_admin *a = adm_wait_end(w);
-	char hex[2 * CAP_ID_LEN + 1];
+	char hex[2 * CAP_ID_LEN + 1], unconfirmed[CL_WHY_MAX] = "", detail[CL_WHY_MAX + 160];
 	size_t count = 0;
 	int r;
 
@@ -367,8 +367,16 @@ adm_revoke_committed(void *arg, const struct cl_job *j)
 			brk_admin_err(a, j->err, j->why);
 		goto out;
 	}
-	r = brk_revoke(b, w->id, NULL, a ? a->actor : "broker", "with its descendants, in the cluster",
-	    &count);
+	/* A live broker that did not confirm in time refuses every token by
+	 * now (its bound passed); the administrator still learns which, to
+	 * look at that host (docs/cluster.md, "Revoking"). */
+	if (j->unconfirmed)
+		snprintf(unconfirmed, sizeof(unconfirmed), "%s", j->unconfirmed_by[0] ?
+		    j->unconfirmed_by : "(unknown: the database link failed while waiting)");
+	snprintf(detail, sizeof(detail), "with its descendants, in the cluster%s%s%s",
+	    j->unconfirmed ? "; not confirmed within the staleness bound by broker " : "",
+	    j->unconfirmed ? unconfirmed : "", j->unconfirmed ? " (failing closed)" : "");
+	r = brk_revoke(b, w->id, NULL, a ? a->actor : "broker", detail, &count);
 	if (r == CB_ENOENT) {
 		bool ch = false;
 
@@ -389,7 +397,8 @@ adm_revoke_committed(void *arg, const struct cl_job *j)
 	/* The stream may have applied it here first: count as when asked. */
 	if (count < w->count)
 		count = w->count;
-	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
+	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count,
+	    .unconfirmed = unconfirmed[0] ? unconfirmed : NULL });
 out:
 	free(w);
 }
@@ -445,6 +454,165 @@ adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
 }
 
+/* ---- the cluster's views and decisions (docs/cluster.md) -------------- */
+
+/* A page of a --cluster view, or of the cluster's pending requests, read
+ * from the database by the link's thread; the answer goes to the command
+ * that asked (its connection is not read meanwhile). */
+static void
+adm_view_done(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk *b = w->b;
+	struct brk_admin *a = adm_wait_end(w);
+	struct wire_adm_rep rp = { .cmd = j->op == CL_GET_TOKENS ? WIRE_ADM_LIST :
+		j->op == CL_GET_SANDBOXES ? WIRE_ADM_SANDBOXES : WIRE_ADM_PENDING };
+	struct wire_enc e;
+	size_t i;
+
+	if (!a)
+		goto out;
+	if (j->err) {
+		char why[CL_WHY_MAX + 64];
+
+		snprintf(why, sizeof(why), "the cluster's view: %s", j->why);
+		brk_admin_err(a, j->err, why);
+		goto out;
+	}
+	brk_admin_begin(a, &e, &rp);
+	for (i = 0; i < j->nrows; i++) {
+		if (e.len + ADM_PAGE_ROOM + ST_CAPS_MAX > e.cap)
+			break;	/* the rest on the next page: capctl asks from here */
+		if (j->op == CL_GET_REQUESTS) {
+			const struct cl_req *r = &j->reqs[i];
+
+			wire_adm_elev_put(&e, &(struct wire_adm_elev){ .rid = r->rid, .sandbox = r->sandbox,
+			    .command = r->command, .cap = r->cap, .reason = r->reason, .ttl = r->ttl,
+			    .asked = r->asked_at, .expires = r->expires_at, .state = "pending",
+			    .broker = r->broker });
+		} else if (j->op == CL_GET_SANDBOXES) {
+			const struct cl_sbx *c = &j->sbxs[i];
+			struct brk_sbx *s = strcmp(c->broker, b->cl_name) == 0 ? brk_sbx_find(b, c->id) : NULL;
+
+			/* live counts only for ours; other brokers' are theirs */
+			wire_adm_sbx_put(&e, &(struct wire_adm_sbx){ .id = c->id, .tier = c->tier,
+			    .command = c->command, .workspace = c->workspace, .started = c->started,
+			    .pid = c->pid, .owner = c->owner, .tokens = s ? s->nheld : 0,
+			    .requests = s ? s->nreq : 0, .broker = c->broker });
+		} else {
+			const struct cl_tok *t = &j->toks[i];
+			char hex[2 * CAP_ID_LEN + 1], phex[2 * CAP_ID_LEN + 1];
+
+			cap_hex(t->id, CAP_ID_LEN, hex);
+			if (t->has_parent)
+				cap_hex(t->parent, CAP_ID_LEN, phex);
+			/* Revoked as this broker enforces it (the cluster's
+			 * revocations, ancestors included); uses are counted
+			 * by the broker that minted it, so not shown here. */
+			wire_adm_token_put(&e, &(struct wire_adm_token){ .id = hex,
+			    .parent = t->has_parent ? phex : NULL, .sandbox = t->sandbox, .caps = t->caps,
+			    .nbf = t->nbf, .exp = t->exp, .revoked = st_is_revoked(b->st, t->id),
+			    .elevated = t->elevated, .by = t->by, .broker = t->broker });
+		}
+	}
+	rp.more = i < j->nrows || j->more;
+	brk_admin_finish(a, &e, &rp);
+out:
+	free(w);
+}
+
+/* 0 when the view was asked for (answered later), else an error to send. */
+static int
+adm_view_cluster(struct brk_admin *a, const struct wire_adm_req *q, enum cl_op op)
+{
+	struct cl_job *j;
+	struct adm_wait *w;
+	int r;
+
+	if (!brk_fleet_on(a->b))
+		return CB_EUNSUPPORTED;
+	if (!(j = calloc(1, sizeof(*j))) || !(w = adm_wait_begin(a))) {
+		free(j);
+		return CB_ENOMEM;
+	}
+	j->op = op;
+	j->offset = q->offset;
+	if (op == CL_GET_TOKENS && q->sandbox)
+		snprintf(j->sandbox, sizeof(j->sandbox), "%s", q->sandbox);
+	j->done = adm_view_done;
+	j->arg = w;
+	if ((r = brk_fleet_submit(a->b, j)) != 0) {
+		adm_wait_end(w);
+		free(w);
+	}
+	return r;
+}
+
+static void
+adm_view_refused(struct brk_admin *a, int r)
+{
+	brk_admin_err(a, r, r == CB_EUNSUPPORTED ? "--cluster: this broker is not in a cluster" :
+	    r == CB_EBUSY ? "the cluster database has too many jobs waiting" : NULL);
+}
+
+/* A decision made here on a request of any broker, once its broker
+ * applied it (or with why not).  The holder audits the decision itself
+ * (approve or deny, naming this broker); this broker audits that its
+ * administrator decided a request held elsewhere. */
+static void
+adm_decide_done(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk *b = w->b;
+	struct brk_admin *a = adm_wait_end(w);
+	const struct cl_req *r = j->req;
+	bool approve = r->state == CL_REQ_APPROVED;
+
+	if (j->err != CB_ENOENT && r->broker[0] && strcmp(r->broker, b->cl_name) != 0) {
+		char detail[CL_WHY_MAX + CL_NAME_MAX + 96];
+
+		snprintf(detail, sizeof(detail), "request %llu of broker %s: %s",
+		    (unsigned long long)r->rid, r->broker, j->err ? j->why : "decided here, applied there");
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = approve ? "cluster.approve" : "cluster.deny", .sandbox = r->sandbox,
+		    .resource = r->cap, .actor = r->by, .reason = j->err, .detail = detail });
+	}
+	if (a) {
+		if (j->err)
+			brk_admin_err(a, j->err, j->why);
+		else
+			brk_admin_ok(a);
+	}
+	free(w);
+}
+
+static void
+adm_decide_cluster(struct brk_admin *a, const struct wire_adm_req *q, bool approve)
+{
+	struct brk *b = a->b;
+	char why[CL_WHY_MAX + 128];
+	struct adm_wait *w;
+	int r;
+
+	/* No approvals while the database is away (docs/cluster.md). */
+	if (approve && (r = brk_fleet_mint_ok(b, why, sizeof(why))) != 0) {
+		brk_admin_err(a, r, why);
+		return;
+	}
+	if (!(w = adm_wait_begin(a))) {
+		brk_admin_err(a, CB_ENOMEM, NULL);
+		return;
+	}
+	r = brk_fleet_decide(b, &(struct brk_verdict){ .rid = q->rid, .approve = approve,
+	    .ttl = q->ttl, .session = q->session, .by = a->actor, .reason = q->reason },
+	    adm_decide_done, w);
+	if (r != 0) {
+		adm_wait_end(w);
+		free(w);
+		brk_admin_err(a, r, r == CB_EBUSY ? "the cluster database has too many jobs waiting" : NULL);
+	}
+}
+
 struct adm_list {
 	struct wire_enc *e;
 	uint64_t skip, n;
@@ -485,6 +653,11 @@ adm_list(struct brk_admin *a, const struct wire_adm_req *q)
 	struct adm_list l = { .e = &e, .skip = q->offset };
 	int r;
 
+	if (q->cluster) {
+		if ((r = adm_view_cluster(a, q, CL_GET_TOKENS)) != 0)
+			adm_view_refused(a, r);
+		return;
+	}
 	brk_admin_begin(a, &e, &rp);
 	r = st_token_list(a->b->st, q->sandbox, adm_list_one, &l);
 	if (r < 0) {
@@ -500,8 +673,13 @@ adm_sandboxes(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct wire_enc e;
 	struct wire_adm_rep rp = { .cmd = WIRE_ADM_SANDBOXES };
+	int r;
 
-	(void)q;
+	if (q->cluster) {
+		if ((r = adm_view_cluster(a, q, CL_GET_SANDBOXES)) != 0)
+			adm_view_refused(a, r);
+		return;
+	}
 	brk_admin_begin(a, &e, &rp);
 	for (struct brk_sbx *s = a->b->sbx; s; s = s->next) {
 		if (s->dead)
@@ -551,17 +729,20 @@ adm_kill(struct brk_admin *a, const struct wire_adm_req *q)
 	brk_admin_ok(a);
 }
 
-/* A recorded request as the admin protocol describes it. */
+/* A recorded request as the admin protocol describes it (in a cluster,
+ * with its cluster-wide id and this broker's name). */
 static struct wire_adm_elev
-adm_elev(const struct st_request *r)
+adm_elev(const struct brk *b, const struct st_request *r)
 {
-	return (struct wire_adm_elev){ .rid = r->id, .sandbox = r->sandbox,
+	return (struct wire_adm_elev){ .rid = brk_fleet_rid(b, r->id), .sandbox = r->sandbox,
+		.broker = brk_fleet_on(b) ? b->cl_name : NULL,
 		.command = r->command, .cap = r->capability, .reason = r->reason, .ttl = r->ttl,
 		.asked = r->asked_at, .expires = r->expires_at,
 		.state = st_req_state_name(r->state) };
 }
 
 struct adm_page {
+	const struct brk *b;
 	struct wire_enc *e;
 	uint64_t skip;
 	bool more;
@@ -582,7 +763,7 @@ adm_pending_one(void *arg, const struct st_request *r)
 		p->more = true;
 		return 1;
 	}
-	q = adm_elev(r);
+	q = adm_elev(p->b, r);
 	wire_adm_elev_put(p->e, &q);
 	return 0;
 }
@@ -597,8 +778,12 @@ adm_pending(struct brk_admin *a, const struct wire_adm_req *q)
 	 * loop only times the ones it holds): lapse them here, so the list
 	 * never shows a request past its expiry as pending. */
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
-	struct adm_page pg = { .e = &e, .skip = q->offset };
+	struct adm_page pg = { .b = a->b, .e = &e, .skip = q->offset };
 
+	/* In a cluster: every broker's requests, from the database; while it
+	 * is away, this broker's own (docs/cluster.md). */
+	if (brk_fleet_on(a->b) && cl_up(a->b->cl) && adm_view_cluster(a, q, CL_GET_REQUESTS) == 0)
+		return;
 	brk_admin_begin(a, &e, &rp);
 	cb_ignore(st_request_list(a->b->st, ST_REQ_PENDING, adm_pending_one, &pg));
 	rp.more = pg.more;
@@ -620,6 +805,10 @@ adm_decide(struct brk_admin *a, const struct wire_adm_req *q, bool approve)
 	}
 	/* As in adm_pending: a lapsed request is expired, not undecided. */
 	cb_ignore(st_request_expire(a->b->st, st_now(a->b->st), NULL));
+	if (brk_fleet_on(a->b)) {
+		adm_decide_cluster(a, q, approve);
+		return;
+	}
 	r = brk_pending_decide(a->b, &(struct brk_verdict){ .rid = q->rid, .approve = approve,
 	    .ttl = q->ttl, .session = q->session, .by = a->actor, .reason = q->reason });
 	if (r == CB_ENOENT)
@@ -1287,7 +1476,7 @@ brk_admin_notify(struct brk *b, uint64_t rid)
 
 	if (st_request_get(b->st, rid, &r) != 0)
 		return;
-	ev.req = adm_elev(&r);
+	ev.req = adm_elev(b, &r);
 	if (wire_adm_event_encode(&ev, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
 		return;
 	for (struct brk_admin *a = b->admins, *next; a; a = next) {

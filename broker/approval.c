@@ -79,16 +79,24 @@ brk_decide_apply(struct brk *b, void *arg)
 	return st_token_add(b->st, d->tok);
 }
 
-/* Deny request rid on record (state and log) through the commit gate. */
+/* Deny request rid on record (state and log) through the commit gate;
+ * where: the broker of the cluster it was decided on, or NULL. */
 static int
 brk_deny_request(struct brk *b, uint64_t rid, const char *sandbox, const char *cap,
-    const char *by, const char *reason)
+    const char *by, const char *reason, const char *where)
 {
 	struct brk_decide_arg da = { .rid = rid, .by = by, .now = st_now(b->st), .reason = reason };
+	char detail[ST_TEXT_MAX + BRK_PATH_MAX + 256];
 	struct brk_dec d = { .op = "deny", .sandbox = sandbox, .resource = cap, .actor = by,
 		.detail = reason, .decision = AUD_DENY, .reason = CB_EDENIED,
 		.apply = brk_decide_apply, .arg = &da };
 
+	if (where) {
+		snprintf(detail, sizeof(detail), "%s%srequest %llu, decided on broker %s of the cluster",
+		    reason ? reason : "", reason && *reason ? "; " : "",
+		    (unsigned long long)brk_fleet_rid(b, rid), where);
+		d.detail = detail;
+	}
 	return brk_decide(b, &d);
 }
 
@@ -102,7 +110,7 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 	bool session = g->session;
 	struct wire_reply rp = { .id = qid };
 	struct st_token rec;
-	char *text = NULL, tid[2 * CAP_ID_LEN + 1], detail[96];
+	char *text = NULL, tid[2 * CAP_ID_LEN + 1], detail[BRK_PATH_MAX + 256];
 	uint64_t now = cb_now();
 	int e;
 
@@ -118,6 +126,10 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 		return e;
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
 	    session ? "session" : "once");
+	if (g->where)	/* who decided where (docs/cluster.md) */
+		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail), "; request %llu, "
+		    "decided on broker %s of the cluster", (unsigned long long)brk_fleet_rid(b, g->rid),
+		    g->where);
 	{
 		/* The approval is on disk (state and audit, sealed by a signed
 		 * checkpoint so that cutting the line after a crash shows)
@@ -170,6 +182,13 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 		brk_deny(s, q, CB_EBUSY, (*cap)->text, NULL, "too many requests already waiting");
 		return;
 	}
+	/* In a cluster a request needs its cluster-wide id, drawn at the
+	 * first connection to the database (docs/cluster.md). */
+	if (brk_fleet_on(b) && brk_fleet_rid(b, 1) == 0) {
+		brk_deny(s, q, CB_ECLUSTER, (*cap)->text, NULL, "this broker has not reached the "
+		    "cluster database since it started: no requests yet");
+		return;
+	}
 	memset(&rq, 0, sizeof(rq));
 	snprintf(rq.sandbox, sizeof(rq.sandbox), "%s", s->id);
 	snprintf(rq.command, sizeof(rq.command), "%s", s->command ? s->command : "");
@@ -183,6 +202,7 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 		return;
 	}
 	p->rid = rq.id;
+	brk_fleet_request(b, &rq);
 	p->s = s;
 	p->qid = q->id;
 	p->cap = *cap;
@@ -199,7 +219,7 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 		char detail[ST_TEXT_MAX + 128];
 
 		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
-		    (unsigned long long)p->rid, (unsigned long long)ttl, p->reason);
+		    (unsigned long long)brk_fleet_rid(b, p->rid), (unsigned long long)ttl, p->reason);
 		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .op = "request", .resource = p->cap->text, .actor = "agent",
 		    .detail = detail }));
@@ -227,7 +247,8 @@ brk_pending_decide(struct brk *b, const struct brk_verdict *v)
 		if (st_request_get(b->st, rid, &rq) != 0)
 			return CB_ENOENT;
 		if (rq.state == ST_REQ_PENDING) {
-			e = brk_deny_request(b, rid, rq.sandbox, rq.capability, by, "sandbox is gone");
+			e = brk_deny_request(b, rid, rq.sandbox, rq.capability, by, "sandbox is gone",
+			    v->where);
 			return e ? e : CB_ENOENT;
 		}
 		return rq.state == ST_REQ_EXPIRED ? CB_EEXPIREDREQ : CB_EEXIST;
@@ -237,9 +258,9 @@ brk_pending_decide(struct brk *b, const struct brk_verdict *v)
 		if (ttl == 0 || ttl > p->ttl)
 			ttl = p->ttl;
 		e = brk_grant(p->s, p->qid, &(struct brk_grant){ .cap = p->cap, .ttl = ttl,
-		    .rid = rid, .by = by, .session = v->session });
+		    .rid = rid, .by = by, .session = v->session, .where = v->where });
 	} else {
-		e = brk_deny_request(b, rid, p->s->id, p->cap->text, by, reason);
+		e = brk_deny_request(b, rid, p->s->id, p->cap->text, by, reason, v->where);
 		if (e == 0) {
 			char why[300];
 			struct wire_reply rp = { .id = p->qid, .err = CB_EDENIED, .reason = why };
@@ -285,6 +306,7 @@ brk_pending_tick(struct brk *b)
 			    .reason = CB_EEXPIREDREQ, .sandbox = p->s->id, .op = "expire",
 			    .resource = p->cap->text, .actor = "broker" });
 			brk_reply(p->s, &rp, -1);
+			brk_fleet_closed(b, p->rid, true, "broker", "no one decided in time");
 		}
 		if (b->tty_current == p && b->tty_fd >= 0) {
 			const char msg[] = "\n(request expired)\n";
@@ -311,7 +333,9 @@ brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
 			continue;
 		/* A failure here leaves the request pending in the state; it
 		 * lapses at its expiry like any other. */
-		cb_ignore(brk_deny_request(b, p->rid, s->id, p->cap->text, "broker", "sandbox is gone"));
+		cb_ignore(brk_deny_request(b, p->rid, s->id, p->cap->text, "broker", "sandbox is gone",
+		    NULL));
+		brk_fleet_closed(b, p->rid, false, "broker", "sandbox is gone");
 		brk_pending_unlink(b, p);
 		brk_pending_free(p);
 	}
@@ -320,6 +344,38 @@ brk_pending_drop_sbx(struct brk *b, struct brk_sbx *s)
 }
 
 /* ---- the terminal prompt (--approve tty) ------------------------------ */
+
+/* In a cluster the terminal's answer is one decision among the cluster's
+ * administrators': it goes through the database like theirs (exactly one
+ * wins), and is applied here when it comes back (fleet.c). */
+static void
+brk_tty_cluster(struct brk *b, struct brk_pending *p, const char *line)
+{
+	struct brk_verdict v = { .rid = brk_fleet_rid(b, p->rid), .by = "tty" };
+	char *end;
+	unsigned long secs = strtoul(line, &end, 10);
+
+	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0) {
+		v.approve = true;
+	} else if (strcmp(line, "s") == 0 || strcmp(line, "session") == 0) {
+		v.approve = v.session = true;
+	} else if (line[0] && *end == '\0' && secs > 0) {
+		v.approve = true;
+		v.ttl = secs;
+	} else if (strcmp(line, "n") == 0 || strcmp(line, "no") == 0 || line[0] == '\0') {
+		v.reason = "refused at the terminal";
+	} else {
+		const char again[] = "answer y, n, s or a number of seconds: ";
+
+		(void)!write(b->tty_fd, again, sizeof(again) - 1);
+		return;
+	}
+	if (brk_fleet_decide(b, &v, NULL, NULL) != 0) {
+		const char fail[] = "the decision could not be handed to the cluster; try again: ";
+
+		(void)!write(b->tty_fd, fail, sizeof(fail) - 1);
+	}
+}
 
 static void
 brk_tty_read(evutil_socket_t fd, short ev, void *arg)
@@ -342,6 +398,10 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 		return;
 	line[strcspn(line, "\r\n")] = '\0';
 	secs = strtoul(line, &end, 10);
+	if (brk_fleet_on(b)) {
+		brk_tty_cluster(b, p, line);
+		return;
+	}
 	if (strcmp(line, "y") == 0 || strcmp(line, "yes") == 0)
 		cb_ignore(brk_pending_decide(b, &(struct brk_verdict){ .rid = p->rid, .approve = true,
 		    .by = "tty" }));

@@ -14,6 +14,7 @@ struct brk_grant {
 	uint64_t rid;		/* the request a human decided; 0: none waited */
 	const char *by;		/* the audit actor: "uid:N", "tty", "session", "policy" */
 	bool session;		/* later requests inside cap are granted without asking */
+	const char *where;	/* in a cluster: the broker it was decided on; NULL: here */
 };
 
 /* Mint the elevated token g->cap for s (its clock starting now), record the
@@ -37,6 +38,7 @@ struct brk_verdict {
 	bool session;		/* approve: later requests inside it without asking */
 	const char *by;		/* the audit actor */
 	const char *reason;	/* deny: why, for the agent and the log (may be NULL) */
+	const char *where;	/* in a cluster: the broker it was decided on (fleet.c); NULL: here */
 };
 
 /* Apply v: approve mints the token, deny refuses; both on record through

@@ -85,6 +85,7 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 	if (n == 0)
 		sbx_cgroup_sweep();
 	brk_pending_tick(b);
+	brk_fleet_sandboxes(b);
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
 		if (!s->dead) {
 			brk_budget_tick(s);

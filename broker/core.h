@@ -244,6 +244,7 @@ struct brk {
 	uint64_t cl_applied;		/* the last change applied */
 	bool cl_stale_noted;		/* its "cluster.stale" line is written */
 	char cl_why[256];		/* why the link is down */
+	uint64_t cl_sbx_sig;		/* the sandboxes last published (fleet.c) */
 };
 
 /* Append r to the audit log (if open).  A failure is not reported here:

@@ -16,6 +16,7 @@
  * working for longer than the bound.
  */
 #include "broker/core.h"
+#include "broker/approval.h"
 #include "broker/fleet.h"
 #include "broker/fs_served.h"
 
@@ -24,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static void brk_fleet_decisions(void *arg, const struct cl_req *r, size_t n);
 
 bool
 brk_fleet_on(const struct brk *b)
@@ -276,7 +279,8 @@ brk_fleet_open(struct brk *b, char *why, size_t whylen)
 		return CB_ENOMEM;
 	r = cl_open(&(struct cl_opts){ .conninfo = conninfo, .name = b->cl_name,
 	    .stale_ms = b->cl_stale_ns / 1000000u,
-	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link, .arg = b } }, &b->cl);
+	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link,
+	    .decisions = brk_fleet_decisions, .arg = b } }, &b->cl);
 	if (r == CB_EUNSUPPORTED) {
 		snprintf(why, whylen, "cluster: cannot load libpq: %s", cl_lib_why());
 		return r;
@@ -304,4 +308,175 @@ brk_fleet_close(struct brk *b)
 	b->ev_cl_stale = NULL;
 	cl_close(b->cl);
 	b->cl = NULL;
+}
+
+/* ---- elevation requests across the cluster (docs/cluster.md) ---------- */
+
+uint64_t
+brk_fleet_rid(const struct brk *b, uint64_t local)
+{
+	uint64_t num;
+
+	if (!b->cl)
+		return local;
+	num = cl_num(b->cl);
+	/* no number yet, or a state that outgrew its span: no cluster id */
+	if (num == 0 || local == 0 || local >= CL_RID_SPAN || num > UINT64_MAX / CL_RID_SPAN - 1)
+		return 0;
+	return num * CL_RID_SPAN + local;
+}
+
+static struct cl_job *
+brk_fleet_req_job(enum cl_op op, uint64_t rid)
+{
+	struct cl_job *j = calloc(1, sizeof(*j));
+
+	if (j && !(j->req = calloc(1, sizeof(*j->req)))) {
+		free(j);
+		return NULL;
+	}
+	if (j) {
+		j->op = op;
+		j->req->rid = rid;
+	}
+	return j;
+}
+
+void
+brk_fleet_request(struct brk *b, const struct st_request *rq)
+{
+	uint64_t rid = brk_fleet_rid(b, rq->id);
+	struct cl_job *j;
+
+	if (!b->cl || !rid || !(j = brk_fleet_req_job(CL_PUT_REQUEST, rid)))
+		return;
+	/* Kept and retried while the database is away: meanwhile only this
+	 * broker lists it, and only this broker's administrators (or its
+	 * expiry) can close it, once the database answers again. */
+	j->retry = true;
+	snprintf(j->req->sandbox, sizeof(j->req->sandbox), "%s", rq->sandbox);
+	snprintf(j->req->command, sizeof(j->req->command), "%s", rq->command);
+	snprintf(j->req->cap, sizeof(j->req->cap), "%s", rq->capability);
+	snprintf(j->req->reason, sizeof(j->req->reason), "%s", rq->reason);
+	j->req->ttl = rq->ttl;
+	j->req->asked_at = rq->asked_at;
+	j->req->expires_at = rq->expires_at;
+	cb_ignore(cl_submit(b->cl, j));
+}
+
+void
+brk_fleet_closed(struct brk *b, uint64_t local, bool expired, const char *by, const char *why)
+{
+	uint64_t rid = brk_fleet_rid(b, local);
+	struct cl_job *j;
+
+	if (!b->cl || !rid || !(j = brk_fleet_req_job(CL_PUT_CLOSED, rid)))
+		return;
+	j->retry = true;
+	j->req->state = expired ? CL_REQ_EXPIRED : CL_REQ_DENIED;
+	snprintf(j->req->by, sizeof(j->req->by), "%s", by ? by : "broker");
+	snprintf(j->req->why, sizeof(j->req->why), "%s", why ? why : "");
+	cb_ignore(cl_submit(b->cl, j));
+}
+
+int
+brk_fleet_decide(struct brk *b, const struct brk_verdict *v,
+    void (*done)(void *arg, const struct cl_job *j), void *arg)
+{
+	struct cl_job *j;
+
+	if (!b->cl)
+		return CB_ECLUSTER;
+	if (!(j = brk_fleet_req_job(CL_DECIDE, v->rid)))
+		return CB_ENOMEM;
+	j->req->state = v->approve ? CL_REQ_APPROVED : CL_REQ_DENIED;
+	snprintf(j->req->by, sizeof(j->req->by), "%s", v->by);
+	snprintf(j->req->why, sizeof(j->req->why), "%s", v->reason ? v->reason : "");
+	j->req->approved_ttl = v->approve ? v->ttl : 0;
+	j->req->session = v->approve && v->session;
+	j->done = done;
+	j->arg = arg;
+	return cl_submit(b->cl, j);
+}
+
+/* A decision on a request this broker holds, made on any broker: applied
+ * here through the same path as a local one (approve mints the token and
+ * answers the agent), then its outcome goes back to the database, where
+ * the deciding broker waits for it.  Applying twice is harmless: the
+ * state has the request decided by then, and the second outcome, written
+ * after the first, is ignored there (applied_at is set once). */
+static void
+brk_fleet_apply_decision(struct brk *b, const struct cl_req *r)
+{
+	uint64_t num = cl_num(b->cl), local;
+	bool approve = r->state == CL_REQ_APPROVED, reopen = false;
+	struct st_request rq;
+	struct cl_job *j;
+	int e;
+
+	if (num == 0 || r->rid / CL_RID_SPAN != num)
+		return;
+	local = r->rid % CL_RID_SPAN;
+	e = brk_pending_decide(b, &(struct brk_verdict){ .rid = local, .approve = approve,
+	    .ttl = r->approved_ttl, .session = r->session, .by = r->by,
+	    .reason = r->why[0] ? r->why : NULL, .where = r->on });
+	if (e == CB_EEXIST && st_request_get(b->st, local, &rq) == 0 &&
+	    rq.state == (approve ? ST_REQ_APPROVED : ST_REQ_DENIED))
+		e = 0;	/* applied before: this is the same decision read again */
+	else if (e != 0 && e != CB_ENOENT && e != CB_EEXIST && e != CB_EEXPIREDREQ)
+		reopen = true;	/* no room, or the gate failed: still pending here */
+	if (!(j = brk_fleet_req_job(CL_PUT_APPLIED, r->rid)))
+		return;
+	j->retry = true;
+	j->req->outcome = e;
+	j->req->reopen = reopen;
+	cb_ignore(cl_submit(b->cl, j));
+}
+
+static void
+brk_fleet_decisions(void *arg, const struct cl_req *r, size_t n)
+{
+	struct brk *b = arg;
+
+	for (size_t i = 0; i < n; i++)
+		brk_fleet_apply_decision(b, &r[i]);
+}
+
+void
+brk_fleet_sandboxes(struct brk *b)
+{
+	struct cl_sbx *v = NULL;
+	size_t n = 0, k = 0;
+	uint64_t sig = 1469598103934665603ull;
+
+	if (!b->cl)
+		return;
+	/* Published when the set changed (a hash of ids and start times). */
+	for (struct brk_sbx *s = b->sbx; s; s = s->next) {
+		if (s->dead)
+			continue;
+		n++;
+		for (const char *p = s->id; *p; p++)
+			sig = (sig ^ (uint8_t)*p) * 1099511628211ull;
+		sig = (sig ^ s->started_at) * 1099511628211ull;
+	}
+	if (sig == b->cl_sbx_sig)
+		return;
+	if (n && !(v = calloc(n, sizeof(*v))))
+		return;
+	for (struct brk_sbx *s = b->sbx; s && k < n; s = s->next) {
+		if (s->dead)
+			continue;
+		snprintf(v[k].id, sizeof(v[k].id), "%s", s->id);
+		snprintf(v[k].tier, sizeof(v[k].tier), "%s", s->tier_name);
+		snprintf(v[k].command, sizeof(v[k].command), "%s", s->command ? s->command : "");
+		snprintf(v[k].workspace, sizeof(v[k].workspace), "%s", s->workspace);
+		v[k].started = s->started_at;
+		v[k].pid = (uint64_t)(s->spawned ? s->proc.pid : 0);
+		v[k].owner = s->owner;
+		k++;
+	}
+	if (cl_set_sandboxes(b->cl, v, k) == 0)
+		b->cl_sbx_sig = sig;
+	free(v);
 }

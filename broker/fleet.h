@@ -8,6 +8,7 @@
 #ifndef CB_BROKER_FLEET_H
 #define CB_BROKER_FLEET_H
 
+#include "broker/approval.h"
 #include "broker/core.h"
 #include "cluster/cluster.h"
 
@@ -44,5 +45,29 @@ int brk_fleet_token(struct brk *b, const struct st_token *rec,
 
 /* Publish every key of ours again (after a rotation or retirement). */
 void brk_fleet_keys(struct brk *b);
+
+/* ---- elevation requests across the cluster (docs/cluster.md) ---- */
+
+/* The cluster-wide id of a request this broker's state numbered local:
+ * local itself without a cluster; 0 while this broker has no number in
+ * the cluster yet (it never reached the database since it started). */
+uint64_t brk_fleet_rid(const struct brk *b, uint64_t local);
+/* Record a request of ours in the cluster (in the background; kept while
+ * the database is away).  No-op without a cluster. */
+void brk_fleet_request(struct brk *b, const struct st_request *rq);
+/* A request of ours lapsed (expired) or was denied here without a human
+ * (its sandbox is gone): closed in the cluster too, unless a decision won
+ * there first (that one is then applied and finds it closed). */
+void brk_fleet_closed(struct brk *b, uint64_t local, bool expired, const char *by, const char *why);
+/* Decide v->rid (a cluster-wide id) in the cluster's database: exactly
+ * one decision wins; the broker holding it applies it.  done (may be
+ * NULL) runs on the loop once the holder applied it, or with the reason
+ * it was not (struct cl_job's err).  0, CB_ENOMEM, CB_EBUSY, CB_ECLUSTER
+ * (no cluster); then done is never called. */
+int brk_fleet_decide(struct brk *b, const struct brk_verdict *v,
+    void (*done)(void *arg, const struct cl_job *j), void *arg) CB_WARN_UNUSED;
+/* Publish the sandboxes this broker runs when they changed (once a
+ * second, from the broker's tick). */
+void brk_fleet_sandboxes(struct brk *b);
 
 #endif

@@ -49,13 +49,14 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: capctl [--socket PATH | --state DIR] [--json] COMMAND [ARGS]\n"
+	    "usage: capctl [--socket PATH | --state DIR] [--json] [--cluster] COMMAND [ARGS]\n"
 	    "  issue --sandbox ID --cap CAP... [--ttl S] [--uses N]   prints the token\n"
 	    "  revoke TOKEN_ID|TOKEN        revokes it and every token derived from it\n"
-	    "  list [--sandbox ID]          issued tokens\n"
-	    "  sandboxes                    running sandboxes\n"
+	    "  list [--sandbox ID] [--cluster]   issued tokens\n"
+	    "  sandboxes [--cluster]        running sandboxes\n"
 	    "  kill SANDBOX_ID              ends a sandbox at once\n"
-	    "  pending                      elevation requests awaiting a decision\n"
+	    "  pending                      elevation requests awaiting a decision (in a\n"
+	    "                               cluster: every broker's)\n"
 	    "  approve REQUEST_ID [--ttl S] [--session]\n"
 	    "  deny REQUEST_ID [--reason TEXT]\n"
 	    "  watch                        prompts for each new request (--json: streams them)\n"
@@ -77,6 +78,8 @@ help(void)
 	    "                    audit verify read DIR directly when no broker answers\n"
 	    "                    (default socket: $CAPBROKER_SOCKET)\n"
 	    "  --json            machine-readable output, errors included (also after COMMAND)\n"
+	    "  --cluster         list, sandboxes: those of every broker of the broker's cluster,\n"
+	    "                    with a BROKER column (also after COMMAND)\n"
 	    "  --version, --help\n"
 	    "command options:\n"
 	    "  --sandbox ID      issue: the sandbox the token is bound to; list, audit: only it\n"
@@ -390,6 +393,7 @@ main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "state", required_argument, NULL, 's' },
 		CTL_JSON_OPT,
+		CTL_CLUSTER_OPT,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -403,6 +407,7 @@ main(int argc, char **argv)
 		case 'S': c.sock = optarg; break;
 		case 's': c.state = optarg; break;
 		case 'j': c.json = true; break;
+		case 'C': c.cluster = true; break;
 		case 'h': help(); return CTL_OK;
 		case 'V': printf("capctl %s\n", CB_VERSION); return CTL_OK;
 		default: usage(stderr); return CTL_USAGE;
@@ -413,6 +418,12 @@ main(int argc, char **argv)
 		return CTL_USAGE;
 	}
 	cmd = argv[optind];
+	/* pending shows the cluster's requests in a cluster anyway */
+	if (c.cluster && strcmp(cmd, "list") != 0 && strcmp(cmd, "sandboxes") != 0 &&
+	    strcmp(cmd, "pending") != 0) {
+		ctl_usage("--cluster is for list, sandboxes and pending");
+		return CTL_USAGE;
+	}
 	argc -= optind;
 	argv += optind;
 	optind = 0;	/* each command parses its own options from argv[1]; 0 makes

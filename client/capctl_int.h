@@ -42,12 +42,15 @@ struct ctl {
 	const char *sock;	/* admin socket path, or NULL */
 	const char *state;	/* --state DIR, or NULL */
 	bool json;
+	bool cluster;		/* --cluster: list and sandboxes of every broker of the cluster */
 	bool json_done;		/* --json: a document is on stdout already */
 	struct cc_adm *adm;	/* the admin connection (connected by ctl_connect) */
 };
 
 /* Per-command option parsing: --json is accepted after the command too. */
 #define CTL_JSON_OPT { "json", no_argument, NULL, 'j' }
+/* ... and --cluster after list and sandboxes. */
+#define CTL_CLUSTER_OPT { "cluster", no_argument, NULL, 'C' }
 
 /* ---- capctl.c: messages and output --------------------------------------- */
 
@@ -110,6 +113,7 @@ struct ctl_req {
 	char cap[CAP_STR_MAX + 1];
 	char reason[ST_TEXT_MAX + 1];
 	char state[16];
+	char broker[256];	/* in a cluster: the broker holding the sandbox ("" if not said) */
 };
 void ctl_req_get(const struct wire_adm_elev *e, struct ctl_req *q);
 /* The request as JSON, "event" first when given (new reference). */

@@ -13,45 +13,74 @@
 
 #include "client/capctl_int.h"
 
+static void
+ctl_sandbox_one(struct ctl *c, const struct wire_adm_sbx *s, json_t *arr)
+{
+	char tb[32];
+
+	if (c->json) {
+		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "id", J(s->id), "tier",
+		    J(s->tier), "command", J(s->command), "workspace", J(s->workspace), "started",
+		    (json_int_t)s->started, "pid", (json_int_t)s->pid, "tokens", (json_int_t)s->tokens,
+		    "requests", (json_int_t)s->requests, "owner", (json_int_t)s->owner);
+
+		if (o && s->broker)
+			json_object_set_new(o, "broker", J(s->broker));
+		cb_ignore(json_array_append_new(arr, o));
+		return;
+	}
+	ctl_text(stdout, s->id);
+	printf("%*s %-8s %8" PRIu64 " %-20s %6" PRIu64 " %8" PRIu64 "  ",
+	    strlen(s->id) < 20 ? (int)(20 - strlen(s->id)) : 0, "", s->tier, s->pid,
+	    ctl_time(s->started, tb, sizeof(tb)), s->tokens, s->requests);
+	if (c->cluster) {
+		ctl_text(stdout, s->broker ? s->broker : "-");
+		printf("  ");
+	}
+	ctl_text(stdout, s->command);
+	putchar('\n');
+}
+
 int
 ctl_sandboxes(struct ctl *c, int argc, char **argv)
 {
+	static const struct option lo[] = { CTL_JSON_OPT, CTL_CLUSTER_OPT, { NULL, 0, NULL, 0 } };
 	struct wire_adm_req rq;
 	struct wire_adm_rep m;
+	uint64_t offset = 0;
+	bool more = true;
 	json_t *arr = NULL;
-	int r;
+	int o, r;
 
-	(void)argv;
-	if (argc > 1)
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'j': c->json = true; break;
+		case 'C': c->cluster = true; break;
+		default: return CTL_USAGE;
+		}
+	}
+	if (optind != argc)
 		return ctl_usage("sandboxes takes no arguments");
 	if ((r = ctl_connect(c, false)) != CTL_OK)
 		return r;
-	ctl_begin(c, &rq, WIRE_ADM_SANDBOXES);
-	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
-		return r;
 	if (c->json && !(arr = json_array()))
 		return CTL_FAIL;
-	if (!c->json)
-		printf("%-20s %-8s %8s %-20s %6s %8s  COMMAND\n", "ID", "TIER", "PID", "STARTED",
-		    "TOKENS", "REQUESTS");
-	for (size_t i = 0; i < m.nsbxs; i++) {
-		const struct wire_adm_sbx *s = &m.sbxs[i];
-		char tb[32];
-
-		if (c->json) {
-			cb_ignore(json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,"
-			    "s:I,s:I}", "id", J(s->id), "tier", J(s->tier), "command", J(s->command),
-			    "workspace", J(s->workspace), "started", (json_int_t)s->started, "pid",
-			    (json_int_t)s->pid, "tokens", (json_int_t)s->tokens, "requests",
-			    (json_int_t)s->requests, "owner", (json_int_t)s->owner)));
-			continue;
+	/* A --cluster view comes in pages (the broker says "more"). */
+	while (more) {
+		ctl_begin(c, &rq, WIRE_ADM_SANDBOXES);
+		rq.cluster = c->cluster;
+		rq.offset = offset;
+		if ((r = ctl_call(c, &rq, &m)) != CTL_OK) {
+			json_decref(arr);
+			return r;
 		}
-		ctl_text(stdout, s->id);
-		printf("%*s %-8s %8" PRIu64 " %-20s %6" PRIu64 " %8" PRIu64 "  ",
-		    strlen(s->id) < 20 ? (int)(20 - strlen(s->id)) : 0, "", s->tier, s->pid,
-		    ctl_time(s->started, tb, sizeof(tb)), s->tokens, s->requests);
-		ctl_text(stdout, s->command);
-		putchar('\n');
+		if (offset == 0 && !c->json)
+			printf("%-20s %-8s %8s %-20s %6s %8s  %sCOMMAND\n", "ID", "TIER", "PID",
+			    "STARTED", "TOKENS", "REQUESTS", c->cluster ? "BROKER  " : "");
+		more = m.more && m.nsbxs > 0;
+		offset += m.nsbxs;
+		for (size_t i = 0; i < m.nsbxs; i++)
+			ctl_sandbox_one(c, &m.sbxs[i], arr);
 	}
 	if (c->json)
 		ctl_json(c, arr);
@@ -89,6 +118,7 @@ ctl_req_get(const struct wire_adm_elev *e, struct ctl_req *q)
 	snprintf(q->cap, sizeof(q->cap), "%s", e->cap);
 	snprintf(q->reason, sizeof(q->reason), "%s", e->reason);
 	snprintf(q->state, sizeof(q->state), "%s", e->state);
+	snprintf(q->broker, sizeof(q->broker), "%s", e->broker ? e->broker : "");
 }
 
 json_t *
@@ -98,6 +128,9 @@ ctl_req_json(const struct ctl_req *q, const char *event)
 	    "sandbox", J(q->sandbox), "command", J(q->command), "cap", J(q->cap), "reason",
 	    J(q->reason), "ttl", (json_int_t)q->ttl, "asked", (json_int_t)q->asked, "expires",
 	    (json_int_t)q->expires, "state", J(q->state));
+
+	if (o && q->broker[0])
+		json_object_set_new(o, "broker", J(q->broker));
 
 	/* "event" first, as watch --json has always printed it. */
 	if (o && event) {
@@ -161,6 +194,10 @@ ctl_pending(struct ctl *c, int argc, char **argv)
 			ctl_text(stdout, q.command);
 			printf("\n       reason:  ");
 			ctl_reason(stdout, q.reason);
+			if (q.broker[0]) {
+				printf("\n       broker:  ");
+				ctl_text(stdout, q.broker);
+			}
 			putchar('\n');
 		}
 	}

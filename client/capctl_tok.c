@@ -135,9 +135,18 @@ ctl_revoke(struct ctl *c, int argc, char **argv)
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	count = m.count;
-	if (c->json)
-		ctl_json(c, json_pack("{s:b,s:s,s:I}", "ok", 1, "id", hex, "revoked", (json_int_t)count));
-	else if (count == 0)
+	/* Committed, and that broker fails closed by now; but its
+	 * administrator should look at it (docs/cluster.md). */
+	if (m.unconfirmed)
+		ctl_err("revoked in the cluster, but broker %s did not confirm within the staleness "
+		    "bound (it refuses every token until it catches up)", m.unconfirmed);
+	if (c->json) {
+		json_t *o = json_pack("{s:b,s:s,s:I}", "ok", 1, "id", hex, "revoked", (json_int_t)count);
+
+		if (o && m.unconfirmed)
+			json_object_set_new(o, "unconfirmed", J(m.unconfirmed));
+		ctl_json(c, o);
+	} else if (count == 0)
 		printf("%s was already revoked\n", hex);
 	else
 		printf("revoked %s (%" PRIu64 " token%s, descendants included)\n", hex, count,
@@ -162,6 +171,8 @@ ctl_json_caps(const char *caps)
 /* One row per token, every column filled ("-" when empty) and the
  * capabilities last, so `awk '{print $1, $4}'` works. */
 #define CTL_LIST_ROW "%-32s  %-8s  %-20s  %-16s  %-5s  %-8s  %-4s  %-10s  %s\n"
+/* --cluster: the same with the broker that minted it */
+#define CTL_LIST_CROW "%-32s  %-8s  %-20s  %-16s  %-5s  %-8s  %-4s  %-10s  %-20s  %s\n"
 
 static void
 ctl_list_one(struct ctl *c, const struct wire_adm_token *t, json_t *arr, uint64_t now)
@@ -178,11 +189,15 @@ ctl_list_one(struct ctl *c, const struct wire_adm_token *t, json_t *arr, uint64_
 	state = revoked ? "revoked" : exp <= now ? "expired" : has_uses && uses == 0 ? "spent" :
 	    "active";
 	if (c->json) {
-		cb_ignore(json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:s,"
-		    "s:b,s:b,s:o}", "id", J(id), "parent", parent ? J(parent) : json_null(),
-		    "sandbox", J(sbx), "caps", ctl_json_caps(caps), "nbf", (json_int_t)nbf, "exp",
-		    (json_int_t)exp, "uses", has_uses ? json_integer((json_int_t)uses) : json_null(),
-		    "state", state, "revoked", revoked, "elevated", elevated, "by", J(by))));
+		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:s,s:b,s:b,s:o}", "id", J(id),
+		    "parent", parent ? J(parent) : json_null(), "sandbox", J(sbx), "caps",
+		    ctl_json_caps(caps), "nbf", (json_int_t)nbf, "exp", (json_int_t)exp, "uses",
+		    has_uses ? json_integer((json_int_t)uses) : json_null(), "state", state,
+		    "revoked", revoked, "elevated", elevated, "by", J(by));
+
+		if (o && t->broker)
+			json_object_set_new(o, "broker", J(t->broker));
+		cb_ignore(json_array_append_new(arr, o));
 		return;
 	}
 	snprintf(flat, sizeof(flat), "%s", caps);
@@ -194,6 +209,14 @@ ctl_list_one(struct ctl *c, const struct wire_adm_token *t, json_t *arr, uint64_
 	cb_text_esc(esbx, sizeof(esbx), *sbx ? sbx : "-");
 	cb_text_esc(eby, sizeof(eby), *by ? by : "-");
 	cb_text_esc(ecaps, sizeof(ecaps), *flat ? flat : "-");
+	if (c->cluster) {	/* the broker before the capabilities, which stay last */
+		static char ebr[CB_ESC_SIZE(256)];
+
+		cb_text_esc(ebr, sizeof(ebr), t->broker ? t->broker : "-");
+		printf(CTL_LIST_CROW, *id ? id : "-", state, ctl_time(exp, tb, sizeof(tb)), esbx, ub,
+		    pb, elevated ? "yes" : "no", eby, ebr, ecaps);
+		return;
+	}
 	printf(CTL_LIST_ROW, *id ? id : "-", state, ctl_time(exp, tb, sizeof(tb)), esbx, ub, pb,
 	    elevated ? "yes" : "no", eby, ecaps);
 }
@@ -204,6 +227,7 @@ ctl_list(struct ctl *c, int argc, char **argv)
 	static const struct option lo[] = {
 		{ "sandbox", required_argument, NULL, 's' },
 		CTL_JSON_OPT,
+		CTL_CLUSTER_OPT,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *sid = NULL;
@@ -216,6 +240,7 @@ ctl_list(struct ctl *c, int argc, char **argv)
 		switch (o) {
 		case 's': sid = optarg; break;
 		case 'j': c->json = true; break;
+		case 'C': c->cluster = true; break;
 		default: return CTL_USAGE;
 		}
 	}
@@ -231,6 +256,7 @@ ctl_list(struct ctl *c, int argc, char **argv)
 
 		ctl_begin(c, &rq, WIRE_ADM_LIST);
 		rq.offset = offset;
+		rq.cluster = c->cluster;
 		if (sid)
 			rq.sandbox = sid;
 		if ((r = ctl_call(c, &rq, &m)) != CTL_OK) {
@@ -238,7 +264,10 @@ ctl_list(struct ctl *c, int argc, char **argv)
 			return r;
 		}
 		more = m.more;
-		if (offset == 0 && !c->json)
+		if (offset == 0 && !c->json && c->cluster)
+			printf(CTL_LIST_CROW, "ID", "STATE", "EXPIRES", "SANDBOX", "USES", "PARENT",
+			    "ELEV", "BY", "BROKER", "CAPABILITIES");
+		else if (offset == 0 && !c->json)
 			printf(CTL_LIST_ROW, "ID", "STATE", "EXPIRES", "SANDBOX", "USES", "PARENT",
 			    "ELEV", "BY", "CAPABILITIES");
 		for (size_t i = 0; i < m.ntokens; i++)

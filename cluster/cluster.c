@@ -92,11 +92,12 @@ cl_pq_load_once(void)
 	    sizeof(cl_pq_why));
 }
 
-enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB };
+enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB, CL_MSG_DECISIONS };
 
 struct cl_msg {
 	enum cl_msg_type type;
 	struct cl_rec *recs;
+	struct cl_req *reqs;		/* CL_MSG_DECISIONS (n of them) */
 	size_t n;
 	uint64_t fresh_ns;
 	bool up;
@@ -124,13 +125,22 @@ struct cl {
 	atomic_bool stop;
 	atomic_bool up;
 	atomic_uint_least64_t applied;
+	atomic_uint_least64_t num;		/* this broker's number (CL_RID_SPAN) */
+	struct cl_sbx *sbx_next;		/* loop -> thread: the latest set of sandboxes */
+	size_t nsbx_next;
+	bool sbx_dirty;
 	/* the thread's own */
 	PGconn *pg;
-	char *name_lit;			/* PQescapeLiteral(name) for this connection */
+	char *name_lit;			/* cl_pq.PQescapeLiteral(name) for this connection */
 	uint64_t cursor;		/* changes read up to */
 	uint64_t applied_sent;		/* the applied number last written */
 	struct cl_job *retry, *retry_tail;	/* kept while the database is away */
 	struct cl_job *waiters;		/* revocations waiting for the others */
+	struct cl_job *dwaiters;	/* decisions waiting for the holding broker */
+	struct cl_sbx *sbx_cur;		/* our sandboxes, as the thread last took them */
+	size_t nsbx_cur;
+	bool sbx_sent;			/* ... and they are in cb_sandboxes */
+	bool want_decisions;
 	struct cl_key *keys;		/* ours: published again on every connect */
 	size_t nkeys;
 	uint64_t next_beat, next_ack;
@@ -162,6 +172,24 @@ static const char cl_schema[] =
 	"CREATE TABLE IF NOT EXISTS cb_checkpoints(broker text NOT NULL, log_id bytea NOT NULL,"
 	" seq bigint NOT NULL, hash bytea NOT NULL, at timestamptz NOT NULL DEFAULT now(),"
 	" PRIMARY KEY(broker, log_id));"
+	"COMMIT;";
+
+/* The second step of the schema (issue 17, elevation across the cluster
+ * and the views of every broker's sandboxes): who decided a request where,
+ * what applying it did on its broker, and one number per broker name for
+ * cluster-wide request ids.  Idempotent, under the same lock. */
+static const char cl_schema_requests[] =
+	"BEGIN;"
+	"SELECT pg_advisory_xact_lock(" CL_LOCK_KEY ");"
+	"ALTER TABLE cb_requests ADD COLUMN IF NOT EXISTS command text NOT NULL DEFAULT '',"
+	" ADD COLUMN IF NOT EXISTS session boolean NOT NULL DEFAULT false,"
+	" ADD COLUMN IF NOT EXISTS decision_reason text, ADD COLUMN IF NOT EXISTS decided_on text,"
+	" ADD COLUMN IF NOT EXISTS applied_at bigint, ADD COLUMN IF NOT EXISTS outcome integer;"
+	"CREATE UNIQUE INDEX IF NOT EXISTS cb_requests_id ON cb_requests(id);"
+	"CREATE TABLE IF NOT EXISTS cb_broker_ids(name text PRIMARY KEY, num serial UNIQUE);"
+	"CREATE TABLE IF NOT EXISTS cb_sandboxes(broker text NOT NULL, id text NOT NULL,"
+	" tier text NOT NULL, command text NOT NULL, workspace text NOT NULL, started bigint NOT NULL,"
+	" pid bigint NOT NULL, owner bigint NOT NULL, PRIMARY KEY(broker, id));"
 	"COMMIT;";
 
 /* ---- the queues ------------------------------------------------------- */
@@ -197,6 +225,12 @@ cl_job_free(struct cl_job *j)
 	if (!j)
 		return;
 	free(j->caps);
+	free(j->req);
+	free(j->reqs);
+	for (size_t i = 0; j->toks && i < j->nrows; i++)
+		free(j->toks[i].caps);
+	free(j->toks);
+	free(j->sbxs);
 	free(j);
 }
 
@@ -283,6 +317,16 @@ cl_down(struct cl *c, const char *what)
 		    "was cut by the database link (%.150s)", c->down_why);
 		cl_job_done(c, w);
 	}
+	/* Decisions recorded, waiting for their broker: the decision stands
+	 * and is applied there when that broker reads it. */
+	while ((w = c->dwaiters)) {
+		c->dwaiters = w->next;
+		w->err = CB_ETIMEDOUT;
+		snprintf(w->why, sizeof(w->why), "recorded in the cluster, but the database link "
+		    "failed before broker %.60s applied it (%.80s)", w->req->broker, c->down_why);
+		cl_job_done(c, w);
+	}
+	c->sbx_sent = false;
 	cl_link(c, false, c->down_why);
 }
 
@@ -506,6 +550,8 @@ cl_job_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
 		    " extract(epoch from now())::bigint), seq = nextval('cb_seq')"
 		    " WHERE kid = decode('%s','hex') AND NOT signing RETURNING seq;", kid);
 		ok = true;
+		break;
+	default:	/* not the stream's (cl_request_jobs) */
 		break;
 	}
 	cl_pq.PQfreemem(l1);
@@ -755,36 +801,342 @@ cl_report(struct cl *c)
 	return r;
 }
 
-/* Revocations waiting for the other live brokers to apply them. */
+/* How long ago w was committed (its deadline is the bound and 200 ms
+ * after that). */
+static uint64_t
+cl_waited_ms(const struct cl *c, const struct cl_job *w, uint64_t now)
+{
+	uint64_t start = w->deadline_ns - c->stale_ns - 200000000u;
+
+	return now > start ? (now - start) / 1000000u : 0;
+}
+
+/* Which brokers, live when w was committed, have not applied it yet:
+ * still live at its deadline, or gone stale meanwhile (failing closed),
+ * an administrator must know which host to look at (`capctl revoke`).
+ * *n gets how many. */
+static void
+cl_unconfirmed(struct cl *c, struct cl_job *w, uint64_t now)
+{
+	char sql[CL_NAME_MAX * 2 + 400];
+	struct cl_res res;
+
+	w->unconfirmed = 0;
+	snprintf(w->unconfirmed_by, sizeof(w->unconfirmed_by), "(unknown)");
+	snprintf(sql, sizeof(sql), "SELECT count(*), string_agg(name, ', ' ORDER BY name) FROM cb_brokers"
+	    " WHERE name <> %s AND seen_at > now() - interval '%" PRIu64 " milliseconds' AND applied < %"
+	    PRIu64, c->name_lit, c->stale_ns / 1000000u + cl_waited_ms(c, w, now), w->seq);
+	if (cl_query(c, sql, &res) != 0)
+		return;
+	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK &&
+	    cl_pq.PQntuples(res.r[0]) == 1 && !cl_pq.PQgetisnull(res.r[0], 0, 1)) {
+		const char *names = cl_pq.PQgetvalue(res.r[0], 0, 1);
+
+		w->unconfirmed = (unsigned)strtoul(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10);
+		if (strlen(names) >= sizeof(w->unconfirmed_by))
+			snprintf(w->unconfirmed_by, sizeof(w->unconfirmed_by), "%.*s...",
+			    (int)sizeof(w->unconfirmed_by) - 4, names);
+		else
+			snprintf(w->unconfirmed_by, sizeof(w->unconfirmed_by), "%s", names);
+	}
+	cl_res_clear(&res);
+}
+
+/* Revocations waiting for the other live brokers to apply them.  One
+ * query serves them all: the least change applied by the brokers live
+ * now, and by those live at any moment since the oldest waiter was
+ * committed (a broker that went stale meanwhile without applying it is
+ * named too, though the revocation need not wait for it). */
 static int
 cl_check_waiters(struct cl *c)
 {
-	char sql[CL_NAME_MAX * 2 + 300];
+	char sql[CL_NAME_MAX * 2 + 400];
 	struct cl_res res;
 	struct cl_job **pp, *w;
-	uint64_t now = cb_mono_ns(), min = UINT64_MAX;
+	uint64_t now = cb_mono_ns(), min = UINT64_MAX, wmin = UINT64_MAX, waited = 0;
 	bool any = false;
 	int r;
 
-	snprintf(sql, sizeof(sql), "SELECT min(applied), count(*) FROM cb_brokers WHERE name <> %s"
-	    " AND seen_at > now() - interval '%" PRIu64 " milliseconds'", c->name_lit,
-	    c->stale_ns / 1000000u);
+	for (w = c->waiters; w; w = w->next)
+		if (cl_waited_ms(c, w, now) > waited)
+			waited = cl_waited_ms(c, w, now);
+	snprintf(sql, sizeof(sql), "SELECT min(applied) FILTER (WHERE seen_at > now() - interval '%"
+	    PRIu64 " milliseconds'), min(applied) FROM cb_brokers WHERE name <> %s"
+	    " AND seen_at > now() - interval '%" PRIu64 " milliseconds'", c->stale_ns / 1000000u,
+	    c->name_lit, c->stale_ns / 1000000u + waited + 50);
 	if ((r = cl_query(c, sql, &res)) != 0)
 		return r;
 	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
 		any = !cl_pq.PQgetisnull(res.r[0], 0, 0);
 		if (any)
 			min = strtoull(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10);
+		if (!cl_pq.PQgetisnull(res.r[0], 0, 1))
+			wmin = strtoull(cl_pq.PQgetvalue(res.r[0], 0, 1), NULL, 10);
 	}
 	cl_res_clear(&res);
 	for (pp = &c->waiters; (w = *pp);) {
 		if (!any || w->seq <= min || now >= w->deadline_ns) {
 			*pp = w->next;
-			if (any && w->seq > min) {
-				w->unconfirmed = 1;
-				snprintf(w->why, sizeof(w->why), "committed; a broker did not confirm it "
-				    "within the staleness bound (it fails closed)");
+			if (w->seq > wmin) {
+				cl_unconfirmed(c, w, now);
+				if (w->unconfirmed)
+					snprintf(w->why, sizeof(w->why), "committed; broker %.150s did not confirm "
+					    "it within the staleness bound (it fails closed)", w->unconfirmed_by);
 			}
+			cl_job_done(c, w);
+			/* the names' query failed: cl_down has finished the rest */
+			if (!c->pg)
+				return CB_ECLUSTER;
+			continue;
+		}
+		pp = &w->next;
+	}
+	c->next_ack = now + (uint64_t)CL_ACK_POLL_MS * 1000000u;
+	return 0;
+}
+
+/* ---- elevation requests across the cluster ---------------------------- */
+
+static void cl_fail_jobs(struct cl *c, struct cl_job *list);
+
+static const char *const cl_req_states[] = {
+	[CL_REQ_PENDING] = "pending", [CL_REQ_APPROVED] = "approved",
+	[CL_REQ_DENIED] = "denied", [CL_REQ_EXPIRED] = "expired",
+};
+
+#define CL_NOW_SQL "extract(epoch from now())::bigint"
+
+/* Text of a row into a fixed buffer (cut, never overrun: the database is
+ * trusted like the state, but its text still has our bounds). */
+static void
+cl_col(PGresult *pr, int i, int f, char *out, size_t len)
+{
+	snprintf(out, len, "%s", cl_pq.PQgetisnull(pr, i, f) ? "" : cl_pq.PQgetvalue(pr, i, f));
+}
+
+static uint64_t
+cl_u64col(PGresult *pr, int i, int f)
+{
+	return cl_pq.PQgetisnull(pr, i, f) ? 0 : strtoull(cl_pq.PQgetvalue(pr, i, f), NULL, 10);
+}
+
+/* The live brokers: seen within the staleness bound. */
+static void
+cl_live_sql(struct cl *c, struct cl_sql *q)
+{
+	cl_sql_add(q, "(SELECT name FROM cb_brokers WHERE seen_at > now() - interval '%" PRIu64
+	    " milliseconds')", c->stale_ns / 1000000u);
+}
+
+/* Send q and check that every statement succeeded; 0 with the results in
+ * res (the caller clears), CB_ECLUSTER (link down: res empty; or a
+ * statement failed: why says which), CB_ENOMEM. */
+static int
+cl_run(struct cl *c, struct cl_sql *q, struct cl_res *res, char *why, size_t whylen)
+{
+	int r;
+
+	res->n = 0;
+	if (q->oom) {
+		free(q->s);
+		snprintf(why, whylen, "out of memory, or text the database cannot hold");
+		return CB_ENOMEM;
+	}
+	r = cl_query(c, q->s, res);
+	free(q->s);
+	q->s = NULL;
+	if (r != 0) {
+		snprintf(why, whylen, "the link to the cluster database failed (%.200s)", c->down_why);
+		return r;
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		ExecStatusType st = cl_pq.PQresultStatus(res->r[i]);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			snprintf(why, whylen, "the database refused it: %s", cl_pq.PQresultErrorMessage(res->r[i]));
+			why[strcspn(why, "\n")] = '\0';
+			cl_res_clear(res);
+			return CB_ECLUSTER;
+		}
+	}
+	return 0;
+}
+
+/* CL_PUT_REQUEST, CL_PUT_CLOSED, CL_PUT_APPLIED: a request of ours. */
+static int
+cl_req_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
+{
+	const struct cl_req *r = j->req;
+	char *l1 = NULL, *l2 = NULL, *l3 = NULL, *l4 = NULL;
+	int e = CB_ENOMEM;
+
+	switch (j->op) {
+	case CL_PUT_REQUEST:
+		if (!(l1 = cl_lit(c, r->sandbox)) || !(l2 = cl_lit(c, r->command)) ||
+		    !(l3 = cl_lit(c, r->cap)) || !(l4 = cl_lit(c, r->reason)))
+			goto out;
+		cl_sql_add(q, "INSERT INTO cb_requests(broker, id, sandbox, command, capability, reason, ttl,"
+		    " asked_at, expires_at) VALUES(%s, %" PRIu64 ", %s, %s, %s, %s, %" PRIu64 ", %" PRIu64
+		    ", %" PRIu64 ") ON CONFLICT DO NOTHING;", c->name_lit, r->rid, l1, l2, l3, l4, r->ttl,
+		    r->asked_at, r->expires_at);
+		break;
+	case CL_PUT_CLOSED:
+		/* Only while nobody decided it in the database: a decision
+		 * that won there is still read and applied (and finds the
+		 * request closed here: its outcome says so). */
+		if (!(l1 = cl_lit(c, r->by)) || !(l2 = cl_lit(c, r->why)))
+			goto out;
+		cl_sql_add(q, "UPDATE cb_requests SET state = '%s', decided_by = %s, decided_on = %s,"
+		    " decided_at = " CL_NOW_SQL ", decision_reason = %s, applied_at = " CL_NOW_SQL
+		    ", outcome = 0 WHERE id = %" PRIu64 " AND broker = %s AND state = 'pending';",
+		    cl_req_states[r->state], l1, c->name_lit, l2, r->rid, c->name_lit);
+		break;
+	case CL_PUT_APPLIED:
+		if (r->reopen)	/* not applied: open for another decision */
+			cl_sql_add(q, "UPDATE cb_requests SET state = 'pending', outcome = %d WHERE id = %"
+			    PRIu64 " AND broker = %s AND applied_at IS NULL AND state <> 'pending';"
+			    "NOTIFY cb_applied;", r->outcome, r->rid, c->name_lit);
+		else
+			cl_sql_add(q, "UPDATE cb_requests SET applied_at = " CL_NOW_SQL ", outcome = %d"
+			    " WHERE id = %" PRIu64 " AND broker = %s AND applied_at IS NULL;"
+			    "NOTIFY cb_applied;", r->outcome, r->rid, c->name_lit);
+		break;
+	default:
+		e = CB_EINVAL;
+		goto out;
+	}
+	e = 0;
+out:
+	cl_pq.PQfreemem(l1);
+	cl_pq.PQfreemem(l2);
+	cl_pq.PQfreemem(l3);
+	cl_pq.PQfreemem(l4);
+	return e;
+}
+
+/*
+ * CL_DECIDE.  Exactly one decision wins: the UPDATE changes the row only
+ * while it is pending (PostgreSQL re-reads a row another transaction
+ * changed meanwhile before it updates it, so of two brokers deciding at
+ * the same instant the second finds it decided), unexpired and held by a
+ * live broker.  The second statement, a snapshot of its own, sees what
+ * won.  1: won (now waiting for the holder), 0: done (j->err says).
+ */
+static int
+cl_decide(struct cl *c, struct cl_job *j)
+{
+	struct cl_req *r = j->req;
+	struct cl_sql q = { 0 };
+	struct cl_res res;
+	char *by = NULL, *why = NULL;
+	PGresult *p2;
+	bool won;
+	int e;
+
+	if (!(by = cl_lit(c, r->by)) || !(why = cl_lit(c, r->why)))
+		q.oom = true;
+	cl_sql_add(&q, "WITH u AS (UPDATE cb_requests SET state = '%s', decided_by = %s, decided_on = %s,"
+	    " decided_at = " CL_NOW_SQL ", approved_ttl = %" PRIu64 ", session = %s,"
+	    " decision_reason = %s, outcome = NULL, applied_at = NULL WHERE id = %" PRIu64
+	    " AND state = 'pending' AND expires_at > " CL_NOW_SQL " AND broker IN ",
+	    cl_req_states[r->state], by ? by : "''", c->name_lit, r->approved_ttl,
+	    r->session ? "true" : "false", why ? why : "''", r->rid);
+	cl_live_sql(c, &q);
+	cl_sql_add(&q, " RETURNING 1) SELECT count(*) FROM u;"
+	    "SELECT state, broker, sandbox, capability, coalesce(decided_by, ''), coalesce(decided_on, ''),"
+	    " expires_at <= " CL_NOW_SQL ", broker IN ");
+	cl_live_sql(c, &q);
+	cl_sql_add(&q, " FROM cb_requests WHERE id = %" PRIu64 ";NOTIFY cb_decision;", r->rid);
+	cl_pq.PQfreemem(by);
+	cl_pq.PQfreemem(why);
+	if ((e = cl_run(c, &q, &res, j->why, sizeof(j->why))) != 0) {
+		j->err = e == CB_ENOMEM ? CB_ENOMEM : CB_ECLUSTER;
+		return 0;
+	}
+	if (res.n != 3 || cl_pq.PQntuples(res.r[0]) != 1) {
+		cl_res_clear(&res);
+		j->err = CB_ECLUSTER;
+		snprintf(j->why, sizeof(j->why), "the database answered the decision oddly");
+		return 0;
+	}
+	won = strcmp(cl_pq.PQgetvalue(res.r[0], 0, 0), "1") == 0;
+	p2 = res.r[1];
+	if (cl_pq.PQntuples(p2) != 1) {
+		cl_res_clear(&res);
+		j->err = CB_ENOENT;
+		snprintf(j->why, sizeof(j->why), "no broker of the cluster holds request %" PRIu64, r->rid);
+		return 0;
+	}
+	cl_col(p2, 0, 1, r->broker, sizeof(r->broker));
+	cl_col(p2, 0, 2, r->sandbox, sizeof(r->sandbox));
+	cl_col(p2, 0, 3, r->cap, sizeof(r->cap));
+	if (won) {
+		cl_res_clear(&res);
+		return 1;
+	}
+	{
+		const char *state = cl_pq.PQgetvalue(p2, 0, 0), *who = cl_pq.PQgetvalue(p2, 0, 4);
+		const char *where = cl_pq.PQgetvalue(p2, 0, 5);
+		bool expired = cl_pq.PQgetvalue(p2, 0, 6)[0] == 't', live = cl_pq.PQgetvalue(p2, 0, 7)[0] == 't';
+
+		if (strcmp(state, "approved") == 0 || strcmp(state, "denied") == 0) {
+			j->err = CB_EEXIST;
+			snprintf(j->why, sizeof(j->why), "that request was already %.10s by %.40s on broker "
+			    "%.120s", state, who, where);
+		} else if (strcmp(state, "expired") == 0 || expired) {
+			j->err = CB_EEXPIREDREQ;
+			snprintf(j->why, sizeof(j->why), "that request expired undecided (expiry means deny)");
+		} else if (!live) {
+			j->err = CB_ECLUSTER;
+			snprintf(j->why, sizeof(j->why), "broker %.150s, which holds that request, has not "
+			    "been heard from within the staleness bound: it lapses there", r->broker);
+		} else {
+			j->err = CB_EEXIST;
+			snprintf(j->why, sizeof(j->why), "that request is no longer pending");
+		}
+	}
+	cl_res_clear(&res);
+	return 0;
+}
+
+/* Decisions waiting for their broker's outcome (set by CL_PUT_APPLIED). */
+static int
+cl_check_dwaiters(struct cl *c)
+{
+	struct cl_job **pp, *w;
+	uint64_t now = cb_mono_ns();
+
+	for (pp = &c->dwaiters; (w = *pp);) {
+		char sql[160];
+		struct cl_res res;
+		bool done = false;
+
+		snprintf(sql, sizeof(sql), "SELECT outcome FROM cb_requests WHERE id = %" PRIu64
+		    " AND outcome IS NOT NULL", w->req->rid);
+		if (cl_query(c, sql, &res) != 0)
+			return CB_ECLUSTER;	/* cl_down finished them */
+		if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
+			w->err = (int)strtol(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10);
+			if (w->err > 0 || w->err < -1000)	/* not one of ours */
+				w->err = CB_EINTERNAL;
+			if (w->err)
+				snprintf(w->why, sizeof(w->why), "recorded in the cluster, but broker %.100s "
+				    "could not apply it: %s", w->req->broker,
+				    w->err == CB_ENOENT ? "its sandbox is gone" :
+				    w->err == CB_EEXPIREDREQ ? "the request expired there undecided" :
+				    w->err == CB_EEXIST ? "the request was closed there already" :
+				    cb_strerror(w->err));
+			done = true;
+		} else if (now >= w->deadline_ns) {
+			w->err = CB_ETIMEDOUT;
+			snprintf(w->why, sizeof(w->why), "recorded in the cluster, but broker %.100s did not "
+			    "apply it within the bound (it applies it when it reads it; if it is down, the "
+			    "request lapses there)", w->req->broker);
+			done = true;
+		}
+		cl_res_clear(&res);
+		if (done) {
+			*pp = w->next;
 			cl_job_done(c, w);
 			continue;
 		}
@@ -794,6 +1146,307 @@ cl_check_waiters(struct cl *c)
 	return 0;
 }
 
+static bool
+cl_req_row(PGresult *pr, int i, struct cl_req *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->rid = cl_u64col(pr, i, 0);
+	cl_col(pr, i, 1, r->broker, sizeof(r->broker));
+	cl_col(pr, i, 2, r->sandbox, sizeof(r->sandbox));
+	cl_col(pr, i, 3, r->command, sizeof(r->command));
+	cl_col(pr, i, 4, r->cap, sizeof(r->cap));
+	cl_col(pr, i, 5, r->reason, sizeof(r->reason));
+	r->ttl = cl_u64col(pr, i, 6);
+	r->asked_at = cl_u64col(pr, i, 7);
+	r->expires_at = cl_u64col(pr, i, 8);
+	{
+		const char *st = cl_pq.PQgetvalue(pr, i, 9);
+
+		r->state = strcmp(st, "approved") == 0 ? CL_REQ_APPROVED : strcmp(st, "denied") == 0 ?
+		    CL_REQ_DENIED : strcmp(st, "expired") == 0 ? CL_REQ_EXPIRED : CL_REQ_PENDING;
+	}
+	cl_col(pr, i, 10, r->by, sizeof(r->by));
+	cl_col(pr, i, 11, r->on, sizeof(r->on));
+	cl_col(pr, i, 12, r->why, sizeof(r->why));
+	r->approved_ttl = cl_u64col(pr, i, 13);
+	r->session = cl_pq.PQgetvalue(pr, i, 14)[0] == 't';
+	return r->rid != 0 && r->sandbox[0] && r->cap[0];
+}
+
+#define CL_REQ_COLS "id, broker, sandbox, command, capability, reason, ttl, asked_at, expires_at," \
+	" state, coalesce(decided_by, ''), coalesce(decided_on, ''), coalesce(decision_reason, '')," \
+	" coalesce(approved_ttl, 0), session"
+#define CL_REQ_NCOLS 15
+
+/* Rows of a read into reqs (malloc'd; NULL when none). */
+static int
+cl_req_rows(PGresult *pr, struct cl_req **out, size_t *n)
+{
+	int rows = cl_pq.PQntuples(pr);
+
+	*out = NULL;
+	*n = 0;
+	if (cl_pq.PQnfields(pr) != CL_REQ_NCOLS)
+		return CB_ECLUSTER;
+	if (rows == 0)
+		return 0;
+	if (!(*out = calloc((size_t)rows, sizeof(**out))))
+		return CB_ENOMEM;
+	for (int i = 0; i < rows; i++)
+		if (cl_req_row(pr, i, &(*out)[*n]))
+			(*n)++;
+	return 0;
+}
+
+/* Decisions on our requests that nobody applied yet: to the loop. */
+static int
+cl_decisions(struct cl *c)
+{
+	char sql[CL_NAME_MAX * 2 + 600];
+	struct cl_res res;
+	struct cl_msg *m;
+	int r;
+
+	snprintf(sql, sizeof(sql), "SELECT " CL_REQ_COLS " FROM cb_requests WHERE broker = %s AND"
+	    " state IN ('approved', 'denied') AND applied_at IS NULL ORDER BY id LIMIT %d",
+	    c->name_lit, CL_ROWS_MAX);
+	if ((r = cl_query(c, sql, &res)) != 0)
+		return r;
+	if (res.n != 1 || cl_pq.PQresultStatus(res.r[0]) != PGRES_TUPLES_OK || cl_pq.PQntuples(res.r[0]) == 0) {
+		cl_res_clear(&res);
+		return 0;
+	}
+	if (!(m = calloc(1, sizeof(*m))) || cl_req_rows(res.r[0], &m->reqs, &m->n) != 0 || !m->n) {
+		if (m)
+			free(m->reqs);
+		free(m);
+		cl_res_clear(&res);
+		return 0;
+	}
+	cl_res_clear(&res);
+	m->type = CL_MSG_DECISIONS;
+	cl_post(c, m);
+	return 0;
+}
+
+/* CL_GET_*: a page of a view. */
+static void
+cl_view(struct cl *c, struct cl_job *j)
+{
+	struct cl_sql q = { 0 };
+	struct cl_res res;
+	PGresult *pr;
+	int e, rows;
+
+	switch (j->op) {
+	case CL_GET_REQUESTS:
+		/* Pending, unexpired, and held by a live broker: a request whose
+		 * broker is down lapses there, undecided. */
+		cl_sql_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND"
+		    " expires_at > " CL_NOW_SQL " AND broker IN ");
+		cl_live_sql(c, &q);
+		cl_sql_add(&q, " ORDER BY asked_at, id OFFSET %" PRIu64 " LIMIT %d", j->offset,
+		    CL_ROWS_MAX + 1);
+		break;
+	case CL_GET_SANDBOXES:
+		cl_sql_add(&q, "SELECT broker, id, tier, command, workspace, started, pid, owner"
+		    " FROM cb_sandboxes WHERE broker IN ");
+		cl_live_sql(c, &q);
+		cl_sql_add(&q, " ORDER BY broker, started, id OFFSET %" PRIu64 " LIMIT %d", j->offset,
+		    CL_ROWS_MAX + 1);
+		break;
+	case CL_GET_TOKENS: {
+		char *l = j->sandbox[0] ? cl_lit(c, j->sandbox) : NULL;
+
+		if (j->sandbox[0] && !l)
+			q.oom = true;
+		cl_sql_add(&q, "SELECT encode(id, 'hex'), encode(parent, 'hex'), sandbox, caps, nbf, exp,"
+		    " limited, elevated, issued_by, broker FROM cb_tokens%s%s ORDER BY seq OFFSET %"
+		    PRIu64 " LIMIT %d", l ? " WHERE sandbox = " : "", l ? l : "", j->offset,
+		    CL_ROWS_MAX + 1);
+		cl_pq.PQfreemem(l);
+		break;
+	}
+	default:
+		break;
+	}
+	if ((e = cl_run(c, &q, &res, j->why, sizeof(j->why))) != 0) {
+		j->err = e;
+		return;
+	}
+	pr = res.r[res.n - 1];
+	rows = cl_pq.PQntuples(pr);
+	j->more = rows > CL_ROWS_MAX;
+	if (j->more)
+		rows = CL_ROWS_MAX;
+	e = 0;
+	if (j->op == CL_GET_REQUESTS) {
+		e = cl_req_rows(pr, &j->reqs, &j->nrows);
+		if (j->more && j->nrows > CL_ROWS_MAX)
+			j->nrows = CL_ROWS_MAX;
+	} else if (rows && j->op == CL_GET_SANDBOXES) {
+		if (!(j->sbxs = calloc((size_t)rows, sizeof(*j->sbxs))))
+			e = CB_ENOMEM;
+		for (int i = 0; !e && i < rows; i++) {
+			struct cl_sbx *s = &j->sbxs[j->nrows++];
+
+			cl_col(pr, i, 0, s->broker, sizeof(s->broker));
+			cl_col(pr, i, 1, s->id, sizeof(s->id));
+			cl_col(pr, i, 2, s->tier, sizeof(s->tier));
+			cl_col(pr, i, 3, s->command, sizeof(s->command));
+			cl_col(pr, i, 4, s->workspace, sizeof(s->workspace));
+			s->started = cl_u64col(pr, i, 5);
+			s->pid = cl_u64col(pr, i, 6);
+			s->owner = cl_u64col(pr, i, 7);
+		}
+	} else if (rows && j->op == CL_GET_TOKENS) {
+		if (!(j->toks = calloc((size_t)rows, sizeof(*j->toks))))
+			e = CB_ENOMEM;
+		for (int i = 0; !e && i < rows; i++) {
+			struct cl_tok *t = &j->toks[j->nrows];
+
+			if (!cl_unhex(cl_pq.PQgetvalue(pr, i, 0), t->id, CAP_ID_LEN))
+				continue;	/* malformed: not shown */
+			t->has_parent = !cl_pq.PQgetisnull(pr, i, 1) &&
+			    cl_unhex(cl_pq.PQgetvalue(pr, i, 1), t->parent, CAP_ID_LEN);
+			cl_col(pr, i, 2, t->sandbox, sizeof(t->sandbox));
+			if (!(t->caps = strdup(cl_pq.PQgetvalue(pr, i, 3)))) {
+				e = CB_ENOMEM;
+				break;
+			}
+			t->nbf = cl_u64col(pr, i, 4);
+			t->exp = cl_u64col(pr, i, 5);
+			t->limited = cl_pq.PQgetvalue(pr, i, 6)[0] == 't';
+			t->elevated = cl_pq.PQgetvalue(pr, i, 7)[0] == 't';
+			cl_col(pr, i, 8, t->by, sizeof(t->by));
+			cl_col(pr, i, 9, t->broker, sizeof(t->broker));
+			j->nrows++;
+		}
+	}
+	cl_res_clear(&res);
+	if (e) {
+		j->err = e;
+		snprintf(j->why, sizeof(j->why), "reading the cluster's view: %s", cb_strerror(e));
+	}
+}
+
+static bool
+cl_is_request_job(const struct cl_job *j)
+{
+	return j->op >= CL_PUT_REQUEST;
+}
+
+/* One request or view job, in a transaction of its own (none of them is
+ * part of the stream, so none takes the stream's lock). */
+static void
+cl_request_job(struct cl *c, struct cl_job *j)
+{
+	struct cl_sql q = { 0 };
+	struct cl_res res;
+	int e;
+
+	switch (j->op) {
+	case CL_DECIDE:
+		if (cl_decide(c, j) == 1) {
+			/* The holder may be us: read our decisions at once. */
+			c->want_decisions = true;
+			j->deadline_ns = cb_mono_ns() + c->stale_ns + 1000000000u;
+			j->next = c->dwaiters;
+			c->dwaiters = j;
+			c->next_ack = 0;
+			return;
+		}
+		break;
+	case CL_GET_REQUESTS:
+	case CL_GET_TOKENS:
+	case CL_GET_SANDBOXES:
+		cl_view(c, j);
+		break;
+	default:
+		if ((e = cl_req_sql(c, &q, j)) != 0) {
+			free(q.s);
+			cl_job_fail(c, j, e, "out of memory, or text the database cannot hold");
+			return;
+		}
+		if ((e = cl_run(c, &q, &res, j->why, sizeof(j->why))) == CB_ECLUSTER && !c->pg &&
+		    j->retry) {
+			cl_requeue(c, j);
+			return;
+		}
+		cl_res_clear(&res);
+		j->err = e;
+		break;
+	}
+	cl_job_done(c, j);
+}
+
+/* Take the request and view jobs out of list (each runs on its own);
+ * the rest, the stream's writes, are returned in order. */
+static struct cl_job *
+cl_request_jobs(struct cl *c, struct cl_job *list)
+{
+	struct cl_job *keep = NULL, **tail = &keep, *next;
+
+	for (; list; list = next) {
+		next = list->next;
+		list->next = NULL;
+		if (!cl_is_request_job(list)) {
+			*tail = list;
+			tail = &list->next;
+		} else if (!c->pg) {
+			cl_fail_jobs(c, list);
+		} else {
+			cl_request_job(c, list);
+		}
+	}
+	return keep;
+}
+
+/* Our sandboxes into cb_sandboxes: this broker's rows replaced at once. */
+static void
+cl_put_sandboxes(struct cl *c)
+{
+	struct cl_sql q = { 0 };
+	struct cl_res res;
+	char why[CL_WHY_MAX];
+
+	pthread_mutex_lock(&c->mu);
+	if (c->sbx_dirty) {
+		free(c->sbx_cur);
+		c->sbx_cur = c->sbx_next;
+		c->nsbx_cur = c->nsbx_next;
+		c->sbx_next = NULL;
+		c->nsbx_next = 0;
+		c->sbx_dirty = false;
+		c->sbx_sent = false;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (c->sbx_sent || !c->pg)
+		return;
+	cl_sql_add(&q, "BEGIN;DELETE FROM cb_sandboxes WHERE broker = %s;", c->name_lit);
+	for (size_t i = 0; i < c->nsbx_cur; i++) {
+		const struct cl_sbx *s = &c->sbx_cur[i];
+		char *l1 = cl_lit(c, s->id), *l2 = cl_lit(c, s->tier), *l3 = cl_lit(c, s->command);
+		char *l4 = cl_lit(c, s->workspace);
+
+		if (l1 && l2 && l3 && l4)
+			cl_sql_add(&q, "INSERT INTO cb_sandboxes VALUES(%s, %s, %s, %s, %s, %" PRIu64 ", %"
+			    PRIu64 ", %" PRIu64 ") ON CONFLICT DO NOTHING;", c->name_lit, l1, l2, l3, l4,
+			    s->started, s->pid, s->owner);
+		cl_pq.PQfreemem(l1);
+		cl_pq.PQfreemem(l2);
+		cl_pq.PQfreemem(l3);
+		cl_pq.PQfreemem(l4);
+	}
+	cl_sql_add(&q, "COMMIT;");
+	/* A failed write is tried again at the next turn (or connect). */
+	if (cl_run(c, &q, &res, why, sizeof(why)) == 0)
+		c->sbx_sent = true;
+	else if (c->pg)
+		cb_ignore(cl_exec(c, "ROLLBACK;", "rollback"));
+	cl_res_clear(&res);
+}
+
 /* ---- the connection --------------------------------------------------- */
 
 static void
@@ -801,6 +1454,28 @@ cl_notice(void *arg, const char *msg)
 {
 	(void)arg;
 	(void)msg;
+}
+
+/* This broker's number, drawn once per name and kept in cb_broker_ids. */
+static int
+cl_draw_num(struct cl *c)
+{
+	char sql[CL_NAME_MAX * 4 + 200];
+	struct cl_res res;
+	int r;
+
+	snprintf(sql, sizeof(sql), "INSERT INTO cb_broker_ids(name) VALUES(%s) ON CONFLICT DO NOTHING;"
+	    "SELECT num FROM cb_broker_ids WHERE name = %s;", c->name_lit, c->name_lit);
+	if ((r = cl_query(c, sql, &res)) != 0)
+		return r;
+	if (res.n == 2 && cl_pq.PQresultStatus(res.r[1]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[1]) == 1)
+		atomic_store(&c->num, strtoull(cl_pq.PQgetvalue(res.r[1], 0, 0), NULL, 10));
+	else
+		r = CB_ECLUSTER;
+	cl_res_clear(&res);
+	if (r)
+		snprintf(c->down_why, sizeof(c->down_why), "drawing this broker's number in the cluster");
+	return r;
 }
 
 static int
@@ -824,7 +1499,9 @@ cl_connect(struct cl *c)
 		return CB_ECLUSTER;
 	}
 	if ((r = cl_exec(c, cl_schema, "creating the cluster's tables")) != 0 ||
-	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;", "listening")) != 0) {
+	    (r = cl_exec(c, cl_schema_requests, "creating the cluster's request tables")) != 0 ||
+	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;", "listening")) != 0 ||
+	    (r = cl_draw_num(c)) != 0) {
 		if (c->pg)
 			cl_down(c, c->down_why);
 		return CB_ECLUSTER;
@@ -866,6 +1543,7 @@ cl_connect(struct cl *c)
 	}
 	cl_link(c, true, NULL);
 	c->next_beat = cb_mono_ns() + c->beat_ns;
+	c->want_decisions = true;
 	return 0;
 }
 
@@ -919,6 +1597,7 @@ cl_fail_jobs(struct cl *c, struct cl_job *list)
 static void
 cl_write_all(struct cl *c, struct cl_job *list)
 {
+	list = cl_request_jobs(c, list);
 	while (list && c->pg) {
 		struct cl_job *chunk = list, *j = list;
 		size_t n = 1;
@@ -943,6 +1622,8 @@ cl_notifies(struct cl *c)
 	while (c->pg && (nt = cl_pq.PQnotifies(c->pg))) {
 		if (strcmp(nt->relname, "cb_change") == 0)
 			c->want_catchup = true;
+		else if (strcmp(nt->relname, "cb_decision") == 0)
+			c->want_decisions = true;
 		else
 			c->want_acks = true;
 		cl_pq.PQfreemem(nt);
@@ -977,9 +1658,10 @@ cl_main(void *arg)
 		cl_notifies(c);
 		now = cb_mono_ns();
 		timeout = cl_ms_until(c->next_beat, now);
-		if (c->waiters && cl_ms_until(c->next_ack, now) < timeout)
+		if ((c->waiters || c->dwaiters) && cl_ms_until(c->next_ack, now) < timeout)
 			timeout = cl_ms_until(c->next_ack, now);
-		if (c->want_catchup || c->want_acks || atomic_load(&c->applied) != c->applied_sent)
+		if (c->want_catchup || c->want_acks || c->want_decisions || c->sbx_dirty ||
+		    atomic_load(&c->applied) != c->applied_sent)
 			timeout = 0;
 		p[0] = (struct pollfd){ .fd = c->efd_in, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = cl_pq.PQsocket(c->pg), .events = POLLIN };
@@ -1000,6 +1682,7 @@ cl_main(void *arg)
 		now = cb_mono_ns();
 		if (now >= c->next_beat) {
 			c->want_catchup = true;
+			c->want_decisions = true;
 			c->next_beat = now + c->beat_ns;
 			if (cl_report(c) != 0)
 				continue;
@@ -1016,13 +1699,24 @@ cl_main(void *arg)
 		}
 		if (c->waiters && (c->want_acks || now >= c->next_ack))
 			cb_ignore(cl_check_waiters(c));
+		if (c->pg && c->dwaiters && (c->want_acks || now >= c->next_ack))
+			cb_ignore(cl_check_dwaiters(c));
 		c->want_acks = false;
+		/* Decisions for us: on their NOTIFY, and with every heartbeat's
+		 * catch-up (a lost NOTIFY delays one, never loses it). */
+		if (c->pg && c->want_decisions) {
+			c->want_decisions = false;
+			cb_ignore(cl_decisions(c));
+		}
+		if (c->pg)
+			cl_put_sandboxes(c);
 	}
 	/* Leaving: the others need not wait for us any more. */
 	if (c->pg) {
-		char sql[CL_NAME_MAX * 2 + 64];
+		char sql[CL_NAME_MAX * 4 + 128];
 
-		snprintf(sql, sizeof(sql), "DELETE FROM cb_brokers WHERE name = %s;", c->name_lit);
+		snprintf(sql, sizeof(sql), "DELETE FROM cb_brokers WHERE name = %s;"
+		    "DELETE FROM cb_sandboxes WHERE broker = %s;", c->name_lit, c->name_lit);
 		cb_ignore(cl_exec(c, sql, "leaving"));
 	}
 	return NULL;
@@ -1125,9 +1819,13 @@ cl_close(struct cl *c)
 	cl_free_list(c->in);
 	cl_free_list(c->retry);
 	cl_free_list(c->waiters);
+	cl_free_list(c->dwaiters);
+	free(c->sbx_next);
+	free(c->sbx_cur);
 	for (m = c->out; m; m = next) {
 		next = m->next;
 		free(m->recs);
+		free(m->reqs);
 		if (m->job && m->job->done)
 			m->job->done(m->job->arg, m->job);	/* finished: its result stands */
 		cl_job_free(m->job);
@@ -1173,6 +1871,10 @@ cl_dispatch(struct cl *c)
 			if (c->sink.link)
 				c->sink.link(c->sink.arg, m->up, m->why);
 			break;
+		case CL_MSG_DECISIONS:
+			if (c->sink.decisions)
+				c->sink.decisions(c->sink.arg, m->reqs, m->n);
+			break;
 		case CL_MSG_JOB:
 			if (m->job->done)
 				m->job->done(m->job->arg, m->job);
@@ -1180,6 +1882,7 @@ cl_dispatch(struct cl *c)
 			break;
 		}
 		free(m->recs);
+		free(m->reqs);
 		free(m);
 	}
 }
@@ -1220,4 +1923,29 @@ bool
 cl_up(const struct cl *c)
 {
 	return atomic_load(&c->up);
+}
+
+uint64_t
+cl_num(const struct cl *c)
+{
+	return atomic_load(&c->num);
+}
+
+int
+cl_set_sandboxes(struct cl *c, const struct cl_sbx *s, size_t n)
+{
+	struct cl_sbx *copy = NULL;
+
+	if (n && !(copy = malloc(n * sizeof(*copy))))
+		return CB_ENOMEM;
+	if (n)
+		memcpy(copy, s, n * sizeof(*copy));
+	pthread_mutex_lock(&c->mu);
+	free(c->sbx_next);
+	c->sbx_next = copy;
+	c->nsbx_next = n;
+	c->sbx_dirty = true;
+	pthread_mutex_unlock(&c->mu);
+	cl_kick(c->efd_in);
+	return 0;
 }

@@ -33,6 +33,16 @@
 #define CL_WHY_MAX	256	/* a sentence on what failed */
 #define CL_PAGE		1000	/* changes read per catch-up query */
 #define CL_JOBS_MAX	4096	/* writes waiting for the database (then CB_EBUSY) */
+#define CL_TEXT_MAX	1024	/* a request's command line and reason (the state's ST_TEXT_MAX) */
+#define CL_WHO_MAX	63	/* an actor: "uid:1000", "tty", "broker" */
+#define CL_TIER_MAX	64
+#define CL_PATH_MAX	4096
+#define CL_ROWS_MAX	200	/* rows one read of a view returns (then "more") */
+/* An elevation request's id in the cluster: its broker's number (one per
+ * broker name, drawn once from the database) times CL_RID_SPAN, plus the
+ * id the broker's own state gave it.  Ids never collide between brokers,
+ * and the broker that holds a request can be read off its id. */
+#define CL_RID_SPAN	1000000000ull
 
 struct cl;
 
@@ -56,6 +66,53 @@ struct cl_rec {
 	char actor[64];			/* CL_REVOKE: who revoked */
 };
 
+/* An elevation request as the cluster records it (cb_requests). */
+enum cl_req_state { CL_REQ_PENDING, CL_REQ_APPROVED, CL_REQ_DENIED, CL_REQ_EXPIRED };
+
+struct cl_req {
+	uint64_t rid;			/* cluster-wide (CL_RID_SPAN) */
+	char broker[CL_NAME_MAX + 1];	/* the broker holding its sandbox */
+	char sandbox[CAP_AUD_MAX + 1];
+	char command[CL_TEXT_MAX + 1];
+	char cap[CAP_STR_MAX + 1];
+	char reason[CL_TEXT_MAX + 1];	/* the agent's */
+	uint64_t ttl, asked_at, expires_at;
+	/* the decision */
+	enum cl_req_state state;
+	char by[CL_WHO_MAX + 1];	/* who decided */
+	char on[CL_NAME_MAX + 1];	/* on which broker */
+	char why[CL_TEXT_MAX + 1];	/* a denial's reason */
+	uint64_t approved_ttl;		/* 0: as asked */
+	bool session;
+	/* CL_PUT_APPLIED: what applying it did on the holding broker (0 or a
+	 * CB_E* code); reopen: it could not be applied and is pending again */
+	int outcome;
+	bool reopen;
+};
+
+/* A sandbox of some broker (cb_sandboxes). */
+struct cl_sbx {
+	char broker[CL_NAME_MAX + 1];
+	char id[CAP_AUD_MAX + 1];
+	char tier[CL_TIER_MAX];
+	char command[CL_TEXT_MAX + 1];
+	char workspace[CL_PATH_MAX];
+	uint64_t started, pid, owner;
+};
+
+/* A token of some broker (cb_tokens). */
+struct cl_tok {
+	uint8_t id[CAP_ID_LEN];
+	bool has_parent;
+	uint8_t parent[CAP_ID_LEN];
+	char sandbox[CAP_AUD_MAX + 1];
+	char *caps;			/* malloc'd, one per line; freed with the job */
+	uint64_t nbf, exp;
+	bool limited, elevated;
+	char by[CL_WHO_MAX + 1];
+	char broker[CL_NAME_MAX + 1];
+};
+
 /* What the loop is told. */
 struct cl_sink {
 	/* Changes in sequence order.  fresh_ns (monotonic) is set on the last
@@ -64,6 +121,10 @@ struct cl_sink {
 	void (*batch)(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns);
 	/* The link came up or went down (why says what failed). */
 	void (*link)(void *arg, bool up, const char *why);
+	/* Decisions on requests this broker holds, not yet applied here
+	 * (each is applied once: the holder answers with CL_PUT_APPLIED; one
+	 * delivered again before that is found decided in the state). */
+	void (*decisions)(void *arg, const struct cl_req *r, size_t n);
 	void *arg;
 };
 
@@ -80,6 +141,17 @@ enum cl_op {
 	CL_PUT_TOKEN,	/* publish a token we minted */
 	CL_PUT_REVOKE,	/* record a revocation; done when every live broker applied it */
 	CL_PUT_RETIRE,	/* retire a key cluster-wide (not a broker's signing key: CB_EBUSY) */
+	/* Elevation requests (docs/cluster.md, "Elevation across the
+	 * cluster"); each in a transaction of its own, outside the stream. */
+	CL_PUT_REQUEST,	/* record a request of ours (req) */
+	CL_PUT_CLOSED,	/* a request of ours lapsed or was denied here (req: state, by, why) */
+	CL_DECIDE,	/* decide a request (req: rid, state, by, approved_ttl, session, why):
+			 * done when its broker applied it (see err) */
+	CL_PUT_APPLIED,	/* a decision on a request of ours was applied (req: rid, outcome, reopen) */
+	/* Views (reads; nothing is kept) */
+	CL_GET_REQUESTS,	/* pending requests of every broker, from offset (reqs) */
+	CL_GET_TOKENS,	/* tokens of every broker, from offset (toks), of sandbox if set */
+	CL_GET_SANDBOXES,	/* sandboxes of every live broker (sbxs) */
 };
 
 struct cl_job {
@@ -101,14 +173,30 @@ struct cl_job {
 	char by[64];			/* issued by / revoked by */
 	/* CL_PUT_RETIRE */
 	uint8_t kid[CAP_KID_LEN];
+	/* CL_PUT_REQUEST, CL_PUT_CLOSED, CL_DECIDE, CL_PUT_APPLIED: malloc'd,
+	 * freed with the job; CL_DECIDE's is filled in from the database
+	 * (broker, sandbox, cap; the holder's outcome) */
+	struct cl_req *req;
+	/* CL_GET_*: the page asked for, and the rows read (freed with the job) */
+	uint64_t offset;
+	bool more;
+	struct cl_req *reqs;
+	struct cl_tok *toks;
+	struct cl_sbx *sbxs;
+	size_t nrows;
 	/* Called on the loop (in cl_dispatch) when the job is done; the job
 	 * is freed after it returns. */
 	void (*done)(void *arg, const struct cl_job *j);
 	void *arg;
 	/* results */
-	int err;			/* 0, CB_ECLUSTER (unreachable), CB_ENOENT, CB_EBUSY */
+	/* 0, CB_ECLUSTER (unreachable), CB_ENOENT, CB_EBUSY; CL_DECIDE: CB_ENOENT
+	 * (no such request), CB_EEXIST (decided already), CB_EEXPIREDREQ, the
+	 * holder's outcome, or CB_ETIMEDOUT (recorded, but its broker did not
+	 * apply it within the bound) */
+	int err;
 	uint64_t seq;			/* its number in the stream */
 	unsigned unconfirmed;		/* CL_PUT_REVOKE: live brokers that did not confirm in time */
+	char unconfirmed_by[CL_WHY_MAX];	/* ... their names, comma-separated (cut with "...") */
 	char why[CL_WHY_MAX];
 	/* the module's */
 	uint64_t deadline_ns;
@@ -150,5 +238,14 @@ void cl_applied(struct cl *c, uint64_t seq);
 
 /* Is the link up (last round trip succeeded)? */
 bool cl_up(const struct cl *c);
+
+/* This broker's number in the cluster (CL_RID_SPAN), 0 until the first
+ * connection drew it. */
+uint64_t cl_num(const struct cl *c);
+
+/* The sandboxes this broker runs now (copied): the link replaces this
+ * broker's rows of cb_sandboxes with them, at once or when the database
+ * returns; only the latest set waits.  CB_ENOMEM. */
+int cl_set_sandboxes(struct cl *c, const struct cl_sbx *s, size_t n) CB_WARN_UNUSED;
 
 #endif

@@ -58,6 +58,7 @@ static const struct wire_adm_key wire_adm_keys[] = {
 	{ "setenv", WA_STRV, WA_F(setenv), WA_F(nsetenv), 2 * WIRE_ADM_ENV_MAX, CB_EINVAL, NULL, false },
 	{ "unsetenv", WA_STRV, WA_F(unsetenv), WA_F(nunsetenv), WIRE_ADM_ENV_MAX, CB_EINVAL, NULL, false },
 	{ "serve_workspace", WA_BOOL, WA_F(serve_workspace), WA_NONE, 0, 0, NULL, false },
+	{ "cluster", WA_BOOL, WA_F(cluster), WA_NONE, 0, 0, NULL, false },
 #undef WA_F
 };
 
@@ -70,7 +71,7 @@ enum {
 	WA_REASON = 1u << 8, WA_KID = 1u << 9, WA_ARGV = 1u << 10, WA_TIER = 1u << 11,
 	WA_WORKSPACE = 1u << 12, WA_TIMEOUT = 1u << 13, WA_GRANTS = 1u << 14,
 	WA_RO_BINDS = 1u << 15, WA_CHDIR = 1u << 16, WA_PTY = 1u << 17, WA_SETENV = 1u << 18,
-	WA_UNSETENV = 1u << 19, WA_SERVE_WORKSPACE = 1u << 20,
+	WA_UNSETENV = 1u << 19, WA_SERVE_WORKSPACE = 1u << 20, WA_CLUSTER = 1u << 21,
 };
 
 static const struct {
@@ -80,8 +81,8 @@ static const struct {
 	[WIRE_ADM_STATUS] = { "status", 0 },
 	[WIRE_ADM_ISSUE] = { "issue", WA_SANDBOX | WA_CAPS | WA_TTL | WA_USES },
 	[WIRE_ADM_REVOKE] = { "revoke", WA_TID },
-	[WIRE_ADM_LIST] = { "list", WA_OFFSET | WA_SANDBOX },
-	[WIRE_ADM_SANDBOXES] = { "sandboxes", 0 },
+	[WIRE_ADM_LIST] = { "list", WA_OFFSET | WA_SANDBOX | WA_CLUSTER },
+	[WIRE_ADM_SANDBOXES] = { "sandboxes", WA_OFFSET | WA_CLUSTER },
 	[WIRE_ADM_KILL] = { "kill", WA_SANDBOX },
 	[WIRE_ADM_PENDING] = { "pending", WA_OFFSET },
 	[WIRE_ADM_APPROVE] = { "approve", WA_RID | WA_TTL | WA_SESSION | WA_REASON },
@@ -295,7 +296,7 @@ static const struct wire_adm_key wr_token_keys[] = {
 	WR_STR("sandbox", T_, sandbox, true), WR_STR("caps", T_, caps, true),
 	WR_U64("nbf", T_, nbf), WR_U64("exp", T_, exp), WR_U64_HAS("uses", T_, uses, has_uses),
 	WR_BOOL("revoked", T_, revoked), WR_BOOL("elevated", T_, elevated),
-	WR_STR("by", T_, by, true),
+	WR_STR("by", T_, by, true), WR_STR("broker", T_, broker, false),
 };
 static const struct wire_adm_rec wr_token = WR_REC(wr_token_keys, T_);
 #undef T_
@@ -306,6 +307,7 @@ static const struct wire_adm_key wr_sbx_keys[] = {
 	WR_STR("command", T_, command, true), WR_STR("workspace", T_, workspace, true),
 	WR_U64("started", T_, started), WR_U64("pid", T_, pid), WR_U64("tokens", T_, tokens),
 	WR_U64("requests", T_, requests), WR_U64("owner", T_, owner),
+	WR_STR("broker", T_, broker, false),
 };
 static const struct wire_adm_rec wr_sbx = WR_REC(wr_sbx_keys, T_);
 #undef T_
@@ -316,6 +318,7 @@ static const struct wire_adm_key wr_elev_keys[] = {
 	WR_STR("command", T_, command, true), WR_STR("cap", T_, cap, true),
 	WR_STR("reason", T_, reason, true), WR_U64("ttl", T_, ttl), WR_U64("asked", T_, asked),
 	WR_U64("expires", T_, expires), WR_STR("state", T_, state, true),
+	WR_STR("broker", T_, broker, false),
 };
 static const struct wire_adm_rec wr_elev = WR_REC(wr_elev_keys, T_);
 #undef T_
@@ -336,12 +339,15 @@ static const struct wire_adm_key wr_status_keys[] = {
 static const struct wire_adm_key wr_issue_keys[] = {
 	WR_STR("token", T_, token, true), WR_STR("tid", T_, tid, true), WR_U64("exp", T_, exp),
 };
-static const struct wire_adm_key wr_revoke_keys[] = { WR_U64("count", T_, count) };
+static const struct wire_adm_key wr_revoke_keys[] = {
+	WR_U64("count", T_, count), WR_STR("unconfirmed", T_, unconfirmed, false),
+};
 static const struct wire_adm_key wr_list_keys[] = {
 	WR_MAPS("tokens", T_, tokens, ntokens, &wr_token), WR_BOOL("more", T_, more),
 };
 static const struct wire_adm_key wr_sandboxes_keys[] = {
 	WR_MAPS("sandboxes", T_, sbxs, nsbxs, &wr_sbx),
+	{ "more", WA_BOOL, offsetof(T_, more), WA_NONE, 0, 0, NULL, false },
 };
 static const struct wire_adm_key wr_pending_keys[] = {
 	WR_MAPS("requests", T_, requests, nrequests, &wr_elev), WR_BOOL("more", T_, more),

@@ -76,6 +76,7 @@ struct wire_adm_req {
 	size_t nunsetenv;
 	bool pty;			/* run: the task wants a terminal */
 	bool serve_workspace;		/* run: the workspace was named (serve it) */
+	bool cluster;			/* list, sandboxes: of every broker of the cluster */
 	const char *why;		/* after a failed decode: what was wrong, or NULL */
 };
 
@@ -112,12 +113,14 @@ struct wire_adm_token {
 	bool has_uses;
 	uint64_t uses;			/* uses left, when limited */
 	bool revoked, elevated;
+	const char *broker;		/* a --cluster view: the broker that minted it */
 };
 
 /* One live sandbox of a sandboxes reply. */
 struct wire_adm_sbx {
 	const char *id, *tier, *command, *workspace;
 	uint64_t started, pid, tokens, requests, owner;
+	const char *broker;		/* a --cluster view: the broker running it */
 };
 
 /* One elevation request: an entry of a pending reply, a request event. */
@@ -125,6 +128,7 @@ struct wire_adm_elev {
 	uint64_t rid;
 	const char *sandbox, *command, *cap, *reason, *state;
 	uint64_t ttl, asked, expires;
+	const char *broker;		/* in a cluster: the broker holding the sandbox */
 };
 
 /* One reply.  cmd is not sent: it says which command's keys to put or
@@ -146,6 +150,8 @@ struct wire_adm_rep {
 	const char *token, *tid;	/* issue */
 	uint64_t exp;			/* issue */
 	uint64_t count;			/* revoke: tokens revoked */
+	const char *unconfirmed;	/* revoke, in a cluster: live brokers that did not
+					 * confirm within the staleness bound, or NULL */
 	const struct wire_adm_token *tokens;	/* list */
 	size_t ntokens;
 	const struct wire_adm_sbx *sbxs;	/* sandboxes */
