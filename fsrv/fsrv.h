@@ -165,6 +165,28 @@ int fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out) CB_WARN_UNUSED;
  * CB_ENOMEM, CB_EINTERNAL (libfuse refused the session). */
 int fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
 
+/*
+ * A slot: a tree on the FUSE connection dev_fd whose root comes later
+ * (fsrv_slot_fill).  Until then every request of it is refused (EACCES)
+ * without asking the caller, and nothing is resolved.  What a slot is for:
+ * its mount can be made before the sandbox starts, so that the sandbox's
+ * Landlock rules name its root (docs/sandbox.md, "Trees granted while the
+ * sandbox runs"), and given a tree once one is granted.  Same thread and
+ * descriptor rules as fsrv_add_tree.  CB_EBUSY, CB_ENOMEM, CB_EINTERNAL.
+ */
+int fsrv_add_slot(struct fsrv *s, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
+
+/*
+ * Give slot tree its root (root_fd, duplicated; a directory), once; with
+ * owner, served as fsrv_tree_owner(uid, gid) would.  May be called from
+ * any thread: the serving thread takes the root before it answers the
+ * slot's next request, so a request that reaches the slot after this
+ * returns is served from the root.  CB_EINVAL (not a slot, filled already,
+ * root_fd not a directory), CB_EIO (dup).
+ */
+int fsrv_slot_fill(struct fsrv *s, unsigned tree, int root_fd, bool owner, uid_t uid,
+    gid_t gid) CB_WARN_UNUSED;
+
 /* Act on tree with the file-system identity of uid and gid (the owner of
  * the tree's root): the serving thread takes fsuid uid, fsgid gid and no
  * supplementary groups for each request of this tree and gets its own back

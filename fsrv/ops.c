@@ -87,6 +87,9 @@ fsrv_check(fuse_req_t req, enum fsrv_op op, unsigned need, const char *path)
 	struct fsrv_check c = { .tree = t->idx, .op = op, .need = need, .path = path,
 		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid };
 
+	/* A slot without its root yet (fsrv_add_slot) serves nothing. */
+	if (t->root_fd < 0)
+		return EACCES;
 	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
 }
 
@@ -440,6 +443,8 @@ fsrv_check_setattr(fuse_req_t req, const char *path, const struct stat *attr, in
 	struct stat cur;
 	int e;
 
+	if (t->root_fd < 0)
+		return EACCES;	/* a slot without its root */
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		if ((e = fsrv_stat_path(t, path, &cur)) != 0)
 			return e;

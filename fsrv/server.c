@@ -119,8 +119,9 @@ out:
 	return e;
 }
 
-int
-fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
+/* A tree on dev_fd rooted at root_fd, or a slot (root_fd -1). */
+static int
+fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 {
 	char *argv[] = { (char *)"capbroker-fsrv", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
@@ -129,7 +130,7 @@ fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	struct stat st;
 	int e = CB_EINVAL, dfd = -1;
 
-	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (root_fd >= 0 && (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode)))
 		goto out;
 	e = CB_EBUSY;
 	if (s->ntrees >= FSRV_MAX_TREES)
@@ -137,14 +138,15 @@ fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	e = CB_ENOMEM;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		goto out;
-	t->root_fd = -1;
+	t->root_fd = t->slot_root = -1;
+	t->slot = root_fd < 0;
 	if (fsrv_nodes_init(&t->nodes, s->cfg.max_nodes) != 0)
 		goto out;
 	/* One bound for the server: a sandbox's trees share it. */
 	t->nodes.pool = &s->nnodes;
 	t->nodes.pool_max = t->nodes.max;
 	e = CB_EIO;
-	if ((t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	if ((root_fd >= 0 && (t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0) ||
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		goto out;
 	t->srv = s;
@@ -190,22 +192,101 @@ out:
 }
 
 int
-fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid)
+fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
+{
+	if (root_fd < 0)
+		return CB_EINVAL;
+	return fsrv_tree_new(s, root_fd, dev_fd, tree);
+}
+
+int
+fsrv_add_slot(struct fsrv *s, int dev_fd, unsigned *tree)
+{
+	return fsrv_tree_new(s, -1, dev_fd, tree);
+}
+
+/* Serving thread: t acts as uid, gid from now on (fsrv_tree_owner). */
+static int
+fsrv_owner_set(struct fsrv *s, struct fsrv_tree *t, uid_t uid, gid_t gid)
 {
 	int n;
 
-	if (tree >= s->ntrees || uid == (uid_t)-1 || gid == (gid_t)-1)
+	if (uid == (uid_t)-1 || gid == (gid_t)-1)
 		return CB_EINVAL;
 	if (geteuid() != 0 && (uid != geteuid() || gid != getegid()))
 		return CB_EPERM;
+	/* Recorded on the serving thread: the groups it gets back. */
 	n = getgroups(FSRV_GROUPS_MAX, s->groups);
 	if (n < 0)
 		return CB_EINVAL;	/* more groups than we restore */
 	s->ngroups = n;
-	s->trees[tree]->uid = uid;
-	s->trees[tree]->gid = gid;
-	s->trees[tree]->as_owner = true;
+	t->uid = uid;
+	t->gid = gid;
+	t->as_owner = true;
 	return 0;
+}
+
+int
+fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid)
+{
+	if (tree >= s->ntrees)
+		return CB_EINVAL;
+	return fsrv_owner_set(s, s->trees[tree], uid, gid);
+}
+
+int
+fsrv_slot_fill(struct fsrv *s, unsigned tree, int root_fd, bool owner, uid_t uid, gid_t gid)
+{
+	struct fsrv_tree *t;
+	struct stat st;
+	int e = CB_EINVAL, fd;
+
+	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		return CB_EINVAL;
+	if ((fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return CB_EIO;
+	pthread_mutex_lock(&s->lock);
+	t = tree < s->ntrees ? s->trees[tree] : NULL;
+	if (t != NULL && t->slot && t->slot_root < 0 && t->root_fd < 0) {
+		t->slot_root = fd;
+		t->slot_owner = owner;
+		t->slot_uid = uid;
+		t->slot_gid = gid;
+		fd = -1;
+		e = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (fd >= 0)
+		close(fd);
+	return e;
+}
+
+/* Serving thread, before a request of slot t: take the root that
+ * fsrv_slot_fill gave, if any.  An owner that cannot be taken leaves the
+ * slot without a root (every request refused) rather than served with
+ * the thread's own identity. */
+static void
+fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
+{
+	int fd;
+	bool owner;
+	uid_t uid;
+	gid_t gid;
+
+	pthread_mutex_lock(&s->lock);
+	fd = t->slot_root;
+	t->slot_root = -1;
+	owner = t->slot_owner;
+	uid = t->slot_uid;
+	gid = t->slot_gid;
+	pthread_mutex_unlock(&s->lock);
+	if (fd < 0)
+		return;
+	if (owner && fsrv_owner_set(s, t, uid, gid) != 0) {
+		close(fd);
+		return;
+	}
+	t->root_fd = fd;
 }
 
 /*
@@ -303,6 +384,8 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	}
 	if (r < 0)
 		return CB_EIO;
+	if (t->root_fd < 0 && t->slot)
+		fsrv_slot_take(s, t);
 	fsrv_identity(s, t->as_owner ? t : NULL);
 	fuse_session_process_buf(t->se, &t->buf);
 	if (!s->cfg.keep_identity)
@@ -531,7 +614,10 @@ fsrv_free(struct fsrv *s)
 		fsrv_handles_close(t);
 		free(t->buf.mem);
 		free(t->io);
-		close(t->root_fd);
+		if (t->root_fd >= 0)
+			close(t->root_fd);
+		if (t->slot_root >= 0)
+			close(t->slot_root);
 		fsrv_nodes_fini(&t->nodes);
 		free(t);
 	}

@@ -56,6 +56,14 @@ struct fsrv_tree {
 	int pt_reply;			/* backing id to put in the next open reply */
 	uid_t uid;
 	gid_t gid;
+	/* A slot (fsrv_add_slot): root_fd is -1 until fsrv_slot_fill's root
+	 * is taken, on this tree's serving thread, before its next request
+	 * (fsrv_slot_take).  Under srv->lock: */
+	bool slot;
+	int slot_root;			/* the root given, not yet taken (-1: none) */
+	bool slot_owner;		/* ... served as slot_uid, slot_gid */
+	uid_t slot_uid;
+	gid_t slot_gid;
 };
 
 /* One queued kernel invalidation. */

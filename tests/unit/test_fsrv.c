@@ -1,11 +1,13 @@
 /*
  * test_fsrv.c - the file server's pure logic: the node table (paths
  * rebuilt from parent + name through lookups, renames, unlinks and
- * forgets; its bound), acceptable names, what an open needs.
+ * forgets; its bound), acceptable names, what an open needs; a slot's
+ * root is given once, a directory, to a slot only.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsrv/fsrv_int.h"
 #include "tests/tap.h"
@@ -235,6 +237,45 @@ test_rules(void)
 	     strcmp(fsrv_op_name((enum fsrv_op)999), "?") == 0, "names of caps and ops");
 }
 
+static int
+allow_all(void *arg, const struct fsrv_check *c)
+{
+	(void)arg;
+	(void)c;
+	return 0;
+}
+
+/* Slots (fsrv_add_slot, fsrv_slot_fill).  The connection is not read
+ * here: libfuse takes any descriptor as "/dev/fd/N". */
+static void
+test_slots(void)
+{
+	struct fsrv_cfg cfg = { .authz = allow_all };
+	struct fsrv *s = NULL;
+	unsigned slot = 0, tree = 0;
+	int dev = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int dir = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int file = open("/dev/null", O_PATH | O_CLOEXEC);
+
+	T_ERR(fsrv_new(&cfg, &s), 0, "a server");
+	if (s == NULL)
+		return;
+	T_ERR(fsrv_add_slot(s, dev, &slot), 0, "a slot: a tree without a root yet");
+	T_ERR(fsrv_add_tree(s, -1, dev, &tree), CB_EINVAL, "a tree needs a root");
+	T_ERR(fsrv_add_tree(s, dir, dev, &tree), 0, "a tree with one");
+	T_ERR(fsrv_slot_fill(s, slot, file, false, 0, 0), CB_EINVAL,
+	      "a slot's root must be a directory");
+	T_ERR(fsrv_slot_fill(s, tree, dir, false, 0, 0), CB_EINVAL,
+	      "a tree that is not a slot is not filled");
+	T_ERR(fsrv_slot_fill(s, 99, dir, false, 0, 0), CB_EINVAL, "nor a tree that does not exist");
+	T_ERR(fsrv_slot_fill(s, slot, dir, false, 0, 0), 0, "a slot takes its root");
+	T_ERR(fsrv_slot_fill(s, slot, dir, false, 0, 0), CB_EINVAL, "... once only");
+	fsrv_free(s);
+	close(dev);
+	close(dir);
+	close(file);
+}
+
 int
 main(void)
 {
@@ -243,5 +284,6 @@ main(void)
 	test_pool_lru();
 	test_toolong();
 	test_rules();
+	test_slots();
 	return t_done();
 }
