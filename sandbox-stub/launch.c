@@ -705,6 +705,14 @@ check_config(const struct sbx_config *cfg)
 		if (cfg->tier == SBX_TIER_LOW)
 			return CB_EPERM;
 	}
+	if (cfg->nslots > SBX_SLOTS_MAX || cfg->fuse_slots > SBX_SLOTS_MAX ||
+	    (cfg->nslots != 0 && cfg->slot_fds == NULL) || (cfg->nslots && cfg->fuse_slots))
+		return CB_EINVAL;
+	for (size_t i = 0; i < cfg->nslots; i++)
+		if (cfg->slot_fds[i] < 0)
+			return CB_EINVAL;
+	if ((cfg->nslots || cfg->fuse_slots) && (cfg->tier == SBX_TIER_LOW || !cfg->mount_later))
+		return CB_EPERM;
 	if (cfg->nsetenv > SBX_ENV_MAX || cfg->nunsetenv > SBX_ENV_MAX)
 		return CB_ETOOBIG;
 	for (size_t i = 0; i < cfg->nsetenv; i++) {
@@ -797,6 +805,12 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, bool in_cgro
 		rc |= arg(a, "--report-exit");
 	if (cfg->mount_later)
 		rc |= arg(a, "--mount-later");
+	/* The slots' descriptors follow the mounts' (sbx_spawn_start). */
+	for (i = 0; i < cfg->nslots && a->err[0] == '\0'; i++)
+		rc |= arg_num(a, "--slot-fd", (uint64_t)(fd0 + 2 * (int)a->nsrc +
+		    (int)cfg->nmounts + (int)i));
+	if (cfg->fuse_slots)
+		rc |= arg_num(a, "--fuse-slots", (uint64_t)cfg->fuse_slots);
 	for (i = 0; i < cfg->nfuse; i++) {
 		rc |= arg(a, "--fuse-at");
 		rc |= arg(a, cfg->fuse_dsts[i]);
@@ -1074,13 +1088,13 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	char stub[PATH_MAX];
 	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
 	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
-	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX + SBX_MOUNTS_MAX];	/* child descriptors, by target number */
+	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX + SBX_MOUNTS_MAX + SBX_SLOTS_MAX];	/* child descriptors, by target number */
 	int ncg = 0, nsrc, rc, master = -1, slave = -1, cgdir = -1;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = -1;
 	out->pidfd = out->stdin_fd = out->stdout_fd = out->stderr_fd = out->status_fd = out->notify_fd = -1;
-	out->nfuse = cfg->nfuse;
+	out->nfuse = cfg->nfuse + cfg->fuse_slots;
 	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
 		src[i] = -1;
 	if ((rc = check_config(cfg)) != 0)
@@ -1109,9 +1123,12 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 		src[nsrc++] = high_dup(a->src[i].dirfd);
 		src[nsrc++] = high_dup(a->src[i].fd);
 	}
-	if (a->err[0] == '\0')
+	if (a->err[0] == '\0') {
 		for (size_t i = 0; i < cfg->nmounts; i++)
 			src[nsrc++] = high_dup(cfg->mounts[i].fd);
+		for (size_t i = 0; i < cfg->nslots; i++)
+			src[nsrc++] = high_dup(cfg->slot_fds[i]);
+	}
 	for (int i = 0; i < nsrc; i++) {
 		if (src[i] == -1 && !(i == 3 && cfg->broker_fd < 0))
 			goto out;
@@ -1192,15 +1209,17 @@ is_dev_fuse(int fd)
 	    minor(st.st_rdev) == 229;
 }
 
-/* The "fuse" report (sbx_config.fuse_dsts): exactly the connections asked
- * for, in one packet, each /dev/fuse.  Everything from the sandbox's side
- * is checked: anything else fails the start.  The descriptors are made
- * non-blocking, so that a stub reading its own copy can never leave the
- * caller's server waiting in read(). */
+/* The "fuse" reports (sbx_config.fuse_dsts, then fuse_slots): exactly the
+ * connections asked for, in order, in as few packets as a packet's
+ * descriptors allow (WIRE_PACKET_FDS), each /dev/fuse.  Everything from the
+ * sandbox's side is checked: anything else (an empty report, one too many)
+ * fails the start.  The descriptors are made non-blocking, so that a stub
+ * reading its own copy can never leave the caller's server waiting in
+ * read(). */
 static int
 take_fuse(struct sbx_proc *p, struct wire_packet *pk, char *why, size_t whylen)
 {
-	if (p->nfuse_got != 0 || pk->trunc || pk->ctrunc || pk->nfds != p->nfuse) {
+	if (pk->trunc || pk->ctrunc || pk->nfds == 0 || pk->nfds > p->nfuse - p->nfuse_got) {
 		if (why != NULL)
 			snprintf(why, whylen, "the sandbox sent a bad file-server report "
 			    "(%zu connections, %zu asked for)", pk->nfds, p->nfuse);
@@ -1215,8 +1234,8 @@ take_fuse(struct sbx_proc *p, struct wire_packet *pk, char *why, size_t whylen)
 		}
 	}
 	for (size_t i = 0; i < pk->nfds; i++)
-		p->fuse_fds[i] = pk->fds[i];
-	p->nfuse_got = pk->nfds;
+		p->fuse_fds[p->nfuse_got + i] = pk->fds[i];
+	p->nfuse_got += pk->nfds;
 	pk->nfds = 0;
 	return 0;
 }
@@ -1402,6 +1421,21 @@ sbx_mount_send(const struct sbx_proc *p, int mnt_fd, const char *dst)
 	    (n = snprintf(msg, sizeof(msg), "mount %s", dst)) >= (int)sizeof(msg))
 		return CB_EINVAL;
 	if (wire_packet_send(p->status_fd, msg, (size_t)n, &mnt_fd, 1,
+	    MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+		return 0;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;
+}
+
+int
+sbx_slot_send(const struct sbx_proc *p, unsigned slot, const char *dst)
+{
+	char msg[PATH_MAX + 32];
+	int n;
+
+	if (sbx_bind_dst_refusal(dst) != NULL || slot >= SBX_SLOTS_MAX ||
+	    (n = snprintf(msg, sizeof(msg), "slot %u %s", slot, dst)) >= (int)sizeof(msg))
+		return CB_EINVAL;
+	if (wire_packet_send(p->status_fd, msg, (size_t)n, NULL, 0,
 	    MSG_DONTWAIT | MSG_NOSIGNAL) == n)
 		return 0;
 	return errno == EAGAIN || errno == EWOULDBLOCK ? CB_EBUSY : CB_EIO;

@@ -88,6 +88,8 @@ struct sbx_mount {
 };
 
 #define SBX_MOUNTS_MAX		16	/* served trees one sandbox is started with */
+#define SBX_SLOTS_MAX		16	/* slots: served trees granted later, writable
+					 * by unmodified programs (docs/sandbox.md) */
 
 /* Which object a bind source was when the launcher opened it (0, 0: it
  * could not be opened).  The warm pool compares them: a pooled sandbox
@@ -179,6 +181,19 @@ struct sbx_config {
 					 * in sbx_proc.fuse_fds, in this order, before
 					 * "ready" (docs/sandbox.md).  dst as for mounts */
 	size_t nfuse;			/* at most SBX_MOUNTS_MAX */
+	/* Slots (with mount_later): empty FUSE mounts made before the agent
+	 * starts, so that its Landlock rules can give read and write beneath
+	 * each (never execute, below the high tier), attached later at a
+	 * granted tree's path (sbx_slot_send).  Landlock fixes its rules when
+	 * the agent starts, and a rule on a mount's root binds that mount's
+	 * root inode wherever it is attached later (docs/sandbox.md).  A
+	 * caller that is root makes them itself (slot_fds: detached mounts,
+	 * the caller keeps them); one that is not asks pid 1 to make
+	 * fuse_slots of them on its own /dev/fuse, and their connections come
+	 * back in sbx_proc.fuse_fds after fuse_dsts' ones.  Not both. */
+	const int *slot_fds;
+	size_t nslots;			/* at most SBX_SLOTS_MAX */
+	size_t fuse_slots;		/* at most SBX_SLOTS_MAX */
 };
 
 /* What the sandbox reported about its layers (valid after "ready"). */
@@ -199,7 +214,8 @@ struct sbx_proc {
 				 * high tiers, with mediate_connect), else -1 */
 	struct sbx_report report;
 	char cgroup[2][320];	/* cgroup directories to remove when closed */
-	int fuse_fds[SBX_MOUNTS_MAX];	/* sbx_config.fuse_dsts' connections, once
+	int fuse_fds[SBX_MOUNTS_MAX + SBX_SLOTS_MAX];	/* sbx_config.fuse_dsts' and
+				 * fuse_slots' connections, once
 				 * sbx_spawn_finish has read them (nfuse_got): each
 				 * checked to be /dev/fuse, non-blocking; the caller
 				 * takes them (sets them -1) or sbx_proc_close closes
@@ -267,7 +283,14 @@ int sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out,
  * full: try later), CB_EIO (errno set). */
 int sbx_mount_send(const struct sbx_proc *p, int mnt_fd, const char *dst) CB_WARN_UNUSED;
 
-/* Read one answer of pid 1 to sbx_mount_send (non-blocking).  0 with the
+/* With slots (sbx_config.slot_fds or fuse_slots), once the sandbox runs:
+ * ask pid 1 to attach slot number slot (0-based, in the order given) at
+ * dst, as sbx_mount_send does a mount.  A slot is attached once; pid 1
+ * lets go of it whatever the answer.  Answered as sbx_mount_send.
+ * 0, CB_EINVAL, CB_EBUSY, CB_EIO. */
+int sbx_slot_send(const struct sbx_proc *p, unsigned slot, const char *dst) CB_WARN_UNUSED;
+
+/* Read one answer of pid 1 to sbx_mount_send or sbx_slot_send (non-blocking).  0 with the
  * destination in dst (dstlen bytes) and *ok saying whether it is attached
  * (if not, why says why, printable); CB_EBUSY when nothing is there yet;
  * CB_ECLOSED once pid 1 is gone (stop reading). */

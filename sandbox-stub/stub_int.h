@@ -77,6 +77,9 @@ struct stub_cfg {
 	const char *fuse_at[SBX_MOUNTS_MAX];	/* --fuse-at: trees pid 1 mounts on
 					 * its own /dev/fuse (stub_mount_send_fuse) */
 	size_t nfuse;
+	int slot_fds[SBX_SLOTS_MAX];	/* --slot-fd: the broker's slots */
+	size_t nslot_fds;
+	size_t fuse_slots;		/* --fuse-slots: slots pid 1 makes itself */
 	const char *chdir;		/* where the agent starts; NULL: /tmp */
 	const char *setenv[2 * STUB_MAX_ENV];	/* NAME, VALUE pairs */
 	size_t nsetenv;			/* pairs */
@@ -121,6 +124,18 @@ void stub_mount_send_fuse(const struct stub_cfg *c);
  * bind or a served tree: all refused).  Needs CAP_SYS_ADMIN in the
  * sandbox's user namespace.  0, or -1 with the reason in why. */
 int stub_mount_late(int mnt_fd, const char *dst, char *why, size_t whylen);
+
+/* The slots of this sandbox (--slot-fd, or --fuse-slots made by
+ * stub_mount_setup): detached, empty FUSE mounts held by pid 1 until the
+ * broker names a tree for one.  How many, and the mount descriptor of slot
+ * i (-1 once attached); the agent-to-be gives each root a Landlock rule. */
+size_t stub_mount_nslots(void);
+int stub_mount_slot_fd(size_t i);
+
+/* In pid 1 while the agent runs: attach slot i at dst as stub_mount_late
+ * does a mount, and let go of the slot whatever the outcome (a slot is
+ * used once).  0, or -1 with the reason in why. */
+int stub_mount_slot(size_t i, const char *dst, char *why, size_t whylen);
 
 /* Probe the kernel's Landlock ABI (0: none). */
 int stub_landlock_abi(void);

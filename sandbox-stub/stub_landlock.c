@@ -126,6 +126,18 @@ add_rule(int ruleset, const char *path, int fd, uint64_t rights, uint64_t handle
 		close(own);
 }
 
+/* A rule for the root of a slot (a FUSE mount not attached yet): a
+ * directory by construction, and not asked (fstat would be a request to a
+ * server that has no tree for it yet, and is refused). */
+static void
+add_slot_rule(int ruleset, int fd, uint64_t rights, uint64_t handled)
+{
+	struct stub_ll_beneath pb = { .allowed_access = rights & handled, .parent_fd = fd };
+
+	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == -1)
+		stub_die(errno, "landlock_add_rule (a slot)");
+}
+
 /* ELF interpreters the agent's binary may need (execute right). */
 static const char *const stub_ldso[] = {
 #if defined(__x86_64__)
@@ -191,6 +203,22 @@ stub_landlock_apply(const struct stub_cfg *c, int abi)
 	for (size_t i = 0; i < c->nfuse; i++)
 		add_rule(rs, c->fuse_at[i], -1, rd | wr |
 		    (c->tier == SBX_TIER_HIGH ? LL_FS_EXECUTE : 0), handled, false);
+	/*
+	 * Slots: trees granted while the agent runs.  A rule names an inode,
+	 * and the kernel's walk up from a path checks every directory of it
+	 * up to a mount's root, that root included, then continues above the
+	 * mount point (the mount point itself, hidden, is skipped).  So a
+	 * rule on a slot's root, made now while the slot is attached nowhere,
+	 * holds beneath it wherever pid 1 attaches it later; a mount made
+	 * later, whose root no rule names, gets only the read rule of "/".
+	 * Nothing else is widened: the slots' superblocks are only ever
+	 * mounted at a granted tree's path, and every operation there is the
+	 * server's to decide.
+	 */
+	for (size_t i = 0; i < stub_mount_nslots(); i++)
+		if (stub_mount_slot_fd(i) != -1)
+			add_slot_rule(rs, stub_mount_slot_fd(i), rd | wr |
+			    (c->tier == SBX_TIER_HIGH ? LL_FS_EXECUTE : 0), handled);
 	if (c->tier != SBX_TIER_HIGH) {
 		/* Low: the agent binary (and the loader its exec needs); seccomp
 		 * makes it one exec only.  Medium: also capcall and exec_allow. */

@@ -147,7 +147,7 @@ enum {
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
 	OPT_POOL, OPT_REPORT_EXIT,
-	OPT_MOUNT_LATER, OPT_FUSE_AT,
+	OPT_MOUNT_LATER, OPT_FUSE_AT, OPT_SLOT_FD, OPT_FUSE_SLOTS,
 };
 
 /* "DIRFD FD NAME" of a bind source the broker opened: DIRFD and FD are
@@ -188,6 +188,8 @@ static const struct option stub_opts[] = {
 	{ "mount-fd", required_argument, NULL, OPT_MOUNT },
 	{ "mount-later", no_argument, NULL, OPT_MOUNT_LATER },
 	{ "fuse-at", required_argument, NULL, OPT_FUSE_AT },
+	{ "slot-fd", required_argument, NULL, OPT_SLOT_FD },
+	{ "fuse-slots", required_argument, NULL, OPT_FUSE_SLOTS },
 	{ "capcall-fd", required_argument, NULL, OPT_CAPCALL },
 	{ "pylib-fd", required_argument, NULL, OPT_PYLIB },
 	{ "setup-error", required_argument, NULL, OPT_SETUP_ERROR },
@@ -338,6 +340,10 @@ check_tier_options(const struct stub_cfg *c)
 		stub_die(0, "--mount-later refused in the low tier");
 	if (c->nfuse != 0 && c->tier == SBX_TIER_LOW)
 		stub_die(0, "--fuse-at refused in the low tier");
+	if ((c->nslot_fds != 0 || c->fuse_slots != 0) && !c->mount_later)
+		stub_die(0, "--slot-fd and --fuse-slots need --mount-later");
+	if (c->nslot_fds != 0 && c->fuse_slots != 0)
+		stub_die(0, "--slot-fd and --fuse-slots exclude each other");
 	if (c->nexec_allow != 0 && c->tier != SBX_TIER_MEDIUM)
 		stub_die(0, "--exec-allow applies to the medium tier only");
 	if (c->notify && c->tier == SBX_TIER_LOW)
@@ -413,6 +419,18 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			break;
 		case OPT_FUSE_AT:
 			parse_fuse_at(c, optarg);
+			break;
+		case OPT_SLOT_FD:
+			if (c->nslot_fds == SBX_SLOTS_MAX)
+				stub_die(0, "too many --slot-fd (max %d)", SBX_SLOTS_MAX);
+			c->slot_fds[c->nslot_fds] = (int)parse_u64("--slot-fd", optarg,
+			    STUB_FD_CGROUP0, 1 << 20);
+			if (c->slot_fds[c->nslot_fds] > c->max_fd)
+				c->max_fd = c->slot_fds[c->nslot_fds];
+			c->nslot_fds++;
+			break;
+		case OPT_FUSE_SLOTS:
+			c->fuse_slots = (size_t)parse_u64("--fuse-slots", optarg, 1, SBX_SLOTS_MAX);
 			break;
 		case OPT_EXEC_ALLOW:
 			if (c->nexec_allow == STUB_MAX_EXEC)
@@ -1295,6 +1313,27 @@ pid1_report_ready(const struct stub_cfg *c, int ll_abi, int listener)
 	close(STDERR_FILENO);
 }
 
+/* "slot N DST" (args points at "N DST"): attach the broker's slot N at DST.
+ * The answer goes in reply; its length. */
+static int
+pid1_slot_request(const char *args, char *reply, size_t len)
+{
+	char why[256];
+	const char *dst = strchr(args, ' ');
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(args, &end, 10);
+	if (dst == NULL || end != dst || end == args || errno != 0 || dst[1] != '/' ||
+	    n >= stub_mount_nslots())
+		return snprintf(reply, len, "fail ?: bad request");
+	dst++;
+	if (stub_mount_slot((size_t)n, dst, why, sizeof(why)) != 0)
+		return snprintf(reply, len, "fail %s: %s", dst, why);
+	return snprintf(reply, len, "ok %s", dst);
+}
+
 /* One request of the broker on the status socket (--mount-later): "mount
  * DST" with the detached mount of a tree granted while the agent runs.  The
  * broker is trusted; the request is checked all the same.  The answer is
@@ -1318,7 +1357,10 @@ pid1_mount_request(int *chan)
 		return;
 	}
 	buf[n] = '\0';
-	if (pk.trunc || pk.ctrunc || pk.nfds != 1 || strlen(buf) != (size_t)n ||
+	if (!pk.trunc && !pk.ctrunc && pk.nfds == 0 && strlen(buf) == (size_t)n &&
+	    strncmp(buf, "slot ", 5) == 0)
+		len = pid1_slot_request(buf + 5, reply, sizeof(reply));
+	else if (pk.trunc || pk.ctrunc || pk.nfds != 1 || strlen(buf) != (size_t)n ||
 	    strncmp(buf, "mount /", 7) != 0)
 		len = snprintf(reply, sizeof(reply), "fail ?: bad request");
 	else if (stub_mount_late(pk.fds[0], buf + 6, why, sizeof(why)) != 0)

@@ -66,8 +66,13 @@ static size_t stub_nown;
 static int stub_root_rw = -1;
 static dev_t stub_root_dev;
 
-/* --fuse-at: the connections pid 1 opened, until stub_mount_send_fuse. */
-static int stub_fuse_dev[SBX_MOUNTS_MAX];
+/* --fuse-at and --fuse-slots: the connections pid 1 opened (the trees',
+ * then the slots'), until stub_mount_send_fuse. */
+static int stub_fuse_dev[SBX_MOUNTS_MAX + SBX_SLOTS_MAX];
+
+/* The slots (--slot-fd, --fuse-slots): detached mounts, -1 once used. */
+static int stub_slot[SBX_SLOTS_MAX];
+static size_t stub_nslot;
 
 static bool
 own_dev(dev_t d)
@@ -538,15 +543,75 @@ fuse_mount(const struct stub_cfg *c, const char *dst, struct stub_tree *t, int *
 		stub_die(0, "path too long: %.200s", dst);
 }
 
+/* --fuse-slots: slot i, made like a --fuse-at tree (fuse_mount) but
+ * attached nowhere yet: pid 1 keeps it until the broker names its tree. */
+static void
+fuse_slot(const struct stub_cfg *c, size_t i)
+{
+	struct stub_tree t;
+
+	fuse_mount(c, "/ (a slot for trees granted later)", &t, &stub_fuse_dev[c->nfuse + i]);
+	stub_slot[stub_nslot++] = t.fd;
+}
+
+size_t
+stub_mount_nslots(void)
+{
+	return stub_nslot;
+}
+
+int
+stub_mount_slot_fd(size_t i)
+{
+	return i < stub_nslot ? stub_slot[i] : -1;
+}
+
+int
+stub_mount_slot(size_t i, const char *dst, char *why, size_t whylen)
+{
+	int r;
+
+	if (i >= stub_nslot || stub_slot[i] == -1) {
+		snprintf(why, whylen, "no such slot, or used already");
+		return -1;
+	}
+	r = stub_mount_late(stub_slot[i], dst, why, whylen);
+	/*
+	 * The kernel made the root inode of a FUSE mount owned by uid 0 of
+	 * the user namespace it was mounted in, until the server's first
+	 * answer about it.  pid 1's own slots (a broker that is not root) are
+	 * mounted in the sandbox's namespace, where uid 0 is not mapped, and
+	 * the kernel refuses every write to a directory whose owner is not
+	 * mapped (EACCES) before the server is asked: so a create or mkdir at
+	 * the top of the tree would fail until something stat'ed it.  The
+	 * broker filled the slot before asking, so one stat here makes the
+	 * kernel take the tree root's real attributes.  Its outcome does not
+	 * matter (a tree no grant lets see is refused anyway).
+	 */
+	if (r == 0) {
+		struct stat st;
+
+		(void)!fstat(stub_slot[i], &st);
+	}
+	close(stub_slot[i]);
+	stub_slot[i] = -1;
+	return r;
+}
+
 void
 stub_mount_send_fuse(const struct stub_cfg *c)
 {
-	if (c->nfuse == 0)
-		return;
-	if (wire_packet_send(STUB_FD_STATUS, "fuse", 4, stub_fuse_dev, c->nfuse,
-	    MSG_NOSIGNAL) != 4)
-		stub_die(errno, "passing the file server's connections to the broker");
-	for (size_t i = 0; i < c->nfuse; i++)
+	size_t n = c->nfuse + c->fuse_slots;
+
+	/* In order, as many to a packet as a packet carries (take_fuse). */
+	for (size_t i = 0; i < n; i += WIRE_PACKET_FDS) {
+		size_t k = n - i < WIRE_PACKET_FDS ? n - i : WIRE_PACKET_FDS;
+
+		if (wire_packet_send(STUB_FD_STATUS, "fuse", 4, stub_fuse_dev + i, k,
+		    MSG_NOSIGNAL) != 4)
+			stub_die(errno, "passing the file server's connections to the broker");
+	}
+	for (size_t i = 0; i < n; i++)
 		close(stub_fuse_dev[i]);
 }
 
@@ -596,6 +661,11 @@ stub_mount_setup(const struct stub_cfg *c)
 	}
 	for (size_t i = 0; i < c->nfuse; i++)
 		fuse_mount(c, c->fuse_at[i], &served[c->nmounts + i], &stub_fuse_dev[i]);
+	/* Slots: the broker's, or made here as the trees above are. */
+	for (size_t i = 0; i < c->nslot_fds; i++)
+		stub_slot[stub_nslot++] = c->slot_fds[i];
+	for (size_t i = 0; i < c->fuse_slots; i++)
+		fuse_slot(c, i);
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");

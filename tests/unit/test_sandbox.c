@@ -98,6 +98,24 @@ test_config_checks(void)
 	c.binds = &wb;
 	c.nbinds = 1;
 	T_ERR(sbx_spawn_start(&c, &p), CB_EPERM, "writable bind below the high tier refused");
+	{
+		int slot = STDIN_FILENO;
+
+		c = config(SBX_TIER_LOW, argv);
+		c.fuse_slots = 1;
+		c.mount_later = true;
+		T_ERR(sbx_spawn_start(&c, &p), CB_EPERM, "slots refused in the low tier");
+		c = config(SBX_TIER_MEDIUM, argv);
+		c.slot_fds = &slot;
+		c.nslots = 1;
+		T_ERR(sbx_spawn_start(&c, &p), CB_EPERM, "slots refused without mount_later");
+		c.mount_later = true;
+		c.fuse_slots = 1;
+		T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "the caller's slots and pid 1's exclude each other");
+		c.fuse_slots = SBX_SLOTS_MAX + 1;
+		c.nslots = 0;
+		T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "at most SBX_SLOTS_MAX slots");
+	}
 	c = config(SBX_TIER_LOW, argv);
 	c.limits.nofile = SBX_NOFILE_MAX + 1;
 	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "nofile above the maximum refused");
@@ -238,6 +256,35 @@ fuse_report(size_t want, const int *fds, size_t nfds, struct sbx_proc *p, char *
 	return rc;
 }
 
+/* More connections than a packet carries (trees, then slots) come in
+ * several "fuse" reports: taken in order until the number asked for, an
+ * empty report refused. */
+static void
+test_fuse_split(int fuse)
+{
+	struct sbx_proc p;
+	char why[256];
+	int sv[2];
+
+	memset(&p, 0, sizeof(p));
+	p.pidfd = p.stdin_fd = p.stdout_fd = p.stderr_fd = p.notify_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) != 0)
+		return;
+	p.status_fd = sv[0];
+	p.nfuse = 2;
+	cb_ignore((int)wire_packet_send(sv[1], "fuse", 4, &fuse, 1, 0));
+	cb_ignore((int)wire_packet_send(sv[1], "fuse", 4, &fuse, 1, 0));
+	cb_ignore((int)wire_packet_send(sv[1], "fuse", 4, NULL, 0, 0));
+	close(sv[1]);
+	T_ERR(sbx_spawn_finish(&p, why, sizeof(why)), CB_EBUSY, "a first \"fuse\" report of two");
+	T_ERR(sbx_spawn_finish(&p, why, sizeof(why)), CB_EBUSY, "... the second");
+	T_OK(p.nfuse_got == 2 && p.fuse_fds[0] >= 0 && p.fuse_fds[1] >= 0 &&
+	    p.fuse_fds[0] != p.fuse_fds[1], "... both connections are taken, in order");
+	T_ERR(sbx_spawn_finish(&p, why, sizeof(why)), CB_EINTERNAL,
+	    "an empty (or one more) \"fuse\" report is refused");
+	sbx_proc_close(&p);
+}
+
 static void
 test_fuse_report(void)
 {
@@ -282,6 +329,7 @@ test_fuse_report(void)
 			}
 		}
 		sbx_proc_close(&p);
+		test_fuse_split(fuse);
 		close(fuse);
 	}
 	close(null);
