@@ -74,6 +74,12 @@
 /* Trees of one sandbox: those it starts with (SBX_MOUNTS_MAX) and those
  * granted while it runs. */
 #define BRK_FSS_TREES_MAX (SBX_MOUNTS_MAX + 32)
+/* Slots a sandbox starts with: the trees granted while it runs that
+ * unmodified programs may write (docs/sandbox.md, "Trees granted while the
+ * sandbox runs").  Each is a FUSE connection and an empty mount from the
+ * start; later trees past them are served read-only to unmodified programs
+ * (a root broker) or not at all (a broker that is not root). */
+#define BRK_FSS_SLOTS	4
 
 /* One fs.* capability of a live token, as the server thread judges it. */
 struct brk_fss_grant {
@@ -98,12 +104,24 @@ struct brk_fss_tree {
 	ino_t ino;
 	bool moved;			/* under mu: no longer at path (brk_fss_roots) */
 	int mnt;			/* detached mount, until the spawn */
+	bool slot;			/* served in a slot (writable by unmodified programs) */
 };
 
-/* A tree granted while the sandbox runs, for the server thread to add. */
+/* A slot: a FUSE connection and its mount, made before the sandbox starts
+ * and given a tree granted while it runs (fsrv_slot_fill, sbx_slot_send). */
+struct brk_fss_slot {
+	unsigned idx;			/* fsrv's tree index; BRK_FSS_NOTREE until
+					 * served (a broker that is not root: the
+					 * thread sets it, under mu) */
+	bool used;			/* given a tree (or lost trying) */
+};
+
+/* A tree granted while the sandbox runs, or (ti BRK_FSS_NOTREE) slot
+ * number slot's connection, for the server thread to add. */
 struct brk_fss_late {
 	unsigned ti;			/* its index in trees[] */
 	int root, dev;			/* its root and its FUSE connection */
+	unsigned slot;
 };
 
 /* A bind of the sandbox, as brk_fss_servable needs it after the spawn. */
@@ -149,6 +167,10 @@ struct brk_fss {
 	/* A broker that is not root: pid 1 mounts the trees of the start on
 	 * its own /dev/fuse (cfg's fuse_dsts) and sends the connections. */
 	bool stub_mounts;
+	struct brk_fss_slot slots[SBX_SLOTS_MAX];
+	size_t nslots;
+	int slot_mnt[SBX_SLOTS_MAX];	/* a root broker's slot mounts, until the spawn */
+	bool slots_new;			/* under mu: the thread served slots (grow again) */
 	const char *fuse_dsts[SBX_MOUNTS_MAX];
 	int uroot[SBX_MOUNTS_MAX];	/* their roots, until the connections come */
 	unsigned uti[SBX_MOUNTS_MAX];	/* and their trees */
@@ -865,12 +887,18 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 	struct brk_fss *f = arg;
 	uint64_t v;
 	size_t n;
+	bool grow;
 
 	(void)ev;
 	cb_ignore((int)read(fd, &v, sizeof(v)));
 	pthread_mutex_lock(&f->mu);
 	n = f->naq;
+	grow = f->slots_new;
+	f->slots_new = false;
 	pthread_mutex_unlock(&f->mu);
+	/* pid 1's slots are served now: a grant that waited for one. */
+	if (grow)
+		brk_fss_grow(f);
 	if (n >= BRK_FSS_AUDQ_MAX / 2 ||
 	    (!evtimer_pending(f->ev_aud_tm, NULL) && evtimer_add(f->ev_aud_tm, &delay) != 0)) {
 		brk_fss_drain(f);
@@ -895,9 +923,28 @@ brk_fss_add_late(struct brk_fss *f)
 	f->nlate = 0;
 	pthread_mutex_unlock(&f->mu);
 	for (size_t i = 0; i < n; i++) {
-		struct brk_fss_tree *t = &f->trees[q[i].ti];	/* the loop wrote it before the 'a' */
+		struct brk_fss_tree *t;
 		unsigned idx;
-		int e = fsrv_add_tree(f->srv, q[i].root, q[i].dev, &idx);
+		int e;
+
+		if (q[i].ti == BRK_FSS_NOTREE) {
+			/* A slot of pid 1's: served now, given a tree later. */
+			e = fsrv_add_slot(f->srv, q[i].dev, &idx);
+			close(q[i].dev);
+			pthread_mutex_lock(&f->mu);
+			if (e == 0) {
+				f->slots[q[i].slot].idx = idx;
+				f->slots_new = true;
+			} else {
+				f->slots[q[i].slot].used = true;
+			}
+			pthread_mutex_unlock(&f->mu);
+			/* The loop may have a grant waiting for it (brk_fss_aud_ready). */
+			cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
+			continue;
+		}
+		t = &f->trees[q[i].ti];		/* the loop wrote it before the 'a' */
+		e = fsrv_add_tree(f->srv, q[i].root, q[i].dev, &idx);
 
 		if (e == 0 && t->uid != 0 && !f->stub_mounts)
 			e = fsrv_tree_owner(f->srv, idx, t->uid, t->gid);
@@ -957,7 +1004,8 @@ brk_fss_main(void *arg)
 	f->srv = NULL;
 	pthread_mutex_lock(&f->mu);
 	for (size_t i = 0; i < f->nlate; i++) {
-		close(f->late[i].root);
+		if (f->late[i].root >= 0)
+			close(f->late[i].root);
 		close(f->late[i].dev);
 	}
 	for (size_t i = 0; i < f->nfuse; i++)
@@ -1133,6 +1181,9 @@ brk_fss_discard(struct brk_fss *f)
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].mnt >= 0)
 			close(f->trees[i].mnt);
+	for (size_t i = 0; i < SBX_SLOTS_MAX; i++)
+		if (f->slot_mnt[i] >= 0)
+			close(f->slot_mnt[i]);
 	fsrv_free(f->srv);
 	brk_fss_grants_free(f->g, f->ng);
 	free(f->aq);
@@ -1239,6 +1290,10 @@ brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
 	f->aud = s->b->aud;
 	f->floor = st_now(s->b->st);
 	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
+	for (size_t i = 0; i < SBX_SLOTS_MAX; i++) {
+		f->slot_mnt[i] = -1;
+		f->slots[i].idx = BRK_FSS_NOTREE;
+	}
 	f->avail = s->aud_bytes;
 	snprintf(f->sid, sizeof(f->sid), "%s", s->id);
 	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
@@ -1290,6 +1345,38 @@ brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, 
 		*ws_served |= ws;
 	}
 	return 0;
+}
+
+/* A root broker's slots: for each a fresh FUSE connection, served as a
+ * slot (fsrv_add_slot: nothing until a tree is given), and its detached
+ * mount, usable by the agent's uid only, for the stub (--slot-fd).  A slot
+ * that cannot be made is left out (said once): trees granted later are
+ * then served read-only to unmodified programs, as past the last slot. */
+static void
+brk_fss_make_slots(struct brk_fss *f, uid_t agent)
+{
+	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
+
+	for (size_t i = 0; i < BRK_FSS_SLOTS; i++) {
+		int dev = open("/dev/fuse", O_RDWR | O_CLOEXEC), mnt = -1, r = CB_EUNSUPPORTED;
+
+		if (dev < 0 || (r = fsrv_mount_detached(dev, &mo, &mnt)) != 0 ||
+		    (r = fsrv_add_slot(f->srv, dev, &f->slots[i].idx)) != 0) {
+			f->slots[i].idx = BRK_FSS_NOTREE;
+			cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+			    .reason = r, .op = "fs.serve", .resource = "(slots)", .actor = "broker",
+			    .detail = "a slot for trees granted later could not be made: those are "
+			    "read-only to unmodified programs" }));
+			if (dev >= 0)
+				close(dev);
+			if (mnt >= 0)
+				close(mnt);
+			return;
+		}
+		close(dev);	/* the server has its own; the mount lives in mnt */
+		f->slot_mnt[i] = mnt;
+		f->nslots++;
+	}
 }
 
 /* The audit queue's wake-up on the broker's loop and the server's thread. */
@@ -1353,6 +1440,8 @@ brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
 		return 0;
 	}
 	e = errno;
+	if (f->ntrees == 0)
+		return 0;	/* nothing to say: no slots either (brk_fss_start) */
 	for (unsigned i = 0; i < f->ntrees; i++)
 		ws |= !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
 	snprintf(why, whylen, "the file server cannot serve %s: a broker that is not root needs "
@@ -1429,24 +1518,28 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 			brk_fss_want(f, g[i].root);
 	if ((r = brk_fss_rw_trees(f, cfg)) != 0)
 		goto fail;
-	/* With no tree yet a root broker serves all the same: a tree granted
-	 * while the sandbox runs is mounted then (brk_fss_grow). */
-	if (f->ntrees == 0 && geteuid() != 0) {
-		brk_fss_discard(f);
-		return 0;
-	}
-	/* A /dev/fuse opened outside the sandbox's user namespace cannot be
+	/* With no tree yet the broker serves all the same: a tree granted
+	 * while the sandbox runs is mounted then (brk_fss_grow), in a slot.
+	 * A /dev/fuse opened outside the sandbox's user namespace cannot be
 	 * mounted inside it, and a broker that is not root cannot mount at
-	 * all: pid 1 opens its own and mounts the trees (--fuse-at), and
-	 * sends the connections; where it cannot, the sandbox does not start
-	 * (125, saying why).  Trees granted later are not mounted then
-	 * (docs/sandbox.md). */
+	 * all: pid 1 opens its own and mounts the trees (--fuse-at) and the
+	 * slots (--fuse-slots), and sends the connections; where it cannot,
+	 * a sandbox whose workspace is served does not start (125, saying
+	 * why), and one without trees starts without slots (docs/sandbox.md). */
 	f->stub_mounts = geteuid() != 0;
-	if (f->stub_mounts && (r = brk_fss_probe(f, why, whylen)) != 0)
-		goto fail;
-	if (f->stub_mounts && f->ntrees == 0) {
-		brk_fss_discard(f);
-		return 0;
+	if (f->stub_mounts) {
+		int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			close(fd);
+			f->nslots = BRK_FSS_SLOTS;
+		}
+		if ((r = brk_fss_probe(f, why, whylen)) != 0)
+			goto fail;
+		if (f->ntrees == 0 && f->nslots == 0) {
+			brk_fss_discard(f);
+			return 0;
+		}
 	}
 	r = CB_ENOMEM;
 	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))) ||
@@ -1460,6 +1553,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	}
 	if ((r = brk_fss_mount_trees(f, agent, &ws_served, why, whylen)) != 0)
 		goto fail;
+	if (!f->stub_mounts)
+		brk_fss_make_slots(f, agent);
 	if ((r = brk_fss_launch(f, why, whylen)) != 0)
 		goto fail;
 	/* The thread only sets its identity before it says so: no wait on the
@@ -1479,8 +1574,12 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	if (f->stub_mounts) {
 		cfg->fuse_dsts = f->fuse_dsts;
 		cfg->nfuse = f->nfuse;
+		cfg->fuse_slots = f->nslots;
+		cfg->mount_later = f->nslots != 0;
 	} else {
 		cfg->mount_later = true;
+		cfg->slot_fds = f->slot_mnt;
+		cfg->nslots = f->nslots;
 	}
 	return 0;
 fail:
@@ -1507,17 +1606,85 @@ brk_fss_known(const struct brk_fss *f, const char *path)
 	return false;
 }
 
-/* Serve the tree rooted at path, granted while the sandbox runs: a fresh
- * FUSE connection for the thread, its detached mount for pid 1, which
- * attaches it at path (sbx_mount_send).  Tried once: a tree that fails
- * stays in the table (no index), so the tick does not try it again. */
+/* A slot for path: one served and unused, or none.  *wait says a slot of
+ * pid 1's is not served yet (the grant waits for it: brk_fss_aud_ready).
+ * Beneath /tmp pid 1 attaches nothing later (the agent makes directories
+ * there), so no slot is spent on it. */
+static struct brk_fss_slot *
+brk_fss_slot_free(struct brk_fss *f, const char *path, bool *wait)
+{
+	struct brk_fss_slot *sl = NULL;
+
+	*wait = false;
+	if (brk_fss_within("/tmp", path))
+		return NULL;
+	pthread_mutex_lock(&f->mu);
+	for (size_t i = 0; i < f->nslots && !sl; i++) {
+		if (f->slots[i].used)
+			continue;
+		if (f->slots[i].idx == BRK_FSS_NOTREE)
+			*wait = true;
+		else
+			sl = &f->slots[i];
+	}
+	pthread_mutex_unlock(&f->mu);
+	return sl;
+}
+
+/*
+ * Give tree t (the table's newest) slot sl: the server takes t's root for
+ * the slot's connection (before it answers the slot's next request), then
+ * pid 1 attaches the slot at t's path (sbx_slot_send).  Why this is safe:
+ * the slot's mount is the agent's only way to its root, and every request
+ * there is decided by fss_authz against live tokens for t's path, exactly
+ * as for any served tree; Landlock's write rule for the slot's root (made
+ * when the sandbox started) only lets the request reach the broker.  A
+ * slot is used once, whatever happens.
+ */
+static int
+brk_fss_slot_tree(struct brk_fss *f, struct brk_fss_tree *t, struct brk_fss_slot *sl,
+    char *why, size_t whylen)
+{
+	int root = -1, r;
+
+	pthread_mutex_lock(&f->mu);
+	sl->used = true;
+	pthread_mutex_unlock(&f->mu);
+	if ((r = brk_fss_root_open(t, &root, why, whylen)) != 0)
+		return r;
+	/* A root-owned tree is served as root (the thread's own identity),
+	 * as at the start; a broker that is not root has no other. */
+	r = fsrv_slot_fill(f->srv, sl->idx, root, !f->stub_mounts && t->uid != 0, t->uid, t->gid);
+	close(root);
+	if (r != 0) {
+		snprintf(why, whylen, "not served: the file server refused the tree: %s",
+		    cb_strerror(r));
+		return r;
+	}
+	pthread_mutex_lock(&f->mu);
+	t->idx = sl->idx;
+	t->slot = true;
+	pthread_mutex_unlock(&f->mu);
+	if ((r = sbx_slot_send(&f->s->proc, (unsigned)(sl - f->slots), t->path)) != 0)
+		snprintf(why, whylen, "not served: the sandbox's mount channel: %s",
+		    cb_strerror(r));
+	return r;
+}
+
+/* Serve the tree rooted at path, granted while the sandbox runs: in a slot
+ * while one is left; past them (a root broker) a fresh FUSE connection for
+ * the thread, its detached mount for pid 1, which attaches it at path
+ * (sbx_mount_send).  Tried once: a tree that fails stays in the table (no
+ * index), so the tick does not try it again. */
 static void
 brk_fss_late_tree(struct brk_fss *f, const char *path)
 {
 	struct brk_fss_tree *t;
+	struct brk_fss_slot *sl;
 	char why[512];
 	int root = -1, dev = -1, r;
 	const char add = 'a';
+	bool wait;
 
 	if (f->ntrees == BRK_FSS_TREES_MAX || f->ntrees >= FSRV_MAX_TREES) {
 		if (!f->full_said)
@@ -1526,6 +1693,9 @@ brk_fss_late_tree(struct brk_fss *f, const char *path)
 		f->full_said = true;
 		return;
 	}
+	sl = brk_fss_slot_free(f, path, &wait);
+	if (!sl && wait)
+		return;		/* tried again once pid 1's slots are served */
 	t = &f->trees[f->ntrees];
 	pthread_mutex_lock(&f->mu);
 	memset(t, 0, sizeof(*t));
@@ -1534,6 +1704,20 @@ brk_fss_late_tree(struct brk_fss *f, const char *path)
 	t->idx = BRK_FSS_NOTREE;
 	f->ntrees++;
 	pthread_mutex_unlock(&f->mu);
+	why[0] = '\0';
+	if (sl) {
+		if (brk_fss_slot_tree(f, t, sl, why, sizeof(why)) != 0)
+			brk_fss_serve_audit(f, CB_EIO, path, why);
+		return;
+	}
+	if (f->stub_mounts) {
+		/* pid 1 cannot open /dev/fuse again once the root has moved,
+		 * and the broker cannot mount in its user namespace. */
+		brk_fss_serve_audit(f, CB_EUNSUPPORTED, path, "not served: no slot left for a tree "
+		    "granted while the sandbox runs (a broker that is not root mounts no other); "
+		    "capcall still answers");
+		return;
+	}
 	if ((r = brk_fss_tree_mount(t, SBX_ROOT_AGENT_ID, &root, &dev, why, sizeof(why))) != 0 ||
 	    (r = sbx_mount_send(&f->s->proc, t->mnt, t->path)) != 0) {
 		if (r != 0 && why[0] == '\0')
@@ -1583,8 +1767,18 @@ brk_fss_chan(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	while ((r = sbx_mount_answer(&f->s->proc, dst, sizeof(dst), &ok, why, sizeof(why))) == 0) {
-		snprintf(detail, sizeof(detail), ok ? "served at its host path (granted while "
-		    "the sandbox runs)" : "not served: the sandbox could not attach it: %s", why);
+		bool slot = false;
+
+		for (unsigned i = 0; i < f->ntrees; i++)
+			slot |= f->trees[i].slot && strcmp(f->trees[i].path, dst) == 0;
+		if (ok)
+			snprintf(detail, sizeof(detail), "served at its host path (granted while the "
+			    "sandbox runs; %s)", slot ? "unmodified programs may write where fs.write "
+			    "covers it" : "no slot left: read-only to unmodified programs, writes "
+			    "through capcall");
+		else
+			snprintf(detail, sizeof(detail), "not served: the sandbox could not attach "
+			    "it: %s", why);
 		brk_fss_serve_audit(f, ok ? 0 : CB_EIO, dst, detail);
 	}
 	if (r != CB_EBUSY) {
@@ -1600,9 +1794,11 @@ brk_fss_connections(struct brk_sbx *s)
 	struct brk_fss *f = s->fss;
 	const char add = 'a';
 
-	/* Once: sbx_spawn_finish takes the one "fuse" report, checked to be
-	 * what was asked for, each a /dev/fuse (launch.c). */
-	if (!f || !f->stub_mounts || f->fuse_taken || s->proc.nfuse_got != f->nfuse)
+	/* Once: sbx_spawn_finish takes the "fuse" reports, checked to be
+	 * what was asked for (the trees', then the slots'), each a /dev/fuse
+	 * (launch.c). */
+	if (!f || !f->stub_mounts || f->fuse_taken ||
+	    s->proc.nfuse_got != f->nfuse + f->nslots)
 		return;
 	f->fuse_taken = true;
 	pthread_mutex_lock(&f->mu);
@@ -1611,6 +1807,12 @@ brk_fss_connections(struct brk_sbx *s)
 		    .dev = s->proc.fuse_fds[i] };
 		f->uroot[i] = -1;
 		s->proc.fuse_fds[i] = -1;
+	}
+	/* The slots' connections follow the trees' (launch.c, take_fuse). */
+	for (size_t i = 0; i < f->nslots; i++) {
+		f->late[f->nlate++] = (struct brk_fss_late){ .ti = BRK_FSS_NOTREE, .root = -1,
+		    .dev = s->proc.fuse_fds[f->nfuse + i], .slot = (unsigned)i };
+		s->proc.fuse_fds[f->nfuse + i] = -1;
 	}
 	pthread_mutex_unlock(&f->mu);
 	cb_ignore((int)write(f->stop_pipe[1], &add, 1));
@@ -1643,6 +1845,12 @@ brk_fss_spawned(struct brk_sbx *s)
 		if (f->trees[i].mnt >= 0)
 			close(f->trees[i].mnt);
 		f->trees[i].mnt = -1;
+	}
+	/* pid 1 holds the slots now; the server keeps the connections. */
+	for (size_t i = 0; i < SBX_SLOTS_MAX; i++) {
+		if (f->slot_mnt[i] >= 0)
+			close(f->slot_mnt[i]);
+		f->slot_mnt[i] = -1;
 	}
 	free(f->binds);		/* cfg's binds pointed here until the spawn */
 	f->binds = NULL;
