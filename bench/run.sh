@@ -11,6 +11,10 @@
 #   BENCH_OUT=FILE       write the JSON there instead of bench/results.json
 #   BENCH_PROFILE=1      also record a perf profile of the broker on the
 #                        cached fs.read path (build/bench/perf.data)
+#   BENCH_COUNTS=1       also count system calls, context switches and wake-ups
+#                        per cached fs.read, ping and denial, by thread, and
+#                        split each one's wall time on CPU 0 (bench/perop.py,
+#                        needs perf): the load-independent figures to compare
 # Host side, trusted; runs as the user who runs `make bench` (root for the
 # cgroup and 1000-sandbox parts to behave as in production).
 set -eu
@@ -39,6 +43,14 @@ if [ "$n" != unlimited ] && [ "$n" -lt 8192 ]; then
 fi
 
 "$PYTHON" bench/bench.py
+
+if [ "${BENCH_COUNTS:-0}" = 1 ]; then
+	if command -v perf >/dev/null; then
+		"$PYTHON" bench/perop.py
+	else
+		echo "bench: perf is not installed (apt-get install linux-perf): no counts" >&2
+	fi
+fi
 
 if [ "${BENCH_PROFILE:-0}" = 1 ]; then
 	if ! command -v perf >/dev/null; then
