@@ -1239,7 +1239,6 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, ch
 	*msgp = msg;
 	*lenp = (size_t)r;
 	handover_parse(c, msg, (size_t)r);
-	stub_mount_set_id(c);
 }
 
 /* Hand the waiting agent the hand-over pid 1 has checked: its length, then
@@ -1494,6 +1493,10 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 			kill_all_and_exit(SBX_EXIT_SETUP);	/* it said why */
 		pid1_await_handover(c, outer_pidfd, sfd, ll_abi, &msg, &len);
 		pid1_forward_handover(go[0], msg, len);
+		/* While the agent does its task's steps: it cannot exec (the
+		 * one exec waits for pid 1, below) before the sandbox bears
+		 * the task's id. */
+		stub_mount_set_id(c);
 	}
 	deadline = mono_ms() + c->lim.wall_secs * 1000;
 	execd = listener != -1 && stub_seccomp_allow_first_exec(listener, agent) == 0;
