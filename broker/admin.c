@@ -831,6 +831,9 @@ adm_watch(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	(void)q;
 	a->watch = true;
+	/* In a cluster, other brokers' new requests too (docs/cluster.md). */
+	if (a->b->cl)
+		cl_watch(a->b->cl, true);
 	brk_admin_ok(a);
 }
 
@@ -1141,6 +1144,14 @@ brk_admin_drop(struct brk_admin *a)
 	}
 	if (a->wait)	/* its answer, when it comes, has no one to go to */
 		a->wait->a = NULL;
+	if (a->watch && b->cl) {
+		bool any = false;
+
+		for (struct brk_admin *o = b->admins; o && !any; o = o->next)
+			any = o->watch;
+		if (!any)
+			cl_watch(b->cl, false);
+	}
 	if (a->run) {	/* the task's owner left: its sandbox goes too */
 		a->run->on_exit = NULL;
 		brk_sbx_kill(a->run, a->actor);
@@ -1467,17 +1478,13 @@ brk_admin_close(struct brk *b)
 	}
 }
 
-void
-brk_admin_notify(struct brk *b, uint64_t rid)
+/* A request event to every connection that watches. */
+static void
+adm_notify(struct brk *b, const struct wire_adm_event *ev)
 {
-	struct st_request r;
-	struct wire_adm_event ev = { .kind = WIRE_ADM_EV_REQUEST };
 	size_t len;
 
-	if (st_request_get(b->st, rid, &r) != 0)
-		return;
-	ev.req = adm_elev(b, &r);
-	if (wire_adm_event_encode(&ev, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
+	if (wire_adm_event_encode(ev, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
 		return;
 	for (struct brk_admin *a = b->admins, *next; a; a = next) {
 		next = a->next;
@@ -1486,4 +1493,25 @@ brk_admin_notify(struct brk *b, uint64_t rid)
 		if (wire_packet_send(a->fd, b->sbuf, len, NULL, 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			brk_admin_drop(a);
 	}
+}
+
+void
+brk_admin_notify(struct brk *b, uint64_t rid)
+{
+	struct st_request r;
+	struct wire_adm_event ev = { .kind = WIRE_ADM_EV_REQUEST };
+
+	if (st_request_get(b->st, rid, &r) != 0)
+		return;
+	ev.req = adm_elev(b, &r);
+	adm_notify(b, &ev);
+}
+
+void
+brk_admin_notify_cl(struct brk *b, const struct cl_req *r)
+{
+	adm_notify(b, &(struct wire_adm_event){ .kind = WIRE_ADM_EV_REQUEST,
+	    .req = { .rid = r->rid, .sandbox = r->sandbox, .command = r->command, .cap = r->cap,
+	    .reason = r->reason, .ttl = r->ttl, .asked = r->asked_at, .expires = r->expires_at,
+	    .state = "pending", .broker = r->broker } });
 }

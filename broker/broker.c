@@ -523,6 +523,7 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	b->tokens_changed = brk_fss_refresh;
 	b->sbx_free = brk_sbx_free;
 	b->request_arrived = brk_admin_notify;
+	b->cl_request_arrived = brk_admin_notify_cl;
 	b->admin_fd = b->tty_fd = b->lock_fd = b->spare_fd = -1;
 	b->wake_pipe[0] = b->wake_pipe[1] = -1;
 	signal(SIGPIPE, SIG_IGN);

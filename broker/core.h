@@ -58,6 +58,7 @@
 
 struct event;
 struct cl;
+struct cl_req;
 
 /* A token a sandbox holds: decoded once, its signature verified once. */
 struct brk_held {
@@ -229,6 +230,8 @@ struct brk {
 	/* An elevation request arrived (approval.c): brk_admin_notify, which
 	 * tells the admin connections that watch. */
 	void (*request_arrived)(struct brk *b, uint64_t rid);
+	/* ... one of another broker of the cluster (fleet.c): brk_admin_notify_cl */
+	void (*cl_request_arrived)(struct brk *b, const struct cl_req *r);
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
 	bool stopping;

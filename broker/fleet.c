@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 static void brk_fleet_decisions(void *arg, const struct cl_req *r, size_t n);
+static void brk_fleet_requests(void *arg, const struct cl_req *r, size_t n);
 
 bool
 brk_fleet_on(const struct brk *b)
@@ -280,7 +281,7 @@ brk_fleet_open(struct brk *b, char *why, size_t whylen)
 	r = cl_open(&(struct cl_opts){ .conninfo = conninfo, .name = b->cl_name,
 	    .stale_ms = b->cl_stale_ns / 1000000u,
 	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link,
-	    .decisions = brk_fleet_decisions, .arg = b } }, &b->cl);
+	    .decisions = brk_fleet_decisions, .requests = brk_fleet_requests, .arg = b } }, &b->cl);
 	if (r == CB_EUNSUPPORTED) {
 		snprintf(why, whylen, "cluster: cannot load libpq: %s", cl_lib_why());
 		return r;
@@ -431,6 +432,15 @@ brk_fleet_apply_decision(struct brk *b, const struct cl_req *r)
 	j->req->outcome = e;
 	j->req->reopen = reopen;
 	cb_ignore(cl_submit(b->cl, j));
+}
+
+static void
+brk_fleet_requests(void *arg, const struct cl_req *r, size_t n)
+{
+	struct brk *b = arg;
+
+	for (size_t i = 0; i < n && b->cl_request_arrived; i++)
+		b->cl_request_arrived(b, &r[i]);
 }
 
 static void

@@ -103,6 +103,10 @@ ctl_watch_show(const struct ctl_req *q)
 		ctl_reason(stdout, q->reason);
 	else
 		fputs("(none given)", stdout);
+	if (q->broker[0]) {	/* in a cluster: the broker holding the sandbox */
+		printf("\n  broker:     ");
+		ctl_text(stdout, q->broker);
+	}
 	printf("\n  asked:      %s (expires in %" PRIu64 " s)\n", ctl_time(q->asked, t, sizeof(t)),
 	    q->expires > now ? q->expires - now : 0);
 	printf("Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ");

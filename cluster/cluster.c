@@ -92,12 +92,12 @@ cl_pq_load_once(void)
 	    sizeof(cl_pq_why));
 }
 
-enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB, CL_MSG_DECISIONS };
+enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB, CL_MSG_DECISIONS, CL_MSG_REQUESTS };
 
 struct cl_msg {
 	enum cl_msg_type type;
 	struct cl_rec *recs;
-	struct cl_req *reqs;		/* CL_MSG_DECISIONS (n of them) */
+	struct cl_req *reqs;		/* CL_MSG_DECISIONS, CL_MSG_REQUESTS (n of them) */
 	size_t n;
 	uint64_t fresh_ns;
 	bool up;
@@ -110,6 +110,12 @@ struct cl_key {
 	uint8_t pk[32];
 	bool signing, retired;
 };
+
+/* A request told to the watchers already. */
+struct cl_seen {
+	uint64_t rid, expires_at;
+};
+#define CL_SEEN_MAX 4096
 
 struct cl {
 	char *conninfo, *name;
@@ -128,7 +134,8 @@ struct cl {
 	atomic_uint_least64_t num;		/* this broker's number (CL_RID_SPAN) */
 	struct cl_sbx *sbx_next;		/* loop -> thread: the latest set of sandboxes */
 	size_t nsbx_next;
-	bool sbx_dirty;
+	atomic_bool sbx_dirty;
+	atomic_bool watch;			/* loop -> thread: someone watches for requests */
 	/* the thread's own */
 	PGconn *pg;
 	char *name_lit;			/* cl_pq.PQescapeLiteral(name) for this connection */
@@ -141,6 +148,9 @@ struct cl {
 	size_t nsbx_cur;
 	bool sbx_sent;			/* ... and they are in cb_sandboxes */
 	bool want_decisions;
+	bool watching, want_requests;	/* other brokers' requests, for watchers */
+	struct cl_seen *seen;		/* ... those told already (until they expire) */
+	size_t nseen;
 	struct cl_key *keys;		/* ours: published again on every connect */
 	size_t nkeys;
 	uint64_t next_beat, next_ack;
@@ -977,8 +987,8 @@ cl_req_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
 			goto out;
 		cl_sql_add(q, "INSERT INTO cb_requests(broker, id, sandbox, command, capability, reason, ttl,"
 		    " asked_at, expires_at) VALUES(%s, %" PRIu64 ", %s, %s, %s, %s, %" PRIu64 ", %" PRIu64
-		    ", %" PRIu64 ") ON CONFLICT DO NOTHING;", c->name_lit, r->rid, l1, l2, l3, l4, r->ttl,
-		    r->asked_at, r->expires_at);
+		    ", %" PRIu64 ") ON CONFLICT DO NOTHING;NOTIFY cb_request;", c->name_lit, r->rid, l1, l2,
+		    l3, l4, r->ttl, r->asked_at, r->expires_at);
 		break;
 	case CL_PUT_CLOSED:
 		/* Only while nobody decided it in the database: a decision
@@ -1402,6 +1412,79 @@ cl_request_jobs(struct cl *c, struct cl_job *list)
 	return keep;
 }
 
+static bool
+cl_seen_has(const struct cl *c, uint64_t rid)
+{
+	for (size_t i = 0; i < c->nseen; i++)
+		if (c->seen[i].rid == rid)
+			return true;
+	return false;
+}
+
+/* Other brokers' pending requests not told yet, for `capctl watch`: each
+ * once (when watching starts, those pending then too: capctl watch lists
+ * what is pending as well and queues a request once). */
+static void
+cl_watch_requests(struct cl *c)
+{
+	bool on = atomic_load(&c->watch);
+	char why[CL_WHY_MAX];
+	struct cl_sql q = { 0 };
+	struct cl_res res;
+	struct cl_req *rows = NULL;
+	struct cl_msg *m;
+	size_t n = 0, k = 0;
+
+	if (on != c->watching) {
+		c->watching = on;
+		c->want_requests = on;
+		free(c->seen);
+		c->seen = NULL;
+		c->nseen = 0;
+	}
+	if (!on || !c->want_requests)
+		return;
+	c->want_requests = false;
+	cl_sql_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND broker <> %s"
+	    " AND expires_at > " CL_NOW_SQL " AND broker IN ", c->name_lit);
+	cl_live_sql(c, &q);
+	cl_sql_add(&q, " ORDER BY asked_at, id LIMIT %d", CL_ROWS_MAX);
+	if (cl_run(c, &q, &res, why, sizeof(why)) != 0)
+		return;
+	if (res.n == 1)
+		cb_ignore(cl_req_rows(res.r[0], &rows, &n));
+	cl_res_clear(&res);
+	/* Forget what expired; then remember the new ones (the oldest
+	 * forgotten first when full: at worst one is told again). */
+	{
+		uint64_t now = cb_now();
+		size_t j = 0;
+
+		for (size_t i = 0; i < c->nseen; i++)
+			if (c->seen[i].expires_at > now)
+				c->seen[j++] = c->seen[i];
+		c->nseen = j;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (cl_seen_has(c, rows[i].rid))
+			continue;
+		if (!c->seen && !(c->seen = calloc(CL_SEEN_MAX, sizeof(*c->seen))))
+			break;
+		if (c->nseen == CL_SEEN_MAX)
+			memmove(c->seen, c->seen + 1, --c->nseen * sizeof(*c->seen));
+		c->seen[c->nseen++] = (struct cl_seen){ rows[i].rid, rows[i].expires_at };
+		rows[k++] = rows[i];
+	}
+	if (k == 0 || !(m = calloc(1, sizeof(*m)))) {
+		free(rows);
+		return;
+	}
+	m->type = CL_MSG_REQUESTS;
+	m->reqs = rows;
+	m->n = k;
+	cl_post(c, m);
+}
+
 /* Our sandboxes into cb_sandboxes: this broker's rows replaced at once. */
 static void
 cl_put_sandboxes(struct cl *c)
@@ -1500,7 +1583,7 @@ cl_connect(struct cl *c)
 	}
 	if ((r = cl_exec(c, cl_schema, "creating the cluster's tables")) != 0 ||
 	    (r = cl_exec(c, cl_schema_requests, "creating the cluster's request tables")) != 0 ||
-	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;", "listening")) != 0 ||
+	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;LISTEN cb_request;", "listening")) != 0 ||
 	    (r = cl_draw_num(c)) != 0) {
 		if (c->pg)
 			cl_down(c, c->down_why);
@@ -1624,6 +1707,8 @@ cl_notifies(struct cl *c)
 			c->want_catchup = true;
 		else if (strcmp(nt->relname, "cb_decision") == 0)
 			c->want_decisions = true;
+		else if (strcmp(nt->relname, "cb_request") == 0)
+			c->want_requests = true;
 		else
 			c->want_acks = true;
 		cl_pq.PQfreemem(nt);
@@ -1660,7 +1745,8 @@ cl_main(void *arg)
 		timeout = cl_ms_until(c->next_beat, now);
 		if ((c->waiters || c->dwaiters) && cl_ms_until(c->next_ack, now) < timeout)
 			timeout = cl_ms_until(c->next_ack, now);
-		if (c->want_catchup || c->want_acks || c->want_decisions || c->sbx_dirty ||
+		if (c->want_catchup || c->want_acks || c->want_decisions || atomic_load(&c->sbx_dirty) ||
+		    (c->want_requests && atomic_load(&c->watch)) ||
 		    atomic_load(&c->applied) != c->applied_sent)
 			timeout = 0;
 		p[0] = (struct pollfd){ .fd = c->efd_in, .events = POLLIN };
@@ -1683,6 +1769,7 @@ cl_main(void *arg)
 		if (now >= c->next_beat) {
 			c->want_catchup = true;
 			c->want_decisions = true;
+			c->want_requests = true;
 			c->next_beat = now + c->beat_ns;
 			if (cl_report(c) != 0)
 				continue;
@@ -1710,6 +1797,8 @@ cl_main(void *arg)
 		}
 		if (c->pg)
 			cl_put_sandboxes(c);
+		if (c->pg)
+			cl_watch_requests(c);
 	}
 	/* Leaving: the others need not wait for us any more. */
 	if (c->pg) {
@@ -1822,6 +1911,7 @@ cl_close(struct cl *c)
 	cl_free_list(c->dwaiters);
 	free(c->sbx_next);
 	free(c->sbx_cur);
+	free(c->seen);
 	for (m = c->out; m; m = next) {
 		next = m->next;
 		free(m->recs);
@@ -1874,6 +1964,10 @@ cl_dispatch(struct cl *c)
 		case CL_MSG_DECISIONS:
 			if (c->sink.decisions)
 				c->sink.decisions(c->sink.arg, m->reqs, m->n);
+			break;
+		case CL_MSG_REQUESTS:
+			if (c->sink.requests)
+				c->sink.requests(c->sink.arg, m->reqs, m->n);
 			break;
 		case CL_MSG_JOB:
 			if (m->job->done)
@@ -1948,4 +2042,11 @@ cl_set_sandboxes(struct cl *c, const struct cl_sbx *s, size_t n)
 	pthread_mutex_unlock(&c->mu);
 	cl_kick(c->efd_in);
 	return 0;
+}
+
+void
+cl_watch(struct cl *c, bool on)
+{
+	if (atomic_exchange(&c->watch, on) != on)
+		cl_kick(c->efd_in);
 }

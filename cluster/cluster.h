@@ -125,6 +125,9 @@ struct cl_sink {
 	 * (each is applied once: the holder answers with CL_PUT_APPLIED; one
 	 * delivered again before that is found decided in the state). */
 	void (*decisions)(void *arg, const struct cl_req *r, size_t n);
+	/* Requests other brokers recorded since the last call, while
+	 * cl_watch() is on (for `capctl watch`): each told once. */
+	void (*requests)(void *arg, const struct cl_req *r, size_t n);
 	void *arg;
 };
 
@@ -238,6 +241,11 @@ void cl_applied(struct cl *c, uint64_t seq);
 
 /* Is the link up (last round trip succeeded)? */
 bool cl_up(const struct cl *c);
+
+/* Does anyone here watch for requests (capctl watch)?  While on, the
+ * link reads other brokers' new requests (on their NOTIFY, and with every
+ * heartbeat) and hands them to sink.requests. */
+void cl_watch(struct cl *c, bool on);
 
 /* This broker's number in the cluster (CL_RID_SPAN), 0 until the first
  * connection drew it. */

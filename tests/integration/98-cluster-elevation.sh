@@ -128,7 +128,11 @@ t_match "... already approved, by whom and where" "$(cat "$T_TMP/err")" "already
 t_exit "an id no broker holds: 2" 2 ctl 2 approve 999999999999
 t_is "nothing is pending any more" "$(ctl 2 --json pending)" "[]"
 
-# -- two brokers' requests: distinct ids -------------------------------------------
+# -- two brokers' requests: distinct ids; capctl watch on broker 2 hears both ---------
+(close_agent_fds; exec "$CTL" --state "$T_TMP/s2" --json watch </dev/null >"$T_TMP/watch.out" 2>&1) &
+WPID=$!
+_adm_pids+=("$WPID")
+sleep 1	# it watches and listed what was pending (nothing) by now
 agent_send a1 "capcall request fs.read:/etc/os-release --ttl 30 --reason one"
 N1S=$ASEQ
 agent_send a3 "capcall request fs.read:/etc/os-release --ttl 30 --reason other"
@@ -143,6 +147,11 @@ t_is "broker 2 lists both brokers' requests" "$(jget 'sorted(r["broker"] for r i
 t_is "... under distinct ids" "$(jget 'len(set(r["rid"] for r in d))' <"$T_TMP/p.json")" 2
 R3=$(jget '[r["rid"] for r in d if r["broker"] == sys.argv[2]][0]' "$B3" <"$T_TMP/p.json")
 R1=$(jget '[r["rid"] for r in d if r["broker"] == sys.argv[2]][0]' "$B1" <"$T_TMP/p.json")
+watch_has() { grep -q "\"event\":\"request\",\"rid\":$1,.*\"broker\":\"$2\"" "$T_TMP/watch.out"; }
+t_ok "capctl watch on broker 2 streams broker 1's new request, naming its broker" wait_for 50 watch_has "$R1" "$B1"
+t_ok "... and broker 3's" wait_for 50 watch_has "$R3" "$B3"
+kill "$WPID" 2>/dev/null
+wait "$WPID" 2>/dev/null
 t_exit "broker 1 denies broker 3's request: 0" 0 ctl 1 deny "$R3" --reason "not today"
 agent_wait a3 "$N3S"
 t_is "the denial reached the sandbox on broker 3 (77)" "$ARC" 77

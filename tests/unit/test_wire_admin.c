@@ -80,6 +80,15 @@ test_roundtrip(void)
 	T_OK(wire_adm_decode(d, buf, len, &out) == 0 && out.has_rid && out.rid == 0 &&
 	    out.session && strcmp(out.reason, "ok") == 0 && out.sandbox == NULL,
 	    "approve keeps request id 0 and sends only its own fields");
+	/* the cluster's views (docs/cluster.md) */
+	in = (struct wire_adm_req){ .id = 8, .cmd = WIRE_ADM_SANDBOXES, .cluster = true, .offset = 200 };
+	T_ERR(wire_adm_encode(&in, buf, sizeof(buf), &len), 0, "encode sandboxes --cluster");
+	T_OK(wire_adm_decode(d, buf, len, &out) == 0 && out.cluster && out.offset == 200,
+	    "sandboxes takes cluster and offset");
+	in = (struct wire_adm_req){ .id = 9, .cmd = WIRE_ADM_LIST, .cluster = true, .sandbox = "t" };
+	T_ERR(wire_adm_encode(&in, buf, sizeof(buf), &len), 0, "encode list --cluster");
+	T_OK(wire_adm_decode(d, buf, len, &out) == 0 && out.cluster && strcmp(out.sandbox, "t") == 0,
+	    "list takes cluster");
 	in = (struct wire_adm_req){ .id = 7, .cmd = WIRE_ADM_ISSUE, .ncaps = WIRE_CAPS_MAX + 1 };
 	T_ERR(wire_adm_encode(&in, buf, sizeof(buf), &len), CB_EINVAL,
 	    "encoding a list over its bound is refused");
@@ -104,6 +113,9 @@ test_hostile(void)
 	T_OK(wire_adm_decode(d, buf, len, &out) == CB_EPROTO && out.id == 5 && out.why &&
 	    strstr(out.why, "kill") && strstr(out.why, "\"tid\""),
 	    "kill refuses revoke's key tid, naming it");
+	len = raw(buf, sizeof(buf), "kill", "cluster", 'u', 0);
+	T_OK(wire_adm_decode(d, buf, len, &out) == CB_EPROTO && out.why && strstr(out.why, "\"cluster\""),
+	    "kill refuses the views' key cluster, naming it");
 	len = raw(buf, sizeof(buf), "status", "argv", 'v', 1);
 	T_ERR(wire_adm_decode(d, buf, len, &out), CB_EPROTO, "status refuses argv");
 	len = raw(buf, sizeof(buf), "issue", "evil", 's', 0);
