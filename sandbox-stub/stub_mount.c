@@ -584,14 +584,20 @@ stub_mount_slot(size_t i, const char *dst, char *why, size_t whylen)
 	 * the kernel refuses every write to a directory whose owner is not
 	 * mapped (EACCES) before the server is asked: so a create or mkdir at
 	 * the top of the tree would fail until something stat'ed it.  The
-	 * broker filled the slot before asking, so one stat here makes the
-	 * kernel take the tree root's real attributes.  Its outcome does not
-	 * matter (a tree no grant lets see is refused anyway).
+	 * broker filled the slot before asking, so one stat makes the kernel
+	 * take the tree root's real attributes.  A child of pid 1 makes it and
+	 * exits (pid 1 reaps it with the others): the stat waits for the
+	 * broker's server, which an agent can keep busy (an audit budget
+	 * spent), and pid 1 must never wait on anything the agent drives
+	 * (it enforces the wall clock).  Its outcome does not matter (a tree
+	 * no grant lets see is refused anyway); without a process to spare,
+	 * the agent's own first look at the tree does the same.
 	 */
-	if (r == 0) {
+	if (r == 0 && fork() == 0) {
 		struct stat st;
 
 		(void)!fstat(stub_slot[i], &st);
+		_exit(0);
 	}
 	close(stub_slot[i]);
 	stub_slot[i] = -1;
