@@ -75,7 +75,8 @@ brk_decide_apply(struct brk *b, void *arg)
 	if (d->tok == NULL)
 		return st_request_deny(b->st, d->rid, d->by, d->now, d->reason ? d->reason : "");
 	if (d->rid)
-		return st_request_approve(b->st, d->rid, d->by, d->now, d->ttl, d->scope, d->tok);
+		return st_request_approve(b->st, &(struct st_approval){ .id = d->rid, .by = d->by,
+		    .now = d->now, .ttl = d->ttl, .scope = d->scope, .tok = d->tok });
 	return st_token_add(b->st, d->tok);
 }
 

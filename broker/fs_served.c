@@ -541,14 +541,15 @@ brk_fss_gate(struct brk_fss *f)
 	}
 }
 
-/* Queue an audit line for the loop; called with f->mu held.  A full queue
- * makes the agent's operation wait for the loop (never the loop for the
- * agent); a stopping sandbox writes nothing more.  Its bytes count as
- * queued until the loop writes it and charges them to the sandbox
- * (brk_audit_sbx). */
+/* Queue an audit line for the loop; called with f->mu held.  Of r only
+ * op (a string that outlives the queue), decision, reason, token_id,
+ * resource and detail are taken (copied); the line is always an agent's
+ * operation (AUD_OP) in f's sandbox.  A full queue makes the agent's
+ * operation wait for the loop (never the loop for the agent); a stopping
+ * sandbox writes nothing more.  Its bytes count as queued until the loop
+ * writes it and charges them to the sandbox (brk_audit_sbx). */
 static void
-brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason,
-    const uint8_t *tid, const char *res, const char *detail)
+brk_fss_audit(struct brk_fss *f, const struct aud_rec *r)
 {
 	struct brk_fss_aud *a;
 	uint64_t one = 1;
@@ -559,21 +560,21 @@ brk_fss_audit(struct brk_fss *f, const char *op, enum aud_decision d, int reason
 		return;
 	a = &f->aq[f->naq];
 	memset(a, 0, sizeof(*a));
-	if (!(a->resource = strdup(res)))
+	if (!(a->resource = strdup(r->resource)))
 		return;
-	a->op = op;
-	a->d = d;
-	a->reason = reason;
-	snprintf(a->detail, sizeof(a->detail), "%s", detail);
-	if (tid) {
+	a->op = r->op;
+	a->d = r->decision;
+	a->reason = r->reason;
+	snprintf(a->detail, sizeof(a->detail), "%s", r->detail);
+	if (r->token_id) {
 		a->has_tid = true;
-		memcpy(a->tid, tid, CAP_ID_LEN);
+		memcpy(a->tid, r->token_id, CAP_ID_LEN);
 	}
 	/* What it will cost (a coalesced denial costs less: counted in full
 	 * here, the loop's check corrects it). */
-	f->queued += (double)aud_rec_cost(&(struct aud_rec){ .kind = AUD_OP, .decision = d,
-	    .reason = reason, .sandbox = f->sid, .op = op, .resource = a->resource,
-	    .token_id = tid, .actor = "agent", .detail = a->detail });
+	f->queued += (double)aud_rec_cost(&(struct aud_rec){ .kind = AUD_OP, .decision = a->d,
+	    .reason = a->reason, .sandbox = f->sid, .op = a->op, .resource = a->resource,
+	    .token_id = r->token_id, .actor = "agent", .detail = a->detail });
 	f->naq++;
 	/* Wake the loop for the first record of a batch (it then drains after
 	 * BRK_FSS_AUD_DELAY_US) and again at half a queue (it drains at once);
@@ -706,7 +707,9 @@ fss_authz(void *arg, const struct fsrv_check *c)
 			    "served, read";
 		}
 		if (aop)
-			brk_fss_audit(f, aop, e ? AUD_DENY : AUD_ALLOW, e, tid, res, detail);
+			brk_fss_audit(f, &(struct aud_rec){ .op = aop,
+			    .decision = e ? AUD_DENY : AUD_ALLOW, .reason = e, .token_id = tid,
+			    .resource = res, .detail = detail });
 	}
 	pthread_mutex_unlock(&f->mu);
 	return e;
@@ -733,7 +736,8 @@ fss_closed(void *arg, const struct fsrv_close *c)
 		    c->path[0] ? c->path : "(unlinked)");
 		snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
 		    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
-		brk_fss_audit(f, "fs.close", AUD_NONE, 0, NULL, path, detail);
+		brk_fss_audit(f, &(struct aud_rec){ .op = "fs.close", .decision = AUD_NONE,
+		    .resource = path, .detail = detail });
 	}
 	pthread_mutex_unlock(&f->mu);
 }
@@ -758,7 +762,8 @@ fss_full(void *arg, unsigned tree, uint32_t names)
 	pthread_mutex_lock(&f->mu);
 	brk_fss_gate(f);
 	if (!f->stopping)
-		brk_fss_audit(f, "fs.names", AUD_NONE, CB_EBUSY, NULL, t->path, detail);
+		brk_fss_audit(f, &(struct aud_rec){ .op = "fs.names", .decision = AUD_NONE,
+		    .reason = CB_EBUSY, .resource = t->path, .detail = detail });
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -954,8 +959,9 @@ brk_fss_add_late(struct brk_fss *f)
 		if (e == 0)
 			t->idx = idx;
 		else
-			brk_fss_audit(f, "fs.serve", AUD_DENY, e, NULL, t->path,
-			    "not served: the file server refused the tree");
+			brk_fss_audit(f, &(struct aud_rec){ .op = "fs.serve", .decision = AUD_DENY,
+			    .reason = e, .resource = t->path,
+			    .detail = "not served: the file server refused the tree" });
 		pthread_mutex_unlock(&f->mu);
 	}
 }

@@ -1037,25 +1037,42 @@ proc_nonblock(const struct sbx_proc *p)
 	return 0;
 }
 
+/* The agent's stdio while its sandbox is set up: a pty (master and slave)
+ * or three pipes (in, o, e); -1 where there is none. */
+struct stdio_ends {
+	int master, slave;
+	int in[2], o[2], e[2];
+};
+
+#define STDIO_ENDS_NONE { -1, -1, { -1, -1 }, { -1, -1 }, { -1, -1 } }
+
+static void
+stdio_ends_close(struct stdio_ends *io)
+{
+	close_fd(&io->in[0]); close_fd(&io->in[1]);
+	close_fd(&io->o[0]); close_fd(&io->o[1]);
+	close_fd(&io->e[0]); close_fd(&io->e[1]);
+	close_fd(&io->master); close_fd(&io->slave);
+}
+
 /* The agent's stdio: one pty (all three on its slave) or three pipes.
  * The child's ends go to SRC[0..2]; the caller closes everything. */
 static int
-make_stdio(const struct sbx_config *cfg, int src[static 3], int *master, int *slave,
-    int in[2], int o[2], int e[2])
+make_stdio(const struct sbx_config *cfg, int src[static 3], struct stdio_ends *io)
 {
 	if (cfg->want_pty) {
-		if (open_pty(master, slave) != 0)
+		if (open_pty(&io->master, &io->slave) != 0)
 			return CB_EIO;
-		src[0] = high_dup(*slave);
-		src[1] = high_dup(*slave);
-		src[2] = high_dup(*slave);
+		src[0] = high_dup(io->slave);
+		src[1] = high_dup(io->slave);
+		src[2] = high_dup(io->slave);
 	} else {
-		if (pipe2(in, O_CLOEXEC) == -1 || pipe2(o, O_CLOEXEC) == -1 ||
-		    pipe2(e, O_CLOEXEC) == -1)
+		if (pipe2(io->in, O_CLOEXEC) == -1 || pipe2(io->o, O_CLOEXEC) == -1 ||
+		    pipe2(io->e, O_CLOEXEC) == -1)
 			return CB_EIO;
-		src[0] = high_dup(in[0]);
-		src[1] = high_dup(o[1]);
-		src[2] = high_dup(e[1]);
+		src[0] = high_dup(io->in[0]);
+		src[1] = high_dup(io->o[1]);
+		src[2] = high_dup(io->e[1]);
 	}
 	return 0;
 }
@@ -1063,20 +1080,19 @@ make_stdio(const struct sbx_config *cfg, int src[static 3], int *master, int *sl
 /* The broker's ends of the agent's stdio move into OUT; each one moved is
  * set to -1 so the caller's cleanup does not close it. */
 static int
-hand_over_stdio(const struct sbx_config *cfg, struct sbx_proc *out, int *master,
-    int in[2], int o[2], int e[2])
+hand_over_stdio(const struct sbx_config *cfg, struct sbx_proc *out, struct stdio_ends *io)
 {
 	if (cfg->want_pty) {
-		out->stdin_fd = *master;
-		out->stdout_fd = fcntl(*master, F_DUPFD_CLOEXEC, 0);
-		*master = -1;
+		out->stdin_fd = io->master;
+		out->stdout_fd = fcntl(io->master, F_DUPFD_CLOEXEC, 0);
+		io->master = -1;
 		if (out->stdout_fd == -1)
 			return CB_EIO;
 	} else {
-		out->stdin_fd = in[1];
-		out->stdout_fd = o[0];
-		out->stderr_fd = e[0];
-		in[1] = o[0] = e[0] = -1;
+		out->stdin_fd = io->in[1];
+		out->stdout_fd = io->o[0];
+		out->stderr_fd = io->e[0];
+		io->in[1] = io->o[0] = io->e[0] = -1;
 	}
 	return 0;
 }
@@ -1086,10 +1102,11 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 {
 	struct argbuf *a = NULL;
 	char stub[PATH_MAX];
-	int in[2] = { -1, -1 }, o[2] = { -1, -1 }, e[2] = { -1, -1 }, st[2] = { -1, -1 };
+	struct stdio_ends io = STDIO_ENDS_NONE;
+	int st[2] = { -1, -1 };
 	int cg[STUB_MAX_CGROUPS] = { -1, -1 };
 	int src[5 + STUB_MAX_CGROUPS + 2 * SBX_SRC_MAX + SBX_MOUNTS_MAX + SBX_SLOTS_MAX];	/* child descriptors, by target number */
-	int ncg = 0, nsrc, rc, master = -1, slave = -1, cgdir = -1;
+	int ncg = 0, nsrc, rc, cgdir = -1;
 
 	memset(out, 0, sizeof(*out));
 	out->pid = -1;
@@ -1110,7 +1127,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	 * message, as one write() to a pipe was. */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, st) == -1)
 		goto out;
-	if (make_stdio(cfg, src, &master, &slave, in, o, e) != 0)
+	if (make_stdio(cfg, src, &io) != 0)
 		goto out;
 	src[3] = cfg->broker_fd >= 0 ? high_dup(cfg->broker_fd) : -1;
 	src[4] = high_dup(st[1]);
@@ -1140,7 +1157,7 @@ sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out)
 	if ((cgdir >= 0 ? stub_spawn_into(stub, src, nsrc, a->argv, empty_env, cgdir, &out->pid) :
 	    spawn_stub(stub, src, nsrc, a->argv, &out->pid)) != 0 || watch_pid(out) != 0)
 		goto out;
-	if (hand_over_stdio(cfg, out, &master, in, o, e) != 0)
+	if (hand_over_stdio(cfg, out, &io) != 0)
 		goto out;
 	out->status_fd = st[0];
 	st[0] = -1;
@@ -1153,11 +1170,8 @@ out:
 	for (int i = 0; i < STUB_MAX_CGROUPS; i++)
 		close_fd(&cg[i]);
 	close_fd(&cgdir);
-	close_fd(&in[0]); close_fd(&in[1]);
-	close_fd(&o[0]); close_fd(&o[1]);
-	close_fd(&e[0]); close_fd(&e[1]);
+	stdio_ends_close(&io);
 	close_fd(&st[0]); close_fd(&st[1]);
-	close_fd(&master); close_fd(&slave);
 	if (a != NULL)
 		close_sources(a);
 	free(a);

@@ -1384,13 +1384,12 @@ out:
 }
 
 int
-st_request_approve(struct st *st, uint64_t id, const char *by, uint64_t now,
-    uint64_t approved_ttl, enum st_scope scope, const struct st_token *tok)
+st_request_approve(struct st *st, const struct st_approval *a)
 {
-	if (tok == NULL)
+	if (a->tok == NULL)
 		return CB_EINVAL;
-	return decide(st, &(struct st_req_verdict){ .id = id, .by = by, .now = now,
-	    .ttl = approved_ttl, .scope = scope, .tok = tok });
+	return decide(st, &(struct st_req_verdict){ .id = a->id, .by = a->by, .now = a->now,
+	    .ttl = a->ttl, .scope = a->scope, .tok = a->tok });
 }
 
 int
@@ -1448,12 +1447,21 @@ out:
 	return rc;
 }
 
-/* Collect into *ids the tokens of the instances `where` selects that are
+/* Which instances end, and when: sel selects their elevation tokens, mark
+ * marks them ended (?1 now; ?2 inst where both take it, 0: all). */
+struct st_inst_end {
+	const char *sel;
+	const char *mark;
+	uint64_t inst;
+	uint64_t now;
+};
+
+/* Collect into *ids the tokens of the instances `x->sel` selects that are
  * not revoked yet, revoke them in memory at once (as st_revoke does), and
  * on disk with the instances marked ended, in one transaction (mu held). */
 static int
-instances_end_locked(struct st *st, const char *sel, const char *mark, uint64_t inst,
-    uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n)
+instances_end_locked(struct st *st, const struct st_inst_end *x, uint8_t (**ids)[CAP_ID_LEN],
+    size_t *n)
 {
 	sqlite3_stmt *s = NULL, *u = NULL;
 	size_t cap = 0;
@@ -1461,12 +1469,12 @@ instances_end_locked(struct st *st, const char *sel, const char *mark, uint64_t 
 
 	if ((rc = db_begin(st)) != 0)
 		return rc;
-	if ((rc = db_prep(st, sel, &s)) != 0 ||
+	if ((rc = db_prep(st, x->sel, &s)) != 0 ||
 	    (rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
 	    &u)) != 0)
 		goto out;
-	if (inst)
-		sqlite3_bind_int64(s, 1, i64(inst));
+	if (x->inst)
+		sqlite3_bind_int64(s, 1, i64(x->inst));
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		const void *b = sqlite3_column_blob(s, 0);
 		uint32_t e;
@@ -1492,7 +1500,7 @@ instances_end_locked(struct st *st, const char *sel, const char *mark, uint64_t 
 		memcpy((*ids)[(*n)++], b, CAP_ID_LEN);
 		sqlite3_reset(u);
 		sqlite3_bind_blob(u, 1, b, CAP_ID_LEN, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(u, 2, i64(now));
+		sqlite3_bind_int64(u, 2, i64(x->now));
 		if ((rc = db_err(sqlite3_step(u))) != 0)
 			goto out;
 	}
@@ -1500,11 +1508,11 @@ instances_end_locked(struct st *st, const char *sel, const char *mark, uint64_t 
 		goto out;
 	sqlite3_finalize(u);
 	u = NULL;
-	if ((rc = db_prep(st, mark, &u)) != 0)
+	if ((rc = db_prep(st, x->mark, &u)) != 0)
 		goto out;
-	sqlite3_bind_int64(u, 1, i64(now));
-	if (inst)
-		sqlite3_bind_int64(u, 2, i64(inst));
+	sqlite3_bind_int64(u, 1, i64(x->now));
+	if (x->inst)
+		sqlite3_bind_int64(u, 2, i64(x->inst));
 	if ((rc = db_err(sqlite3_step(u))) != 0)
 		goto out;
 	sqlite3_finalize(s);
@@ -1527,8 +1535,10 @@ st_instance_end(struct st *st, uint64_t inst, uint64_t now, uint8_t (**ids)[CAP_
 	if (inst == 0)
 		return CB_EINVAL;
 	pthread_mutex_lock(&st->mu);
-	rc = instances_end_locked(st, "SELECT token FROM elevations WHERE instance = ?1",
-	    "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL", inst, now, ids, n);
+	rc = instances_end_locked(st, &(struct st_inst_end){
+	    .sel = "SELECT token FROM elevations WHERE instance = ?1",
+	    .mark = "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL",
+	    .inst = inst, .now = now }, ids, n);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -1541,9 +1551,11 @@ st_instance_end_all(struct st *st, uint64_t now, uint8_t (**ids)[CAP_ID_LEN], si
 	*ids = NULL;
 	*n = 0;
 	pthread_mutex_lock(&st->mu);
-	rc = instances_end_locked(st, "SELECT e.token FROM elevations e JOIN instances i"
+	rc = instances_end_locked(st, &(struct st_inst_end){
+	    .sel = "SELECT e.token FROM elevations e JOIN instances i"
 	    " ON i.id = e.instance WHERE i.ended_at IS NULL",
-	    "UPDATE instances SET ended_at = ?1 WHERE ended_at IS NULL", 0, now, ids, n);
+	    .mark = "UPDATE instances SET ended_at = ?1 WHERE ended_at IS NULL",
+	    .now = now }, ids, n);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }

@@ -291,12 +291,23 @@ int st_request_get(struct st *st, uint64_t id, struct st_request *out) CB_WARN_U
 typedef int st_request_fn(void *arg, const struct st_request *r);
 int st_request_list(struct st *st, int state, st_request_fn *fn, void *arg) CB_WARN_UNUSED;
 
+/* An approval of a pending request: who approved request id when, for how
+ * long and for what scope, and the token minted for it (required). */
+struct st_approval {
+	uint64_t id;
+	const char *by;
+	uint64_t now;
+	uint64_t ttl;			/* the approved ttl */
+	enum st_scope scope;
+	const struct st_token *tok;
+};
+
 /* Approve a pending request and record the token minted for it, in one
  * transaction, durable before returning (acknowledge only after).
- * CB_ENOENT unknown, CB_EEXPIREDREQ if it lapsed (it is marked expired),
- * CB_EEXIST if already decided, and st_token_add's errors. */
-int st_request_approve(struct st *st, uint64_t id, const char *by, uint64_t now,
-    uint64_t approved_ttl, enum st_scope scope, const struct st_token *tok) CB_WARN_UNUSED;
+ * CB_EINVAL without a token, CB_ENOENT unknown, CB_EEXPIREDREQ if it
+ * lapsed (it is marked expired), CB_EEXIST if already decided, and
+ * st_token_add's errors. */
+int st_request_approve(struct st *st, const struct st_approval *a) CB_WARN_UNUSED;
 
 /* Deny a pending request.  Same errors (no token). */
 int st_request_deny(struct st *st, uint64_t id, const char *by, uint64_t now,

@@ -289,18 +289,26 @@ test_requests(void)
 	T_OK(g.state == ST_REQ_EXPIRED, "request 3 is expired");
 	t = tok(0x71, -1, ST_UNLIMITED);
 	t.elevated = true;
-	T_ERR(st_request_approve(st, id3, "uid:0", now, 60, ST_SCOPE_ONCE, &t), CB_EEXPIREDREQ,
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = id3, .by = "uid:0",
+	    .now = now, .ttl = 60, .scope = ST_SCOPE_ONCE, .tok = &t }), CB_EEXPIREDREQ,
 	    "an expired request cannot be approved");
 	T_ERR(st_token_state(st, t.id), CB_ENOENT, "... and no token was recorded");
 
-	T_ERR(st_request_approve(st, id1, "tty", now + 1, 120, ST_SCOPE_SESSION, &t), 0, "approve 1");
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = id1, .by = "tty",
+	    .now = now + 1, .ttl = 120, .scope = ST_SCOPE_SESSION }), CB_EINVAL,
+	    "an approval without its token is refused");
+	T_ERR(st_request_get(st, id1, &g), 0, "get 1");
+	T_OK(g.state == ST_REQ_PENDING, "... and request 1 stays pending");
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = id1, .by = "tty",
+	    .now = now + 1, .ttl = 120, .scope = ST_SCOPE_SESSION, .tok = &t }), 0, "approve 1");
 	T_ERR(st_request_get(st, id1, &g), 0, "get 1");
 	T_OK(g.state == ST_REQ_APPROVED && strcmp(g.decided_by, "tty") == 0 && g.approved_ttl == 120 &&
 	    g.scope == ST_SCOPE_SESSION && g.has_token && memcmp(g.token_id, t.id, CAP_ID_LEN) == 0 &&
 	    g.decided_at == now + 1 && strcmp(g.capability, "net.connect:api.example.com:443") == 0,
 	    "request 1 approved by tty for 120 s, session scope, with its token");
 	T_ERR(st_token_state(st, t.id), 0, "the elevation token is recorded");
-	T_ERR(st_request_approve(st, id1, "tty", now + 1, 120, ST_SCOPE_ONCE, &t), CB_EEXIST,
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = id1, .by = "tty",
+	    .now = now + 1, .ttl = 120, .scope = ST_SCOPE_ONCE, .tok = &t }), CB_EEXIST,
 	    "approving twice is refused");
 	T_ERR(st_request_deny(st, id2, "uid:1000", now + 2, "not today"), 0, "deny 2");
 	T_ERR(st_request_get(st, id2, &g), 0, "get 2");
@@ -308,7 +316,8 @@ test_requests(void)
 	    "request 2 denied with its reason");
 	T_ERR(st_request_deny(st, 999, "uid:0", now, NULL), CB_ENOENT, "unknown request");
 	t = tok(0x72, -1, ST_UNLIMITED);
-	T_ERR(st_request_approve(st, id4, "tty", now + 3, 60, ST_SCOPE_ONCE, &t), CB_EEXPIREDREQ,
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = id4, .by = "tty",
+	    .now = now + 3, .ttl = 60, .scope = ST_SCOPE_ONCE, .tok = &t }), CB_EEXPIREDREQ,
 	    "approval after the request lapsed is refused");
 	T_ERR(st_request_get(st, id4, &g), 0, "get 4");
 	T_OK(g.state == ST_REQ_EXPIRED, "... and it is marked expired");
@@ -501,7 +510,8 @@ test_instances(void)
 	t = tok(0xe1, -1, ST_UNLIMITED);
 	t.elevated = true;
 	t.instance = b;
-	T_ERR(st_request_approve(st, r.id, "uid:0", now, 60, ST_SCOPE_ONCE, &t), 0, "approved for b");
+	T_ERR(st_request_approve(st, &(struct st_approval){ .id = r.id, .by = "uid:0",
+	    .now = now, .ttl = 60, .scope = ST_SCOPE_ONCE, .tok = &t }), 0, "approved for b");
 	T_ERR(st_token_instance(st, t.id, &inst), 0, "the approval's instance is recorded");
 	T_OK(inst == b, "... as b");
 	T_ERR(st_token_instance(st, id_of(0x99), &inst), CB_ENOENT, "an unknown token has none");
