@@ -16,10 +16,13 @@
  * needs), and only on 0 performs it, resolving the path with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
  * from the root fd.  Reads and writes on an already-open file ask again on
- * every call, so a revocation cuts an open file mid-stream.  File data is
- * not cached by the kernel (direct I/O) unless cache_data asks for it;
- * entries and attributes are, for at most the configured timeouts, and
- * fsrv_invalidate_*() drops them (and cached data).
+ * every call the kernel sends.  File data is not cached by the kernel
+ * (direct I/O, so every read reaches the check) unless cache_data asks
+ * for it; then reads of cached pages are answered by the kernel, and a
+ * revocation must drop them (fsrv_invalidate_*(), then
+ * fsrv_invalidate_settle()) before it is reported done.  Entries and
+ * attributes are cached for at most the configured timeouts, and
+ * fsrv_invalidate_*() drops them too.
  *
  * Threads: one thread (the caller's event loop) calls fsrv_process() and
  * every other function except fsrv_invalidate_*(), which may be called from
@@ -130,7 +133,8 @@ struct fsrv_cfg {
 	uint32_t max_handles;	/* open files and directories per tree (0: default) */
 	uint32_t max_handles_all;	/* ... and over all the server's trees
 					 * together (0: no more than max_handles) */
-	bool cache_data;	/* let the kernel cache file data (see docs/fsrv.md) */
+	bool cache_data;	/* let the kernel cache file data, kept across opens
+				 * while the file is unchanged (docs/fsrv.md) */
 	bool passthrough;	/* FUSE passthrough: the kernel reads and writes an
 				 * open file's backing fd itself, unchecked, until it
 				 * is closed (docs/fsrv.md); needs CAP_SYS_ADMIN */
@@ -222,6 +226,17 @@ int fsrv_invalidate_all(struct fsrv *s);
 
 /* The same for one path of one tree and everything beneath it. */
 int fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path);
+
+/* Wait, from any thread but the serving one, until the kernel has dropped
+ * the pages of every file whose data it may cache (cache_data) that the
+ * invalidations queued so far name: from then on no read of them is
+ * answered without a request, so without a check.  Waits at most ms
+ * milliseconds; call it again to wait longer (the notifier may be waiting
+ * for the serving thread to answer a read).  0; CB_ETIMEDOUT; CB_ENOMEM
+ * when an invalidation could not be queued (its pages stay cached until
+ * the file changes or the connection ends: the caller should not report
+ * the revocation complete). */
+int fsrv_invalidate_settle(struct fsrv *s, unsigned ms);
 
 /* Wait until every queued invalidation has reached the kernel, answering
  * requests of this server's trees meanwhile (a notification can wait for

@@ -45,6 +45,12 @@ struct fsrv_node {
 	bool linked;			/* reachable by (parent, name) */
 	bool released;			/* the kernel was asked to forget it (fsrv_nodes_lru)
 					 * and has not looked it up since */
+	/* Data caching (cache_data): opened with the kernel keeping its
+	 * pages, so a revocation must drop them before it is acknowledged
+	 * (fsrv_invalidate_settle); and the file as it was at that open, so
+	 * that a change made on the host makes the next open drop them. */
+	bool paged;
+	uint64_t c_ino, c_size, c_mtime, c_ctime;	/* c_*time: nanoseconds */
 };
 
 struct fsrv_nodes {

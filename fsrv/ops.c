@@ -170,7 +170,8 @@ fsrv_stat_path(struct fsrv_tree *t, const char *path, struct stat *st)
  * the open act, and the file is still refused.  An fd or -errno.
  */
 static int
-fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
+fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode,
+		  struct stat *out)
 {
 	struct statx sx;
 	struct stat st;
@@ -210,22 +211,47 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode)
 	}
 	/* O_NONBLOCK stays: regular files ignore it, and this fd is ours,
 	 * never handed to the agent. */
+	*out = st;
 	return fd;
 }
 
 static void fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h);
 
-/* How the kernel may cache an open file's data.  By default not at all
- * (direct I/O): every read and write reaches the check.  With cache_data
- * the kernel keeps pages between opens and reads them without asking; a
- * revocation then stops reads only once fsrv_invalidate_*() has dropped
- * the pages (docs/fsrv.md). */
-static void
-fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struct fsrv_handle *h)
+/* How the kernel may cache an open file's data.  With cache_data (the
+ * broker's default) it keeps the pages of a file between opens and reads
+ * them without asking: so the node is marked paged, and a revocation
+ * drops its pages before it is acknowledged (fsrv_invalidate_settle).
+ * The pages are kept across this open only when the file (st: the fstat
+ * of the fd just opened) is the very file, of the same size and times, as
+ * at the last cached open; otherwise the kernel drops them at open, so a
+ * change made on the host outside the mount is read at the next open
+ * (close-to-open, as NFS).  Without cache_data: direct I/O, every read and
+ * write reaches the check.  Passthrough (a backing id): the kernel does
+ * the I/O on our fd.  True when the kernel's pages are dropped at this
+ * open (its attributes may be as old as the attribute timeout too). */
+static bool
+fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struct fsrv_handle *h,
+	       const struct stat *st)
 {
-	/* Passthrough (a backing id): the kernel does the I/O on our fd. */
+	struct fsrv_node *n = h->node;
+	bool cache = t->srv->cfg.cache_data && h->backing == 0, same = false;
+	uint64_t mt = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+	uint64_t ct = (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+
 	fi->direct_io = !t->srv->cfg.cache_data && h->backing == 0;
-	fi->keep_cache = t->srv->cfg.cache_data && h->backing == 0;
+	if (cache && n != NULL) {
+		pthread_mutex_lock(&t->srv->lock);
+		same = n->paged && n->c_ino == (uint64_t)st->st_ino &&
+		       n->c_size == (uint64_t)st->st_size && n->c_mtime == mt && n->c_ctime == ct;
+		n->paged = true;
+		n->c_ino = (uint64_t)st->st_ino;
+		n->c_size = (uint64_t)st->st_size;
+		n->c_mtime = mt;
+		n->c_ctime = ct;
+		pthread_mutex_unlock(&t->srv->lock);
+	}
+	fi->keep_cache = same;
+	return cache && !same;
 }
 
 /* Hand the kernel a node for (parent, name) with attributes st; for a
@@ -270,7 +296,7 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	e.entry_timeout = t->srv->cfg.entry_timeout;
 	if (fi != NULL) {
 		fi->fh = (uint64_t)(uintptr_t)h;
-		fsrv_open_mode(t, fi, h);
+		cb_ignore(fsrv_open_mode(t, fi, h, st));
 		t->pt_reply = h->backing;
 		if (fuse_reply_create(req, &e, fi) != 0) {
 			/* Interrupted: the kernel holds neither name nor handle. */
@@ -397,7 +423,8 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 		}
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
-		int wfd = h != NULL ? -1 : fsrv_open_regular(t, path, O_WRONLY, 0);
+		struct stat ost;
+		int wfd = h != NULL ? -1 : fsrv_open_regular(t, path, O_WRONLY, 0, &ost);
 
 		if (h == NULL && wfd < 0) {
 			e = -wfd;
@@ -832,6 +859,7 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fsrv_handle *h;
 	struct fsrv_node *n;
 	char path[FSRV_PATH_MAX];
+	struct stat st;
 	int e, fd;
 
 	if ((e = fsrv_path(req, ino, NULL, path, &n)) != 0 ||
@@ -839,12 +867,13 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, e);
 		return;
 	}
-	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) & ~(O_CREAT | O_EXCL), 0);
+	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) & ~(O_CREAT | O_EXCL), 0, &st);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	if ((h = fsrv_handle_new(t, fd)) == NULL) {
+	/* Again: O_TRUNC acted after the open's fstat. */
+	if (fstat(fd, &st) != 0 || (h = fsrv_handle_new(t, fd)) == NULL) {
 		close(fd);
 		fuse_reply_err(req, EMFILE);
 		return;
@@ -855,7 +884,14 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&t->srv->lock);
 	h->backing = fsrv_pt_backing(t, fd);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fsrv_open_mode(t, fi, h);
+	/* A file that changed (or is opened cached for the first time): the
+	 * kernel drops its pages at this open, and its attributes go too, so
+	 * that the first read asks for the size now on the host (a file grown
+	 * on the host would otherwise read short until the attribute timeout).
+	 * Attributes only (offset -1): that waits for no page lock, so the
+	 * serving thread may write it, unlike a page invalidation. */
+	if (fsrv_open_mode(t, fi, h, &st))
+		cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, ino, -1, 0));
 	t->pt_reply = h->backing;
 	if (fuse_reply_open(req, fi) != 0)
 		fsrv_handle_free(t, h);	/* interrupted: the kernel has no handle */
@@ -876,12 +912,12 @@ fsrv_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, e);
 		return;
 	}
-	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) | O_CREAT, mode & 0777);
+	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) | O_CREAT, mode & 0777, &st);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	if (fstat(fd, &st) != 0 || (h = fsrv_handle_new(t, fd)) == NULL) {
+	if ((h = fsrv_handle_new(t, fd)) == NULL) {
 		close(fd);
 		fuse_reply_err(req, EMFILE);
 		return;

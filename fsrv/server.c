@@ -70,6 +70,14 @@ fsrv_notifier(void *arg)
 						0, 0));
 			}
 			free(q[i].name);
+			if (q[i].data) {
+				/* The pages are gone: a revocation waiting in
+				 * fsrv_invalidate_settle may be acknowledged. */
+				pthread_mutex_lock(&s->lock);
+				s->data_done++;
+				pthread_cond_broadcast(&s->cond);
+				pthread_mutex_unlock(&s->lock);
+			}
 		}
 		free(q);
 		pthread_mutex_lock(&s->lock);
@@ -438,9 +446,10 @@ fsrv_run(struct fsrv *s, int stop_fd)
 }
 
 /* Queue one invalidation; called with s->lock held.  A failed allocation
- * drops it: the entry then lives at most its timeout. */
+ * drops it: a name then lives at most its timeout; dropped pages are
+ * counted (data_lost), so fsrv_invalidate_settle can say so. */
 static void
-fsrv_queue(struct fsrv *s, unsigned tree, uint64_t id, const char *name)
+fsrv_queue(struct fsrv *s, unsigned tree, uint64_t id, const char *name, bool data)
 {
 	struct fsrv_inval *q = s->q;
 
@@ -448,37 +457,52 @@ fsrv_queue(struct fsrv *s, unsigned tree, uint64_t id, const char *name)
 		size_t nc = s->capq ? s->capq * 2 : 64;
 
 		if ((q = realloc(s->q, nc * sizeof(*q))) == NULL)
-			return;
+			goto lost;
 		s->q = q;
 		s->capq = nc;
 	}
 	q[s->nq].tree = tree;
 	q[s->nq].id = id;
 	q[s->nq].name = NULL;
+	q[s->nq].data = data;
 	if (name != NULL && (q[s->nq].name = strdup(name)) == NULL)
-		return;
+		goto lost;
 	s->nq++;
+	if (data)
+		s->data_queued++;
+	return;
+lost:
+	if (data)
+		s->data_lost = true;
 }
 
 /* Queue the invalidation of every node of tree t whose path is within
- * prefix (NULL: all).  Called with s->lock held. */
+ * prefix (NULL: all).  Called with s->lock held.  Paged nodes' inodes go
+ * first, so a revocation waits for their pages only (fsrv_invalidate_
+ * settle), not for every name the kernel holds. */
 static void
 fsrv_queue_tree(struct fsrv *s, struct fsrv_tree *t, const char *prefix)
 {
 	char path[FSRV_PATH_MAX];
 
-	for (uint32_t i = 0; i < t->nodes.nids; i++) {
-		const struct fsrv_node *n = t->nodes.byid[i];
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < t->nodes.nids; i++) {
+			const struct fsrv_node *n = t->nodes.byid[i];
 
-		if (n == NULL)
-			continue;
-		if (prefix != NULL && (fsrv_node_path(n, path, sizeof(path)) != 0 ||
-				       !fsrv_path_within(path, prefix)))
-			continue;
-		if (n->parent != NULL && n->linked)
-			fsrv_queue(s, t->idx, n->parent->id, n->name);
-		fsrv_queue(s, t->idx, n->id, NULL);
-	}
+			if (n == NULL || (pass == 0 && !n->paged))
+				continue;
+			if (prefix != NULL && (fsrv_node_path(n, path, sizeof(path)) != 0 ||
+					       !fsrv_path_within(path, prefix)))
+				continue;
+			if (pass == 0) {
+				fsrv_queue(s, t->idx, n->id, NULL, true);
+				continue;
+			}
+			if (n->parent != NULL && n->linked)
+				fsrv_queue(s, t->idx, n->parent->id, n->name, false);
+			if (!n->paged)
+				fsrv_queue(s, t->idx, n->id, NULL, false);
+		}
 }
 
 /* Queue the forgetting of up to want of tree t's least recently looked-up
@@ -496,7 +520,7 @@ fsrv_release_tree(struct fsrv *s, struct fsrv_tree *t, size_t want)
 		return;
 	n = fsrv_nodes_lru(&t->nodes, want, v);
 	for (size_t i = 0; i < n; i++)
-		fsrv_queue(s, t->idx, v[i]->parent->id, v[i]->name);
+		fsrv_queue(s, t->idx, v[i]->parent->id, v[i]->name, false);
 	free(v);
 }
 
@@ -554,6 +578,33 @@ fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path)
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+int
+fsrv_invalidate_settle(struct fsrv *s, unsigned ms)
+{
+	struct timespec until;
+	int e = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(ms / 1000);
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->data_done < s->data_queued && !s->stop && e == 0)
+		e = pthread_cond_timedwait(&s->cond, &s->lock, &until);
+	if (s->data_done < s->data_queued && !s->stop)
+		e = CB_ETIMEDOUT;
+	else if (s->data_lost)
+		e = CB_ENOMEM;
+	else
+		e = 0;
+	s->data_lost = false;
+	pthread_mutex_unlock(&s->lock);
+	return e;
 }
 
 /* Let the notifier finish what is queued, answering requests meanwhile

@@ -71,6 +71,7 @@ struct fsrv_inval {
 	unsigned tree;
 	uint64_t id;		/* the inode (or the parent, for an entry) */
 	char *name;		/* an entry's name, or NULL for an inode */
+	bool data;		/* an inode whose pages the kernel may hold (paged) */
 };
 
 struct fsrv {
@@ -89,6 +90,10 @@ struct fsrv {
 	size_t nq, capq;
 	bool stop, busy, started;
 	bool splice;		/* the kernel takes spliced replies (fsrv_init) */
+	/* Invalidations of paged nodes queued and written (under lock), and
+	 * one that could not be queued: fsrv_invalidate_settle. */
+	uint64_t data_queued, data_done;
+	bool data_lost;
 	pthread_t notifier;
 	uint32_t nnodes;	/* names of every tree together (the pool), under lock */
 	bool full;		/* a name was refused; on_full said so */
