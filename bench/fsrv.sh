@@ -16,10 +16,12 @@
 # timeouts), and "broker": the same client inside a real sandbox of
 # `capbroker run --tier high --workspace TREE`, served by the broker's own
 # file server (its authorisation against live tokens, its 1 s timeouts),
-# broker, server thread and sandbox pinned to the same CPU; "brokerc" and
-# "brokerp" are the same with the policy's opt-ins, `fs_cache_data` (the
-# kernel keeps file pages) and `fs_passthrough` (the kernel reads and
-# writes an open file itself; root broker).  A further row,
+# broker, server thread and sandbox pinned to the same CPU (the broker's
+# default: the kernel keeps file pages, dropped before a revocation is
+# acknowledged); "brokerd" and "brokerp" are the same with the policy's
+# other modes, `fs_cache_data = false` (direct I/O: every read reaches the
+# check) and `fs_passthrough` (the kernel reads and writes an open file
+# itself; root broker).  A further row,
 # catloop, runs `cat` as a process per file (200 files) on the host and in
 # the sandbox.  Prints a table and
 # writes $CB_BUILD/bench/fsrv.json.  Host side, trusted.
@@ -106,14 +108,14 @@ done
 # The broker's own file server, from inside a sandbox (pinned like the rest).
 CBB=${CB_BIN:-$PWD/bin}
 chmod -R a+rX "$B/bench" 2>/dev/null || true
-printf 'tiers = { high = { fs_cache_data = true; }; };\n' >"$W/cache.conf"
+printf 'tiers = { high = { fs_cache_data = false; }; };\n' >"$W/direct.conf"
 printf 'tiers = { high = { fs_passthrough = true; }; };\n' >"$W/pt.conf"
 : >"$W/none.conf"
 POLICY=$W/none.conf
 inbox() { taskset -c "$CPU" "$CBB/capbroker" run --policy "$POLICY" --tier high --workspace "$R" \
 	--approve deny --ro-bind "$B/bench:/opt/cbbench" -- "$@" 2>/dev/null; }
-for col in broker brokerc brokerp; do
-	case $col in broker) POLICY=$W/none.conf ;; brokerc) POLICY=$W/cache.conf ;; brokerp) POLICY=$W/pt.conf ;; esac
+for col in broker brokerd brokerp; do
+	case $col in broker) POLICY=$W/none.conf ;; brokerd) POLICY=$W/direct.conf ;; brokerp) POLICY=$W/pt.conf ;; esac
 	v[$col.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
 	v[$col.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
 	v[$col.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
@@ -153,12 +155,12 @@ for k in read4k read1m stat git; do
 done
 printf '%-16s %8s %8s %9s\n' "catloop (us)" "${v[host.catloop]}" "${v[broker.catloop]}" \
 	"$(r "${v[broker.catloop]}" "${v[host.catloop]}")"
-printf '\n%-16s %8s %8s %8s %11s %11s   (the policy opt-ins: fs_cache_data, fs_passthrough)\n' \
-	row host cache passthr cache/host passthr/host
+printf '\n%-16s %8s %8s %8s %11s %11s   (the policy: fs_cache_data = false, fs_passthrough)\n' \
+	row host direct passthr direct/host passthr/host
 for k in read4k read1m stat git; do
 	unit=us; [ $k = git ] && unit=ms
-	printf '%-16s %8s %8s %8s %11s %11s\n' "$k ($unit)" "${v[host.$k]}" "${v[brokerc.$k]}" \
-		"${v[brokerp.$k]}" "$(r "${v[brokerc.$k]}" "${v[host.$k]}")" \
+	printf '%-16s %8s %8s %8s %11s %11s\n' "$k ($unit)" "${v[host.$k]}" "${v[brokerd.$k]}" \
+		"${v[brokerp.$k]}" "$(r "${v[brokerd.$k]}" "${v[host.$k]}")" \
 		"$(r "${v[brokerp.$k]}" "${v[host.$k]}")"
 done
 {

@@ -80,6 +80,11 @@
  * start; later trees past them are served read-only to unmodified programs
  * (a root broker) or not at all (a broker that is not root). */
 #define BRK_FSS_SLOTS	4
+/* A revocation waits this long at most for the kernel to drop a sandbox's
+ * cached file pages (brk_fss_settle), in steps of BRK_FSS_SETTLE_STEP_MS
+ * between which the loop writes the server's queued audit lines. */
+#define BRK_FSS_SETTLE_MS 2000
+#define BRK_FSS_SETTLE_STEP_MS 10
 
 /* One fs.* capability of a live token, as the server thread judges it. */
 struct brk_fss_grant {
@@ -151,6 +156,8 @@ struct brk_fss {
 	struct event *ev_aud_tm;	/* the batch's drain */
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
 	struct event *ev_budget;	/* re-checks the audit budget while throttled */
+	struct event *ev_exp;		/* the next expiry of a grant (brk_fss_expiry) */
+	bool cache_data;		/* the kernel keeps file pages (brk_fss_settle) */
 	bool budget_stopped;		/* loop only: stopped for its budget, never served again */
 	struct event *ev_chan;		/* pid 1's answers to later mounts */
 	bool chan_ok;			/* the sandbox runs: later mounts may be sent */
@@ -181,6 +188,8 @@ struct brk_fss {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool stopping;
+	bool settling;			/* the loop waits for pages to be dropped: the
+					 * audit budget does not hold requests (brk_fss_gate) */
 	struct brk_fss_grant *g;
 	size_t ng;
 	uint64_t floor;			/* st_now() at the last refresh: time never goes back */
@@ -420,6 +429,97 @@ brk_fss_roots(struct brk_fss *f)
 		cb_ignore(fsrv_invalidate_all(f->srv));
 }
 
+static void brk_fss_drain(struct brk_fss *f);
+
+/*
+ * After a grant was lost, with the kernel caching file data: return only
+ * once the kernel has dropped the pages of every file the sandbox opened,
+ * so that the revocation is acknowledged (brk_revoke calls this before it
+ * answers; the cluster's revocations and the tick's expiries come here too)
+ * only when no read of a served file can be answered from the page cache
+ * any more: the next read of a file already open misses, reaches the
+ * server and is refused by fss_authz, as with direct I/O.  The kernel
+ * drops a page being read only once that read's request is answered, and
+ * the server may be holding a request for the audit budget or a full
+ * queue: while waiting, the budget holds nothing (settling) and the loop
+ * writes the queued lines.  Bounded (BRK_FSS_SETTLE_MS): past it, one
+ * line says the pages may outlive the revocation.
+ */
+static void
+brk_fss_settle(struct brk_fss *f)
+{
+	int e = CB_ETIMEDOUT;
+	bool again = false;
+
+	pthread_mutex_lock(&f->mu);
+	f->settling = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->mu);
+	for (int i = 0; i < BRK_FSS_SETTLE_MS / BRK_FSS_SETTLE_STEP_MS; i++) {
+		e = fsrv_invalidate_settle(f->srv, BRK_FSS_SETTLE_STEP_MS);
+		if (e == CB_ENOMEM && !again) {
+			/* An invalidation was dropped (no memory): queue them all
+			 * again, once. */
+			again = true;
+			cb_ignore(fsrv_invalidate_all(f->srv));
+			continue;
+		}
+		if (e != CB_ETIMEDOUT)
+			break;
+		brk_fss_drain(f);
+	}
+	pthread_mutex_lock(&f->mu);
+	f->settling = false;
+	pthread_mutex_unlock(&f->mu);
+	if (e != 0)
+		cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .reason = e, .op = "fs.serve", .actor = "broker",
+		    .detail = "a grant was lost, but the kernel did not drop the cached file "
+		    "pages in time: they may be read until it does" }));
+}
+
+/* Refresh the snapshot again when the first of its grants expires: with
+ * cached file data, an expiry must drop the pages as a revocation does,
+ * not a tick later. */
+static void
+brk_fss_expiry_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_fss *f = arg;
+
+	(void)fd;
+	(void)ev;
+	brk_fss_refresh(f->s);
+}
+
+static void
+brk_fss_expiry(struct brk_fss *f, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	struct timespec ts;
+	struct timeval tv;
+	int64_t us;
+
+	if (!f->ev_exp)
+		return;
+	evtimer_del(f->ev_exp);
+	if (now < f->floor)
+		now = f->floor;
+	for (size_t i = 0; i < f->ng; i++)
+		if (f->g[i].exp >= now && f->g[i].exp < next)
+			next = f->g[i].exp;
+	if (next == UINT64_MAX || next - now > 86400)
+		return;
+	/* A grant is valid through its expiry second (fss_authz: now > exp);
+	 * wake a little after the next second begins. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	us = ((int64_t)(next + 1 - now) * 1000000 - ts.tv_nsec / 1000) + 5000;
+	if (us < 5000)
+		us = 5000;
+	tv.tv_sec = us / 1000000;
+	tv.tv_usec = us % 1000000;
+	evtimer_add(f->ev_exp, &tv);
+}
+
 void
 brk_fss_refresh(struct brk_sbx *s)
 {
@@ -450,8 +550,12 @@ brk_fss_refresh(struct brk_sbx *s)
 	 * Opens, reads, writes and directory reads reach fss_authz anyway.
 	 * A revoked tree stays mounted (docs/sandbox.md): every operation
 	 * on it is refused until a grant covers it again. */
-	if (lost && f->srv)
+	if (lost && f->srv) {
 		cb_ignore(fsrv_invalidate_all(f->srv));
+		if (f->cache_data)
+			brk_fss_settle(f);
+	}
+	brk_fss_expiry(f, cb_now());
 	/* A new grant's tree appears at its host path. */
 	brk_fss_grow(f);
 }
@@ -533,7 +637,7 @@ brk_fss_gate(struct brk_fss *f)
 	uint64_t one = 1;
 	bool asked = false;
 
-	while (!f->stopping && (f->throttled || f->queued > f->avail)) {
+	while (!f->stopping && !f->settling && (f->throttled || f->queued > f->avail)) {
 		if (!asked)
 			cb_ignore((int)write(f->aud_efd, &one, sizeof(one)));
 		asked = true;
@@ -1211,6 +1315,8 @@ brk_fss_discard(struct brk_fss *f)
 		event_free(f->ev_aud_tm);
 	if (f->ev_budget)
 		event_free(f->ev_budget);
+	if (f->ev_exp)
+		event_free(f->ev_exp);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -1397,6 +1503,7 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 	    brk_fss_aud_ready, f)) ||
 	    !(f->ev_aud_tm = evtimer_new(f->s->b->base, brk_fss_aud_tick, f)) ||
 	    !(f->ev_budget = evtimer_new(f->s->b->base, brk_fss_budget_again, f)) ||
+	    !(f->ev_exp = evtimer_new(f->s->b->base, brk_fss_expiry_cb, f)) ||
 	    event_add(f->ev_aud, NULL) != 0) {
 		snprintf(why, whylen, "the file server: %s", strerror(errno));
 		return CB_EIO;
@@ -1483,14 +1590,15 @@ int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
 	const struct pol_tier *tier = pol_tier_get(s->pol->pol, s->tier_name);
-	/* cache_data only where the policy opts in (fs_cache_data): cached
-	 * pages of an open file are read without a check until a revocation's
-	 * invalidation drops them (docs/fsrv.md). */
+	/* cache_data unless the policy opts out (fs_cache_data = false):
+	 * cached pages of an open file are read without a request while its
+	 * grants live; a revocation or expiry drops them before it is
+	 * acknowledged (brk_fss_settle; docs/fsrv.md). */
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
 		.max_handles_all = BRK_FSS_HANDLES, .on_full = fss_full,
 		.entry_timeout = BRK_FSS_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
-		.cache_data = tier && pol_tier_fs_cache_data(tier),
+		.cache_data = !tier || pol_tier_fs_cache_data(tier),
 		.passthrough = tier && pol_tier_fs_passthrough(tier),
 		/* Bounded per sandbox, all its trees together; past half the
 		 * kernel is asked to forget the least recently used names. */
@@ -1514,6 +1622,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	}
 	if (!(f = brk_fss_new(s, g, ng)))
 		return CB_ENOMEM;
+	f->cache_data = fc.cache_data;
 	if ((r = brk_fss_keep_binds(f, cfg)) != 0)
 		goto fail;
 	/* The trees: the root of every fs.* grant the sandbox starts with
@@ -1577,6 +1686,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		return r;	/* the thread ends; brk_fss_stop frees the rest */
 	}
 	brk_fss_apply(f, cfg, ws_served);
+	brk_fss_expiry(f, cb_now());
 	if (f->stub_mounts) {
 		cfg->fuse_dsts = f->fuse_dsts;
 		cfg->nfuse = f->nfuse;
@@ -1884,6 +1994,7 @@ brk_fss_stop(struct brk_sbx *s)
 	event_free(f->ev_aud);
 	event_free(f->ev_aud_tm);
 	event_free(f->ev_budget);
+	event_free(f->ev_exp);
 	free(f->aq_spare);	/* the thread frees aq */
 	if (f->ev_chan)
 		event_free(f->ev_chan);

@@ -113,6 +113,9 @@ pol_tier_new(const char *name)
 
 	if (!(t = calloc(1, sizeof(*t))))
 		return NULL;
+	/* Served files' pages may be cached unless a policy says no
+	 * (docs/fsrv.md: a revocation drops them before it is acknowledged). */
+	t->fs_cache_data = true;
 	if (!(t->name = strdup(name))) {
 		free(t);
 		return NULL;

@@ -150,8 +150,9 @@ const char *pol_tier_base(const struct pol_tier *t);
 const char *pol_tier_workspace(const struct pol_tier *t);
 
 /* Does the tier let the kernel cache the data of served files
- * (`fs_cache_data`, docs/policy.md)?  Off by default: every read of a
- * served file then reaches the broker's check. */
+ * (`fs_cache_data`, docs/policy.md)?  On by default: a revocation drops
+ * the cached pages before it is acknowledged.  Off, every read of a
+ * served file reaches the broker's check (direct I/O). */
 bool pol_tier_fs_cache_data(const struct pol_tier *t);
 
 /* Does the tier let served files be opened with FUSE passthrough

@@ -136,8 +136,7 @@ put_tier(FILE *f, const struct pol_tier *t)
 	put_list(f, "    ", "exec", t->exec.n, str_at, &t->exec);
 	put_binds(f, t, false);
 	put_binds(f, t, true);
-	if (t->fs_cache_data)
-		fputs("    fs_cache_data = true;\n", f);
+	fputs(t->fs_cache_data ? "    fs_cache_data = true;\n" : "    fs_cache_data = false;\n", f);
 	if (t->fs_passthrough)
 		fputs("    fs_passthrough = true;\n", f);
 	fputs("    limits = {\n      memory = ", f);

@@ -94,13 +94,26 @@ t_is "no line per read or lookup" "$(grep -c '"op":"fs.\(read\|lookup\|getattr\)
 t_ok "the log still verifies" "$CTL" --state "$A" audit verify
 # The server queues its lines and the loop writes them in batches (a
 # wake-up per line cost more than the open): none is lost or repeated.
+# With direct I/O (fs_cache_data = false) every open reads through the
+# broker, so each writes a close line with its byte count.
 B="$T_TMP/st-batch"
-timeout 60 "$CB" run --state "$B" --id aud2 --tier medium --workspace "$W" --approve deny -- /bin/bash -c \
-	'for i in $(seq 1000); do read -r l <a.txt; done' >/dev/null 2>&1
+printf 'tiers = { medium = { fs_cache_data = false; }; };\n' >"$T_TMP/direct.conf"
+timeout 60 "$CB" run --state "$B" --id aud2 --policy "$T_TMP/direct.conf" --tier medium --workspace "$W" \
+	--approve deny -- /bin/bash -c 'for i in $(seq 1000); do read -r l <a.txt; done' >/dev/null 2>&1
 t_is "1000 opens in a burst: 1000 open lines" \
 	"$(grep -c "\"op\":\"fs.open\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1000
 t_is "... and 1000 close lines" \
 	"$(grep -c "\"op\":\"fs.close\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1000
+# By default the kernel keeps the file's pages: every open is still checked
+# and audited, but only the first moved data through the broker (a close
+# line counts the bytes the broker read from the host, not cached reads).
+B="$T_TMP/st-batch2"
+timeout 60 "$CB" run --state "$B" --id aud3 --tier medium --workspace "$W" --approve deny -- /bin/bash -c \
+	'for i in $(seq 1000); do read -r l <a.txt; done' >/dev/null 2>&1
+t_is "cached: 1000 opens in a burst, 1000 open lines" \
+	"$(grep -c "\"op\":\"fs.open\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1000
+t_is "... and one close line (the one open that read from the host)" \
+	"$(grep -c "\"op\":\"fs.close\",\"resource\":\"$W/a.txt\"" "$B/audit.jsonl")" 1
 
 # -- under serve: the token is listed and revocable, open files included ------
 S="$T_TMP/st"

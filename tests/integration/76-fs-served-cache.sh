@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# 76-fs-served-cache.sh - the policy's `fs_cache_data` opt-in for served
-# files (docs/policy.md, docs/fsrv.md).  Off (the default) every read of a
-# served file reaches the broker's check: a shared mapping is refused
-# (direct I/O) and a read on an open file fails right after a revocation
-# (71 tests that too).  On, the kernel keeps the file's pages: a shared
-# mapping works, reads still return the file, show-policy says so, and a
-# revocation still cuts an open file once its invalidation has dropped the
-# pages (milliseconds).  With `fs_passthrough` the kernel reads and writes
+# 76-fs-served-cache.sh - the policy's `fs_cache_data` for served files
+# (docs/policy.md, docs/fsrv.md).  Off (`fs_cache_data = false;`) every
+# read of a served file reaches the broker's check: a shared mapping is
+# refused (direct I/O).  On (the default since issue 14's speed work), the
+# kernel keeps the file's pages: a shared mapping works, reads still return
+# the file, show-policy says so, and a revocation still cuts an open file
+# (93 tests that it does before the revocation is acknowledged).  With `fs_passthrough` the kernel reads and writes
 # an open file itself: it works, and, as documented, a file opened before a
 # revocation keeps reading after it (a new open fails).  Needs root (the
 # broker mounts FUSE).
@@ -32,10 +31,14 @@ print(m[:5].decode())'
 
 run() { timeout 60 "$CB" run --tier medium --workspace "$W" --approve deny "$@" 2>&1; }
 
-# -- off (the default) ----------------------------------------------------------
+# -- off (fs_cache_data = false; on is the default) ------------------------------
+printf 'tiers = { medium = { fs_cache_data = false; }; };\n' >"$T_TMP/direct.conf"
 t_match "off: a shared mapping of a served file is refused (direct I/O)" \
-	"$(run -- /usr/bin/python3 -c "$MMAP" a.txt)" "No such device"
-t_is "off: reads work" "$(run -- /bin/cat a.txt)" hello
+	"$(run --policy "$T_TMP/direct.conf" -- /usr/bin/python3 -c "$MMAP" a.txt)" "No such device"
+t_is "off: reads work" "$(run --policy "$T_TMP/direct.conf" -- /bin/cat a.txt)" hello
+t_match "show-policy prints the opt-out" "$("$CB" show-policy "$T_TMP/direct.conf")" \
+	"fs_cache_data = false;"
+t_is "the default: a shared mapping works (cached, as on)" "$(run -- /usr/bin/python3 -c "$MMAP" a.txt)" hello
 printf 'tiers = { medium = { fs_cache_data = "yes"; }; };\n' >"$T_TMP/bad.conf"
 t_match "fs_cache_data must be a boolean" "$("$CB" check-policy "$T_TMP/bad.conf" 2>&1)" \
 	'wrong type for "fs_cache_data"'
