@@ -203,7 +203,8 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode,
 		close(fd);
 		return -EPERM;
 	}
-	if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0) {
+	/* The size (and times) the caller reports are the truncated file's. */
+	if ((flags & O_TRUNC) && (ftruncate(fd, 0) != 0 || fstat(fd, &st) != 0)) {
 		int e = errno;
 
 		close(fd);
@@ -872,8 +873,7 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	/* Again: O_TRUNC acted after the open's fstat. */
-	if (fstat(fd, &st) != 0 || (h = fsrv_handle_new(t, fd)) == NULL) {
+	if ((h = fsrv_handle_new(t, fd)) == NULL) {
 		close(fd);
 		fuse_reply_err(req, EMFILE);
 		return;
