@@ -5,7 +5,7 @@
 # refused (direct I/O).  On (the default since issue 14's speed work), the
 # kernel keeps the file's pages: a shared mapping works, reads still return
 # the file, show-policy says so, and a revocation still cuts an open file
-# (97 tests that it does before the revocation is acknowledged).  With
+# (87 tests that it does before the revocation is acknowledged).  With
 # `fs_passthrough` the kernel reads and writes an open file itself: it
 # works, and, as documented, a file opened before a revocation keeps
 # reading after it (a new open fails).  Needs root (the broker mounts

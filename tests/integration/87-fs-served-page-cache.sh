@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 97-fs-served-page-cache.sh - served files' pages cached by the kernel by
+# 87-fs-served-page-cache.sh - served files' pages cached by the kernel by
 # default (docs/fsrv.md, "Revocation, caches and open files"), and issue
 # 14's revocation guarantee kept: `capctl revoke` returns only once the
 # kernel has dropped the sandbox's cached pages, so the very next read of a
