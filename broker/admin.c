@@ -955,37 +955,113 @@ adm_retire(struct brk_admin *a, const struct wire_adm_req *q)
 	brk_admin_ok(a);
 }
 
-static void
-adm_audit_verify(struct brk_admin *a, const struct wire_adm_req *q)
+/* The local check: the chain, the signatures, the state's head and
+ * decision sequence.  0, CB_EAUDIT (rep says what), or the file's error. */
+static int
+adm_verify_local(struct brk *b, const struct cap_keyring *kr, const char *path,
+    struct aud_report *rep)
 {
-	struct brk *b = a->b;
-	struct cap_keyring *kr = NULL;
 	struct aud_head head, *hp = NULL;
-	struct aud_report rep;
-	char path[BRK_STATE_FILE_MAX];
-	int r;
 
-	(void)q;
 	/* Seal what is written so far, so the check covers it all. */
 	cb_ignore(aud_checkpoint(b->aud));
 	memset(&head, 0, sizeof(head));
 	if (st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
 		hp = &head;
+	memset(rep, 0, sizeof(*rep));
+	/* the state must hold every decision the log records */
+	return aud_verify_state(path, kr, hp, st_dseq(b->st), rep);
+}
+
+#define ADM_HEADS_MAX	128	/* heads listed in a verify reply */
+
+/* Verify, and with the cluster's heads (j, or NULL) against them too. */
+static void
+adm_verify_reply(struct brk *b, struct brk_admin *a, const struct cl_job *j)
+{
+	struct cap_keyring *kr = NULL;
+	struct aud_report rep;
+	char path[BRK_STATE_FILE_MAX], cwhat[1024] = "", lhex[ADM_HEADS_MAX][33];
+	struct wire_adm_rep rp;
+	struct wire_enc e;
+	size_t n = 0;
+	int r;
+
 	if ((r = st_audit_keyring(b->st, &kr)) != 0) {
 		brk_admin_err(a, r, NULL);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
-	memset(&rep, 0, sizeof(rep));
-	/* the state must hold every decision the log records */
-	r = aud_verify_state(path, kr, hp, st_dseq(b->st), &rep);
-	cap_keyring_free(kr);
+	r = adm_verify_local(b, kr, path, &rep);
 	/* A broken log is a finding, not a refusal: the report says what. */
-	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_AUDIT_VERIFY,
-	    .err = r == CB_EAUDIT ? 0 : r, .intact = r == 0,
-	    .problem = aud_problem_name(rep.problem), .line = rep.line, .lines = rep.lines,
-	    .checkpoints = rep.checkpoints, .unsealed = rep.unsealed, .what = rep.what,
-	    .path = path });
+	rp = (struct wire_adm_rep){ .cmd = WIRE_ADM_AUDIT_VERIFY, .err = r == CB_EAUDIT ? 0 : r,
+	    .intact = r == 0, .problem = aud_problem_name(rep.problem), .line = rep.line,
+	    .lines = rep.lines, .checkpoints = rep.checkpoints, .unsealed = rep.unsealed,
+	    .what = rep.what, .path = path };
+	if (j && (r == 0 || r == CB_EAUDIT)) {
+		rp.checked_cluster = true;
+		rp.cluster_intact = brk_fleet_check_heads(b, kr, path, rep.log_id, j,
+		    &rp.cluster_problem, cwhat, sizeof(cwhat));
+		rp.cluster_what = cwhat;
+		rp.intact = rp.intact && rp.cluster_intact;
+	}
+	cap_keyring_free(kr);
+	brk_admin_begin(a, &e, &rp);
+	for (size_t i = 0; j && i < j->nheads && n < ADM_HEADS_MAX; i++, n++) {
+		const struct cl_head *h = &j->heads[i];
+
+		cap_hex(h->log_id, 16, lhex[n]);
+		wire_adm_head_put(&e, &(struct wire_adm_head){ .broker = h->broker, .log = lhex[n],
+		    .seq = h->seq, .age_ms = h->age_ms, .live = h->live });
+	}
+	brk_admin_finish(a, &e, &rp);
+}
+
+static void
+adm_verify_heads(void *arg, const struct cl_job *j)
+{
+	struct adm_wait *w = arg;
+	struct brk_admin *a = adm_wait_end(w);
+
+	if (!a)
+		goto out;
+	if (j->err) {
+		brk_admin_err(a, j->err, j->why[0] ? j->why : "cannot read the cluster's audit heads");
+		goto out;
+	}
+	adm_verify_reply(w->b, a, j);
+out:
+	free(w);
+}
+
+static void
+adm_audit_verify(struct brk_admin *a, const struct wire_adm_req *q)
+{
+	struct cl_job *j;
+	struct adm_wait *w;
+	int r;
+
+	if (!q->cluster) {
+		adm_verify_reply(a->b, a, NULL);
+		return;
+	}
+	if (!brk_fleet_on(a->b)) {
+		brk_admin_err(a, CB_EINVAL, "audit verify --cluster: this broker is not in a cluster");
+		return;
+	}
+	if (!(j = calloc(1, sizeof(*j))) || !(w = adm_wait_begin(a))) {
+		free(j);
+		brk_admin_err(a, CB_ENOMEM, NULL);
+		return;
+	}
+	j->op = CL_GET_HEADS;
+	j->done = adm_verify_heads;
+	j->arg = w;
+	if ((r = brk_fleet_submit(a->b, j)) != 0) {
+		adm_wait_end(w);
+		free(w);
+		brk_admin_err(a, r, "the cluster database has too many requests waiting");
+	}
 }
 
 /* Admin connections, in all and of one uid, split into those that control

@@ -246,6 +246,8 @@ struct brk {
 	uint64_t cl_stale_ns;		/* the staleness bound */
 	uint64_t cl_applied;		/* the last change applied */
 	bool cl_stale_noted;		/* its "cluster.stale" line is written */
+	bool cl_heads_ok;		/* our log holds the heads the cluster recorded: publish ours */
+	bool cl_heads_asked;		/* ... being checked */
 	char cl_why[256];		/* why the link is down */
 	uint64_t cl_sbx_sig;		/* the sandboxes last published (fleet.c) */
 };

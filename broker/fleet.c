@@ -151,6 +151,13 @@ brk_fleet_batch(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns)
 		brk_fss_refresh_all(b);
 	if (fresh_ns > b->cl_fresh_ns) {
 		bool was_stale = brk_fleet_fresh(b) != 0;
+		uint8_t lid[16], hash[32];
+		uint64_t seq;
+
+		/* The log's head as the state recorded it (durable, signed):
+		 * the cluster keeps it for `audit verify --cluster`. */
+		if (b->cl_heads_ok && st_get_audit_head(b->st, lid, &seq, hash) == 0)
+			cl_set_head(b->cl, lid, seq, hash);
 
 		b->cl_fresh_ns = fresh_ns;
 		if (was_stale && brk_fleet_fresh(b) == 0) {
@@ -163,6 +170,54 @@ brk_fleet_batch(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns)
 		}
 		brk_fleet_arm(b);
 	}
+}
+
+/* The first check of our log against the cluster's record, before we
+ * record any head of ours: a host restarted on an older copy of its state
+ * and log (consistent, so it starts) would otherwise record its new,
+ * forked heads over the evidence once they pass the old ones. */
+static void
+brk_fleet_heads_checked(void *arg, const struct cl_job *j)
+{
+	struct brk *b = arg;
+	struct cap_keyring *kr = NULL;
+	char path[BRK_STATE_FILE_MAX], what[1024];
+	const char *problem = "";
+	uint8_t lid[16];
+
+	b->cl_heads_asked = false;
+	if (j->err || !b->aud || st_audit_keyring(b->st, &kr) != 0)
+		return;		/* asked again at the next link up */
+	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
+	aud_log_id(b->aud, lid);
+	if (brk_fleet_check_heads(b, kr, path, lid, j, &problem, what, sizeof(what))) {
+		b->cl_heads_ok = true;
+	} else {
+		char detail[sizeof(what) + 128];
+
+		/* Evidence: never overwritten by this broker's heads.  Said in
+		 * the log, on stderr and by `capctl audit verify --cluster`. */
+		snprintf(detail, sizeof(detail), "audit log NOT INTACT against the cluster's record (%s): "
+		    "%s; this broker records no audit heads in the cluster", problem, what);
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.audit",
+		    .actor = "broker", .reason = CB_EAUDIT, .detail = detail });
+		fprintf(stderr, "capbroker: %s\n", detail);
+	}
+	cap_keyring_free(kr);
+}
+
+static void
+brk_fleet_check_log(struct brk *b)
+{
+	struct cl_job *j;
+
+	if (b->cl_heads_ok || b->cl_heads_asked || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->op = CL_GET_HEADS;
+	j->done = brk_fleet_heads_checked;
+	j->arg = b;
+	if (cl_submit(b->cl, j) == 0)
+		b->cl_heads_asked = true;
 }
 
 static void
@@ -178,6 +233,8 @@ brk_fleet_link(void *arg, bool up, const char *why)
 	snprintf(detail, sizeof(detail), "%s%s", up ? "connected" : "lost: ", up ? "" : why);
 	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.link", .actor = "broker",
 	    .reason = up ? 0 : CB_ECLUSTER, .detail = detail });
+	if (up)
+		brk_fleet_check_log(b);
 }
 
 static void
@@ -250,6 +307,57 @@ brk_fleet_keys(struct brk *b)
 		cb_ignore(cl_submit(b->cl, j));
 	}
 	free(k);
+}
+
+bool
+brk_fleet_check_heads(struct brk *b, const struct cap_keyring *kr, const char *path,
+    const uint8_t log_id[16], const struct cl_job *j, const char **problem, char *buf, size_t len)
+{
+	char lhex[33], mine[33];
+	const struct cl_head *cur = NULL;
+	struct aud_report rep;
+	struct aud_head h;
+
+	*problem = "";
+	cap_hex(log_id, 16, mine);
+	for (size_t i = 0; i < j->nheads; i++) {
+		const struct cl_head *x = &j->heads[i];
+
+		if (strcmp(x->broker, b->cl_name) != 0)
+			continue;
+		if (memcmp(x->log_id, log_id, 16) == 0) {
+			cur = x;
+			continue;
+		}
+		cap_hex(x->log_id, 16, lhex);
+		*problem = "replaced";
+		snprintf(buf, len, "the cluster recorded another audit log for broker %.300s: log %s, "
+		    "sealed up to line %llu (recorded %llu s ago); this log is %s: it was replaced "
+		    "(if it was restarted on purpose, delete that log's row from cb_checkpoints)",
+		    b->cl_name, lhex, (unsigned long long)x->seq + 1,
+		    (unsigned long long)(x->age_ms / 1000u), mine);
+		return false;
+	}
+	if (!cur) {
+		snprintf(buf, len, "the cluster has recorded no head for broker %.300s yet (it records "
+		    "one with its next report after a checkpoint)", b->cl_name);
+		return true;
+	}
+	memcpy(h.log_id, cur->log_id, 16);
+	h.seq = cur->seq;
+	memcpy(h.hash, cur->hash, 32);
+	memset(&rep, 0, sizeof(rep));
+	if (aud_verify(path, kr, &h, &rep) != 0) {
+		*problem = rep.problem ? aud_problem_name(rep.problem) : "unreadable";
+		snprintf(buf, len, "against the head the cluster recorded for broker %.300s (line %llu, "
+		    "recorded %llu s ago): %s", b->cl_name, (unsigned long long)cur->seq + 1,
+		    (unsigned long long)(cur->age_ms / 1000u), rep.what[0] ? rep.what : "cannot read it");
+		return false;
+	}
+	snprintf(buf, len, "holds the head the cluster recorded for broker %.300s (line %llu, recorded "
+	    "%llu s ago)", b->cl_name, (unsigned long long)cur->seq + 1,
+	    (unsigned long long)(cur->age_ms / 1000u));
+	return true;
 }
 
 int

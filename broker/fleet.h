@@ -70,4 +70,12 @@ int brk_fleet_decide(struct brk *b, const struct brk_verdict *v,
  * second, from the broker's tick). */
 void brk_fleet_sandboxes(struct brk *b);
 
+/* Does the audit log at path (whose genesis says log_id) hold what the
+ * cluster recorded for this broker (the heads read by a CL_GET_HEADS job
+ * j)?  Every log recorded under our name must be this one, and this one
+ * must still reach its recorded head.  *problem gets "" or
+ * aud_problem_name's word, buf a sentence.  Reads the whole log. */
+bool brk_fleet_check_heads(struct brk *b, const struct cap_keyring *kr, const char *path,
+    const uint8_t log_id[16], const struct cl_job *j, const char **problem, char *buf, size_t len);
+
 #endif

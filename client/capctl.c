@@ -62,7 +62,8 @@ usage(FILE *f)
 	    "  watch                        prompts for each new request (--json: streams them)\n"
 	    "  audit [--sandbox ID] [--since T] [--decision allow|deny] [--op OP]\n"
 	    "        [--follow [--from-start]]   the audit log as a table (--json: JSON lines)\n"
-	    "  audit verify                 checks the hash chain and signed checkpoints\n"
+	    "  audit verify [--cluster]     checks the hash chain and signed checkpoints (--cluster:\n"
+	    "                               also against the heads the cluster recorded)\n"
 	    "  keygen [--out FILE]          a new Ed25519 key file (local)\n"
 	    "  rotate-key | retire-key KID | status\n");
 }

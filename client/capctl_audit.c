@@ -284,6 +284,45 @@ ctl_audit_print(struct ctl *c, bool follow, bool from_start, const struct ctl_af
 	return CTL_OK;
 }
 
+/* audit verify --cluster: the check against the cluster's record, and
+ * every broker's recorded head with its age. */
+static json_t *
+ctl_verify_cluster_json(const struct wire_adm_rep *v)
+{
+	json_t *heads = json_array();
+
+	for (size_t i = 0; heads && i < v->nheads; i++) {
+		const struct wire_adm_head *h = &v->heads[i];
+
+		json_array_append_new(heads, json_pack("{s:o,s:o,s:I,s:I,s:b}", "broker",
+		    J(h->broker), "log", J(h->log), "line", (json_int_t)(h->seq + 1), "age_ms",
+		    (json_int_t)h->age_ms, "live", h->live));
+	}
+	return json_pack("{s:b,s:o,s:o,s:o}", "intact", v->cluster_intact, "problem",
+	    J(v->cluster_problem ? v->cluster_problem : ""), "what",
+	    J(v->cluster_what ? v->cluster_what : ""), "heads", heads ? heads : json_array());
+}
+
+static void
+ctl_verify_cluster_print(const struct wire_adm_rep *v)
+{
+	if (v->cluster_intact)
+		printf("cluster: ");
+	else
+		printf("cluster: NOT INTACT (%s): ", v->cluster_problem ? v->cluster_problem : "?");
+	ctl_text(stdout, v->cluster_what ? v->cluster_what : "");
+	putchar('\n');
+	for (size_t i = 0; i < v->nheads; i++) {
+		const struct wire_adm_head *h = &v->heads[i];
+
+		printf("  ");
+		ctl_text(stdout, h->broker);
+		printf("  log %.32s  line %" PRIu64 "  recorded %" PRIu64 ".%01" PRIu64 " s ago  %s\n",
+		    h->log, h->seq + 1, h->age_ms / 1000u, h->age_ms % 1000u / 100u,
+		    h->live ? "live" : "not live");
+	}
+}
+
 /* A verification's report, the broker's (its audit-verify reply) or our
  * own offline one in the same shape. */
 static int
@@ -295,12 +334,18 @@ ctl_verify_print(struct ctl *c, const struct wire_adm_rep *v, bool offline)
 	uint64_t unsealed = v->unsealed;
 
 	if (c->json) {
-		ctl_json(c, json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "intact", intact,
+		json_t *o = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:o,s:o,s:b}", "intact", intact,
 		    "problem", J(problem), "line", (json_int_t)line, "lines", (json_int_t)lines,
 		    "checkpoints", (json_int_t)checkpoints, "unsealed", (json_int_t)unsealed, "what",
-		    J(what), "path", J(path), "offline", offline));
+		    J(what), "path", J(path), "offline", offline);
+
+		if (o && v->checked_cluster)
+			json_object_set_new(o, "cluster", ctl_verify_cluster_json(v));
+		ctl_json(c, o);
 		return intact ? CTL_OK : CTL_FAIL;
 	}
+	if (v->checked_cluster)
+		ctl_verify_cluster_print(v);
 	if (intact) {
 		printf("intact: ");
 		ctl_text(stdout, path);
@@ -383,18 +428,26 @@ out:
 }
 
 static int
-ctl_audit_verify(struct ctl *c)
+ctl_audit_verify(struct ctl *c, bool cluster)
 {
 	struct wire_adm_req rq;
 	struct wire_adm_rep m;
 	int r;
 
 	r = ctl_connect(c, c->state != NULL);
+	/* The cluster's record is read by the broker's link: offline, only
+	 * the local check. */
+	if (r == CTL_UNAVAIL && c->state && cluster) {
+		ctl_err("audit verify --cluster needs the running broker (its link reads the "
+		    "cluster's record); `capctl --state DIR audit verify` checks the log alone");
+		return CTL_UNAVAIL;
+	}
 	if (r == CTL_UNAVAIL && c->state)
 		return ctl_offline_verify(c);
 	if (r != CTL_OK)
 		return r;
 	ctl_begin(c, &rq, WIRE_ADM_AUDIT_VERIFY);
+	rq.cluster = cluster;
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	return ctl_verify_print(c, &m, false);
@@ -410,11 +463,12 @@ ctl_audit(struct ctl *c, int argc, char **argv)
 		{ "since", required_argument, NULL, 'S' },
 		{ "decision", required_argument, NULL, 'd' },
 		{ "op", required_argument, NULL, 'o' },
+		{ "cluster", no_argument, NULL, 'c' },
 		CTL_JSON_OPT,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ctl_afilter flt = { 0 };
-	bool follow = false, from_start = false;
+	bool follow = false, from_start = false, cluster = false;
 	int o, r;
 
 	while ((o = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
@@ -422,6 +476,7 @@ ctl_audit(struct ctl *c, int argc, char **argv)
 		case 'f': follow = true; break;
 		case 'F': from_start = true; break;
 		case 's': flt.sandbox = optarg; break;
+		case 'c': cluster = true; break;
 		case 'o': flt.op = optarg; break;
 		case 'd':
 			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "deny") != 0)
@@ -439,9 +494,11 @@ ctl_audit(struct ctl *c, int argc, char **argv)
 	if (optind < argc && strcmp(argv[optind], "verify") == 0) {
 		if (follow || from_start || flt.sandbox || flt.op || flt.decision || flt.since_ms ||
 		    optind + 1 != argc)
-			return ctl_usage("audit verify takes no arguments");
-		return ctl_audit_verify(c);
+			return ctl_usage("audit verify takes no arguments but --cluster");
+		return ctl_audit_verify(c, cluster);
 	}
+	if (cluster)
+		return ctl_usage("--cluster goes with audit verify");
 	if (optind != argc)
 		return ctl_usage("audit: unexpected argument '%s'", argv[optind]);
 	if (from_start && !follow)

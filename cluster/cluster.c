@@ -36,6 +36,7 @@
 #define CL_QUERY_MS	3000	/* longest wait for one round trip */
 #define CL_RETRY_MS	250	/* between connection attempts */
 #define CL_ACK_POLL_MS	20	/* re-check of waiting revocations without a NOTIFY */
+#define CL_ACK_MARGIN_MS 200	/* beyond the bound: a revoke waits that much longer for a silent broker */
 #define CL_TXN_JOBS	256	/* jobs written in one transaction */
 #define CL_TXN_BYTES	(1u << 20)
 #define CL_RESULTS_MAX	(CL_TXN_JOBS + 8)
@@ -106,6 +107,20 @@ struct cl_msg {
 	struct cl_msg *next;
 };
 
+/* An audit head of ours, to record in cb_checkpoints. */
+struct cl_mark {
+	bool set;
+	uint64_t seq;
+	uint8_t log_id[16], hash[32];
+};
+
+static bool
+cl_mark_eq(const struct cl_mark *a, const struct cl_mark *b)
+{
+	return a->set == b->set && a->seq == b->seq && memcmp(a->log_id, b->log_id, 16) == 0 &&
+	    memcmp(a->hash, b->hash, 32) == 0;
+}
+
 struct cl_key {
 	uint8_t pk[32];
 	bool signing, retired;
@@ -136,6 +151,8 @@ struct cl {
 	size_t nsbx_next;
 	atomic_bool sbx_dirty;
 	atomic_bool watch;			/* loop -> thread: someone watches for requests */
+	struct cl_mark head;		/* the audit head to record (under mu) */
+	struct cl_mark head_sent;	/* the thread's own: the last recorded */
 	/* the thread's own */
 	PGconn *pg;
 	char *name_lit;			/* cl_pq.PQescapeLiteral(name) for this connection */
@@ -241,6 +258,7 @@ cl_job_free(struct cl_job *j)
 		free(j->toks[i].caps);
 	free(j->toks);
 	free(j->sbxs);
+	free(j->heads);
 	free(j);
 }
 
@@ -554,6 +572,8 @@ cl_job_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
 		    id, l1, c->name_lit, id);
 		ok = true;
 		break;
+	case CL_GET_HEADS:	/* not a write: cl_write_all reads it apart */
+		break;
 	case CL_PUT_RETIRE:
 		cl_hex(j->kid, CAP_KID_LEN, kid);
 		cl_sql_add(q, "UPDATE cb_keys SET retired_at = coalesce(retired_at,"
@@ -684,7 +704,7 @@ cl_write(struct cl *c, struct cl_job *list)
 		}
 		if (j->op == CL_PUT_REVOKE && j->err == 0) {
 			/* Done when every live broker has it. */
-			j->deadline_ns = cb_mono_ns() + c->stale_ns + 200000000u;
+			j->deadline_ns = cb_mono_ns() + c->stale_ns + CL_ACK_MARGIN_MS * 1000000u;
 			j->next = c->waiters;
 			c->waiters = j;
 			c->next_ack = 0;
@@ -794,9 +814,27 @@ static int
 cl_report(struct cl *c)
 {
 	uint64_t applied = atomic_load(&c->applied);
-	char sql[CL_NAME_MAX * 2 + 300];
+	char sql[CL_NAME_MAX * 4 + 800], head[CL_NAME_MAX * 2 + 400] = "";
 	bool moved = applied != c->applied_sent;
+	struct cl_mark h;
 	int r;
+
+	pthread_mutex_lock(&c->mu);
+	h = c->head;
+	pthread_mutex_unlock(&c->mu);
+	if (h.set && !cl_mark_eq(&h, &c->head_sent)) {
+		char lid[33], hh[65];
+
+		/* Never back: a head lower than the one recorded (a log and
+		 * state rolled back together) leaves the record as it was, and
+		 * `audit verify --cluster` finds the log short of it. */
+		cl_hex(h.log_id, 16, lid);
+		cl_hex(h.hash, 32, hh);
+		snprintf(head, sizeof(head), "INSERT INTO cb_checkpoints(broker, log_id, seq, hash, at)"
+		    " VALUES(%s, decode('%s','hex'), %" PRIu64 ", decode('%s','hex'), now())"
+		    " ON CONFLICT (broker, log_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash,"
+		    " at = now() WHERE cb_checkpoints.seq < EXCLUDED.seq;", c->name_lit, lid, h.seq, hh);
+	}
 
 	/* A report need not survive a crash of the database (the next one
 	 * replaces it), so its commit does not wait for a disk flush: one
@@ -804,10 +842,13 @@ cl_report(struct cl *c)
 	 * flush each. */
 	snprintf(sql, sizeof(sql), "BEGIN;SET LOCAL synchronous_commit TO off;"
 	    "INSERT INTO cb_brokers(name, applied, seen_at) VALUES(%s, %" PRIu64
-	    ", now()) ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now();%s"
-	    "COMMIT;", c->name_lit, applied, moved ? "NOTIFY cb_applied;" : "");
-	if ((r = cl_exec(c, sql, "reporting to the cluster")) == 0)
+	    ", now()) ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now();%s%s"
+	    "COMMIT;", c->name_lit, applied, head, moved ? "NOTIFY cb_applied;" : "");
+	if ((r = cl_exec(c, sql, "reporting to the cluster")) == 0) {
 		c->applied_sent = applied;
+		if (head[0])
+			c->head_sent = h;
+	}
 	return r;
 }
 
@@ -816,7 +857,7 @@ cl_report(struct cl *c)
 static uint64_t
 cl_waited_ms(const struct cl *c, const struct cl_job *w, uint64_t now)
 {
-	uint64_t start = w->deadline_ns - c->stale_ns - 200000000u;
+	uint64_t start = w->deadline_ns - c->stale_ns - CL_ACK_MARGIN_MS * 1000000u;
 
 	return now > start ? (now - start) / 1000000u : 0;
 }
@@ -870,10 +911,16 @@ cl_check_waiters(struct cl *c)
 	for (w = c->waiters; w; w = w->next)
 		if (cl_waited_ms(c, w, now) > waited)
 			waited = cl_waited_ms(c, w, now);
+	/* Live: reported within the bound plus the margin.  A broker's last
+	 * report precedes its last catch-up, so it turns stale (and refuses
+	 * tokens) a little after its report ages out: waiting for it that
+	 * much longer means an acknowledged revoke is never honoured there,
+	 * not even for that moment. */
 	snprintf(sql, sizeof(sql), "SELECT min(applied) FILTER (WHERE seen_at > now() - interval '%"
 	    PRIu64 " milliseconds'), min(applied) FROM cb_brokers WHERE name <> %s"
-	    " AND seen_at > now() - interval '%" PRIu64 " milliseconds'", c->stale_ns / 1000000u,
-	    c->name_lit, c->stale_ns / 1000000u + waited + 50);
+	    " AND seen_at > now() - interval '%" PRIu64 " milliseconds'",
+	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS, c->name_lit,
+	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS + waited + 50);
 	if ((r = cl_query(c, sql, &res)) != 0)
 		return r;
 	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
@@ -1343,7 +1390,7 @@ cl_view(struct cl *c, struct cl_job *j)
 static bool
 cl_is_request_job(const struct cl_job *j)
 {
-	return j->op >= CL_PUT_REQUEST;
+	return j->op >= CL_PUT_REQUEST && j->op != CL_GET_HEADS;
 }
 
 /* One request or view job, in a transaction of its own (none of them is
@@ -1677,10 +1724,78 @@ cl_fail_jobs(struct cl *c, struct cl_job *list)
 	}
 }
 
+/* Every broker's recorded audit heads, each broker's latest log first. */
+static void
+cl_read_heads(struct cl *c, struct cl_job *j)
+{
+	char sql[600];
+	struct cl_res res;
+	PGresult *pr;
+	int n;
+
+	snprintf(sql, sizeof(sql), "SELECT h.broker, encode(h.log_id,'hex'), h.seq, encode(h.hash,'hex'),"
+	    " (extract(epoch from now() - h.at) * 1000)::bigint, coalesce(b.seen_at > now() -"
+	    " interval '%" PRIu64 " milliseconds', false) FROM cb_checkpoints h LEFT JOIN cb_brokers b"
+	    " ON b.name = h.broker ORDER BY h.broker, h.at DESC LIMIT %d", c->stale_ns / 1000000u,
+	    CL_HEADS_MAX);
+	if (cl_query(c, sql, &res) != 0) {
+		cl_job_fail(c, j, CB_ECLUSTER, c->down_why);
+		return;
+	}
+	if (res.n != 1 || cl_pq.PQresultStatus(res.r[0]) != PGRES_TUPLES_OK || cl_pq.PQnfields(res.r[0]) != 6) {
+		snprintf(j->why, sizeof(j->why), "reading the cluster's audit heads: %s",
+		    res.n ? cl_pq.PQresultErrorMessage(res.r[0]) : "no result");
+		j->why[strcspn(j->why, "\n")] = '\0';
+		j->err = CB_ECLUSTER;
+		cl_res_clear(&res);
+		cl_job_done(c, j);
+		return;
+	}
+	pr = res.r[0];
+	n = cl_pq.PQntuples(pr);
+	if (n && !(j->heads = calloc((size_t)n, sizeof(*j->heads)))) {
+		cl_res_clear(&res);
+		cl_job_fail(c, j, CB_ENOMEM, "out of memory");
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct cl_head *h = &j->heads[j->nheads];
+
+		/* a row we cannot read is left out, not guessed at */
+		if (strlen(cl_pq.PQgetvalue(pr, i, 0)) > CL_NAME_MAX ||
+		    !cl_unhex(cl_pq.PQgetvalue(pr, i, 1), h->log_id, 16) ||
+		    !cl_unhex(cl_pq.PQgetvalue(pr, i, 3), h->hash, 32))
+			continue;
+		snprintf(h->broker, sizeof(h->broker), "%s", cl_pq.PQgetvalue(pr, i, 0));
+		h->seq = strtoull(cl_pq.PQgetvalue(pr, i, 2), NULL, 10);
+		h->age_ms = strtoull(cl_pq.PQgetvalue(pr, i, 4), NULL, 10);
+		h->live = cl_pq.PQgetvalue(pr, i, 5)[0] == 't';
+		j->nheads++;
+	}
+	cl_res_clear(&res);
+	j->err = 0;
+	cl_job_done(c, j);
+}
+
 static void
 cl_write_all(struct cl *c, struct cl_job *list)
 {
+	struct cl_job **pp = &list, *rd;
+
 	list = cl_request_jobs(c, list);
+	/* Reads first, each on its own (no lock, no transaction). */
+	while ((rd = *pp)) {
+		if (rd->op != CL_GET_HEADS) {
+			pp = &rd->next;
+			continue;
+		}
+		*pp = rd->next;
+		rd->next = NULL;
+		if (c->pg)
+			cl_read_heads(c, rd);
+		else
+			cl_job_fail(c, rd, CB_ECLUSTER, c->down_why);
+	}
 	while (list && c->pg) {
 		struct cl_job *chunk = list, *j = list;
 		size_t n = 1;
@@ -2049,4 +2164,15 @@ cl_watch(struct cl *c, bool on)
 {
 	if (atomic_exchange(&c->watch, on) != on)
 		cl_kick(c->efd_in);
+}
+
+void
+cl_set_head(struct cl *c, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32])
+{
+	pthread_mutex_lock(&c->mu);
+	c->head.set = true;
+	c->head.seq = seq;
+	memcpy(c->head.log_id, log_id, 16);
+	memcpy(c->head.hash, hash, 32);
+	pthread_mutex_unlock(&c->mu);
 }

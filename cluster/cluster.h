@@ -43,6 +43,7 @@
  * id the broker's own state gave it.  Ids never collide between brokers,
  * and the broker that holds a request can be read off its id. */
 #define CL_RID_SPAN	1000000000ull
+#define CL_HEADS_MAX	1024	/* audit heads read back at most (every broker, every log) */
 
 struct cl;
 
@@ -113,6 +114,17 @@ struct cl_tok {
 	char broker[CL_NAME_MAX + 1];
 };
 
+/* A broker's audit log as the cluster recorded it: the last checkpoint
+ * head (docs/audit.md) it reported for one log of its. */
+struct cl_head {
+	char broker[CL_NAME_MAX + 1];
+	uint8_t log_id[16];
+	uint64_t seq;			/* the checkpoint line's seq */
+	uint8_t hash[32];		/* the hash of that line: it seals the chain before it */
+	uint64_t age_ms;		/* since the database recorded it */
+	bool live;			/* the broker reported within the staleness bound */
+};
+
 /* What the loop is told. */
 struct cl_sink {
 	/* Changes in sequence order.  fresh_ns (monotonic) is set on the last
@@ -155,6 +167,7 @@ enum cl_op {
 	CL_GET_REQUESTS,	/* pending requests of every broker, from offset (reqs) */
 	CL_GET_TOKENS,	/* tokens of every broker, from offset (toks), of sandbox if set */
 	CL_GET_SANDBOXES,	/* sandboxes of every live broker (sbxs) */
+	CL_GET_HEADS,	/* read every broker's recorded audit heads (heads, nheads) */
 };
 
 struct cl_job {
@@ -201,6 +214,8 @@ struct cl_job {
 	unsigned unconfirmed;		/* CL_PUT_REVOKE: live brokers that did not confirm in time */
 	char unconfirmed_by[CL_WHY_MAX];	/* ... their names, comma-separated (cut with "...") */
 	char why[CL_WHY_MAX];
+	struct cl_head *heads;		/* CL_GET_HEADS: malloc'd, freed with the job; */
+	size_t nheads;			/* by broker, each broker's latest log first */
 	/* the module's */
 	uint64_t deadline_ns;
 	struct cl_job *next;
@@ -238,6 +253,12 @@ void cl_job_free(struct cl_job *j);
 /* The loop applied the stream up to seq: reported to the database so that
  * a revocation elsewhere is acknowledged only once this broker has it. */
 void cl_applied(struct cl *c, uint64_t seq);
+
+/* The audit log's last checkpoint head (durable here: the state recorded
+ * it): written to cb_checkpoints with the next report to the database (at
+ * most a heartbeat later), so that the cluster remembers how far this
+ * broker's log reached.  A head is never moved back there. */
+void cl_set_head(struct cl *c, const uint8_t log_id[16], uint64_t seq, const uint8_t hash[32]);
 
 /* Is the link up (last round trip succeeded)? */
 bool cl_up(const struct cl *c);

@@ -90,7 +90,7 @@ static const struct {
 	[WIRE_ADM_WATCH] = { "watch", 0 },
 	[WIRE_ADM_ROTATE_KEY] = { "rotate-key", 0 },
 	[WIRE_ADM_RETIRE_KEY] = { "retire-key", WA_KID },
-	[WIRE_ADM_AUDIT_VERIFY] = { "audit-verify", 0 },
+	[WIRE_ADM_AUDIT_VERIFY] = { "audit-verify", WA_CLUSTER },
 	[WIRE_ADM_RUN] = { "run", WA_ARGV | WA_SANDBOX | WA_TIER | WA_WORKSPACE | WA_TTL |
 		WA_TIMEOUT | WA_GRANTS | WA_RO_BINDS | WA_CHDIR | WA_PTY | WA_SETENV | WA_UNSETENV |
 		WA_SERVE_WORKSPACE },
@@ -323,6 +323,14 @@ static const struct wire_adm_key wr_elev_keys[] = {
 static const struct wire_adm_rec wr_elev = WR_REC(wr_elev_keys, T_);
 #undef T_
 
+#define T_ struct wire_adm_head
+static const struct wire_adm_key wr_head_keys[] = {
+	WR_STR("broker", T_, broker, true), WR_STR("log", T_, log, true), WR_U64("seq", T_, seq),
+	WR_U64("age_ms", T_, age_ms), WR_BOOL("live", T_, live),
+};
+static const struct wire_adm_rec wr_head = WR_REC(wr_head_keys, T_);
+#undef T_
+
 /* The replies' own keys, after the envelope.  A list comes before the
  * keys that are known only once it is walked (more). */
 #define T_ struct wire_adm_rep
@@ -358,6 +366,12 @@ static const struct wire_adm_key wr_verify_keys[] = {
 	WR_U64("line", T_, line), WR_U64("lines", T_, lines),
 	WR_U64("checkpoints", T_, checkpoints), WR_U64("unsealed", T_, unsealed),
 	WR_STR("what", T_, what, true), WR_STR("path", T_, path, true),
+	/* with --cluster (an empty list without) */
+	WR_MAPS("heads", T_, heads, nheads, &wr_head),
+	{ "cluster_checked", WA_BOOL, offsetof(T_, checked_cluster), WA_NONE, 0, 0, NULL, false },
+	{ "cluster_intact", WA_BOOL, offsetof(T_, cluster_intact), WA_NONE, 0, 0, NULL, false },
+	WR_STR("cluster_problem", T_, cluster_problem, false),
+	WR_STR("cluster_what", T_, cluster_what, false),
 };
 static const struct wire_adm_key wr_run_keys[] = {
 	WR_STR("sandbox", T_, sandbox, true), WR_BOOL("pty", T_, pty),
@@ -418,6 +432,7 @@ wr_put_map(struct wire_enc *e, const struct wire_adm_rec *rec, const void *base)
 void wire_adm_token_put(struct wire_enc *e, const struct wire_adm_token *t) { wr_put_map(e, &wr_token, t); }
 void wire_adm_sbx_put(struct wire_enc *e, const struct wire_adm_sbx *s) { wr_put_map(e, &wr_sbx, s); }
 void wire_adm_elev_put(struct wire_enc *e, const struct wire_adm_elev *q) { wr_put_map(e, &wr_elev, q); }
+void wire_adm_head_put(struct wire_enc *e, const struct wire_adm_head *h) { wr_put_map(e, &wr_head, h); }
 
 static const struct wire_adm_rec *
 wr_rep_rec(const struct wire_adm_rep *r)

@@ -76,7 +76,8 @@ struct wire_adm_req {
 	size_t nunsetenv;
 	bool pty;			/* run: the task wants a terminal */
 	bool serve_workspace;		/* run: the workspace was named (serve it) */
-	bool cluster;			/* list, sandboxes: of every broker of the cluster */
+	bool cluster;			/* list, sandboxes: of every broker of the cluster;
+					 * audit-verify: also against the cluster's record */
 	const char *why;		/* after a failed decode: what was wrong, or NULL */
 };
 
@@ -131,6 +132,15 @@ struct wire_adm_elev {
 	const char *broker;		/* in a cluster: the broker holding the sandbox */
 };
 
+/* One broker's audit log as the cluster recorded it (audit-verify
+ * --cluster): its last checkpoint head. */
+struct wire_adm_head {
+	const char *broker, *log;	/* name in the cluster; log id, hex */
+	uint64_t seq;			/* the checkpoint line's seq */
+	uint64_t age_ms;		/* since the database recorded it */
+	bool live;			/* that broker reports within the staleness bound */
+};
+
 /* One reply.  cmd is not sent: it says which command's keys to put or
  * expect (WIRE_ADM_COUNT: none, the envelope of a refusal alone).  Each
  * command reads only its own fields (the comments). */
@@ -163,6 +173,12 @@ struct wire_adm_rep {
 	bool intact;			/* audit-verify: ... */
 	const char *problem, *what, *path;
 	uint64_t line, lines, checkpoints, unsealed;
+	bool checked_cluster;		/* audit-verify --cluster: ... */
+	bool cluster_intact;		/* the log holds the head the cluster recorded */
+	const char *cluster_problem;	/* "" or what is wrong (aud_problem_name's words) */
+	const char *cluster_what;	/* a sentence on that check */
+	const struct wire_adm_head *heads;	/* every broker's recorded heads */
+	size_t nheads;
 	const char *sandbox;		/* run: the sandbox's id */
 	bool pty;			/* run: the stdio is a pty (its third fd a copy) */
 };
@@ -184,7 +200,8 @@ struct wire_adm_event {
  * Encode a reply as it is built, for a broker that fills a list from a
  * walk: wire_adm_rep_begin() puts the envelope and r's keys up to its list
  * (if its command has one) and opens the list; each entry goes in with
- * wire_adm_token_put(), wire_adm_sbx_put() or wire_adm_elev_put(); then
+ * wire_adm_token_put(), wire_adm_sbx_put(), wire_adm_elev_put() or
+ * wire_adm_head_put(); then
  * wire_adm_rep_end() closes the list and puts the keys after it (r->more,
  * read only now) and closes the map.  Then wire_enc_finish().
  */
@@ -192,6 +209,7 @@ void wire_adm_rep_begin(struct wire_enc *e, const struct wire_adm_rep *r);
 void wire_adm_token_put(struct wire_enc *e, const struct wire_adm_token *t);
 void wire_adm_sbx_put(struct wire_enc *e, const struct wire_adm_sbx *s);
 void wire_adm_elev_put(struct wire_enc *e, const struct wire_adm_elev *q);
+void wire_adm_head_put(struct wire_enc *e, const struct wire_adm_head *h);
 void wire_adm_rep_end(struct wire_enc *e, const struct wire_adm_rep *r);
 /* All at once, the lists from r's arrays.  0, CB_ETOOBIG, CB_EINVAL. */
 int wire_adm_rep_encode(const struct wire_adm_rep *r, uint8_t *buf, size_t cap, size_t *len) CB_WARN_UNUSED;

@@ -25,6 +25,8 @@ raw(uint8_t *buf, size_t cap, const char *cmd, const char *key, int kind, size_t
 		wire_put_str(&e, key, "x");
 	else if (kind == 'u')
 		wire_put_u64(&e, key, 1);
+	else if (kind == 'b')
+		wire_put_bool(&e, key, true);
 	else if (kind == 'v') {
 		wire_arr_begin(&e, key);
 		for (size_t i = 0; i < n; i++)
@@ -118,6 +120,11 @@ test_hostile(void)
 	    "kill refuses the views' key cluster, naming it");
 	len = raw(buf, sizeof(buf), "status", "argv", 'v', 1);
 	T_ERR(wire_adm_decode(d, buf, len, &out), CB_EPROTO, "status refuses argv");
+	len = raw(buf, sizeof(buf), "audit-verify", "cluster", 'b', 0);
+	T_OK(wire_adm_decode(d, buf, len, &out) == 0 && out.cmd == WIRE_ADM_AUDIT_VERIFY && out.cluster,
+	    "audit-verify takes cluster");
+	len = raw(buf, sizeof(buf), "revoke", "cluster", 'b', 0);
+	T_ERR(wire_adm_decode(d, buf, len, &out), CB_EPROTO, "revoke refuses audit-verify's cluster");
 	len = raw(buf, sizeof(buf), "issue", "evil", 's', 0);
 	T_OK(wire_adm_decode(d, buf, len, &out) == CB_EPROTO && out.why &&
 	    strstr(out.why, "does not know"), "a key of no command is refused");

@@ -139,6 +139,32 @@ test_roundtrip(void)
 	    out.err == CB_EIO && strcmp(out.name, cb_errname(CB_EIO)) == 0 &&
 	    strcmp(out.reason, cb_strerror(CB_EIO)) == 0 && strcmp(out.what, "cannot read") == 0 &&
 	    out.lines == 3, "a refusal with its report: code, name, default sentence, body");
+	{
+		static const struct wire_adm_head heads[2] = {
+			{ .broker = "ci-1:/s", .log = "00112233445566778899aabbccddeeff", .seq = 41,
+			  .age_ms = 1500, .live = true },
+			{ .broker = "ci-2:/s", .log = "ff", .seq = 0, .age_ms = 0 },
+		};
+
+		in = (struct wire_adm_rep){ .id = 10, .cmd = WIRE_ADM_AUDIT_VERIFY, .intact = false,
+			.problem = "", .what = "", .path = "/s/audit.jsonl", .checked_cluster = true,
+			.cluster_intact = false, .cluster_problem = "truncated",
+			.cluster_what = "against the head", .heads = heads, .nheads = 2 };
+		len = enc(&in);
+		T_OK(wire_adm_rep_decode(d, buf, len, WIRE_ADM_AUDIT_VERIFY, &out) == 0 &&
+		    out.checked_cluster && !out.cluster_intact &&
+		    strcmp(out.cluster_problem, "truncated") == 0 && out.nheads == 2 &&
+		    strcmp(out.heads[0].broker, "ci-1:/s") == 0 && out.heads[0].seq == 41 &&
+		    out.heads[0].age_ms == 1500 && out.heads[0].live && !out.heads[1].live &&
+		    strcmp(out.heads[1].log, "ff") == 0,
+		    "audit-verify --cluster: the cluster's check and every head survive the round trip");
+		in = (struct wire_adm_rep){ .id = 11, .cmd = WIRE_ADM_AUDIT_VERIFY, .intact = true,
+			.problem = "", .what = "", .path = "/s/audit.jsonl" };
+		len = enc(&in);
+		T_OK(wire_adm_rep_decode(d, buf, len, WIRE_ADM_AUDIT_VERIFY, &out) == 0 &&
+		    out.intact && !out.checked_cluster && out.nheads == 0 && !out.cluster_what,
+		    "audit-verify without --cluster: no heads, no cluster check");
+	}
 	in = (struct wire_adm_rep){ .id = 0, .cmd = WIRE_ADM_COUNT, .err = CB_EBUSY,
 		.reason = "too many connections" };
 	len = enc(&in);
