@@ -12,21 +12,29 @@
 # pg_pause / pg_resume     SIGSTOP / SIGCONT them: the database stops
 #                          answering, as a cut network would leave it
 # pg_sql SQL               psql -tA on the cluster's database
+# PG_NETNS=PID PG_LISTEN=ADDRS (set before pg_start): run the database in
+#                          the network namespace of PID, listening on TCP
+#                          there too (trust for 10.77.0.0/16, the test's
+#                          private links), for brokers of other namespaces
 # Everything is stopped and removed at exit (pg_cleanup, called by the
 # caller's EXIT trap).
 
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 PG_USER=
 PGD=
+PG_NETNS=${PG_NETNS:-}
+PG_LISTEN=${PG_LISTEN:-}
 
 pg_have() { [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ]; }
 
 # Run a PostgreSQL program as the database's owner: initdb refuses root.
 _pg_as() {
+	local ns=()
+	[ -n "$PG_NETNS" ] && ns=(nsenter -t "$PG_NETNS" -n)
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u "$PG_USER" -- "$@"
+		"${ns[@]}" runuser -u "$PG_USER" -- "$@"
 	else
-		"$@"
+		"${ns[@]}" "$@"
 	fi
 }
 
@@ -40,13 +48,15 @@ pg_start() {
 	_pg_as "$PG_BIN/initdb" -D "$PGD/data" -A trust -U cb --no-sync -E UTF8 \
 		>"$PGD/initdb.log" 2>&1 || return 1
 	PG_CONN="host=$PGD dbname=postgres user=cb"
+	[ -z "$PG_LISTEN" ] || echo "host all cb 10.77.0.0/16 trust" >>"$PGD/data/pg_hba.conf"
 	pg_restart
 }
 
 pg_restart() {
-	# listen_addresses='': no TCP at all; the socket lives in $PGD.
+	# listen_addresses='': no TCP at all; the socket lives in $PGD (with
+	# PG_LISTEN: TCP too, inside the namespace PG_NETNS only).
 	_pg_as "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w -t 30 \
-		-o "-k $PGD -c listen_addresses= -c max_connections=40 -c shared_buffers=16MB" \
+		-o "-k $PGD -c listen_addresses=$PG_LISTEN -c max_connections=40 -c shared_buffers=16MB" \
 		start >/dev/null 2>&1
 }
 
