@@ -125,27 +125,38 @@ brk_reconcile(struct brk *b, char *why, size_t whylen)
 		    b->state_dir, (unsigned long long)ld, (unsigned long long)sd, b->state_dir);
 		return CB_EAUDIT;
 	}
-	if (sd > ld + 1 || st_last_decision(b->st, &rec) != 0 || rec.dseq != sd) {
+	/* The state keeps the record of its last decision, and of every
+	 * decision committed in the same transaction (a batch of revokes,
+	 * st_revoke_many): a crash can leave the log that many behind. */
+	for (uint64_t k = ld + 1; k <= sd; k++) {
+		if (st_decision_at(b->st, k, &rec) == 0 && rec.dseq == k)
+			continue;
 		snprintf(why, whylen, "audit log %s/audit.jsonl is behind the state: the state "
 		    "has decision %llu, the log only %llu; refusing to start (check it with "
 		    "`capctl --state %s audit verify`)", b->state_dir, (unsigned long long)sd,
 		    (unsigned long long)ld, b->state_dir);
 		return CB_EAUDIT;
 	}
-	snprintf(detail, sizeof(detail), "recovered at start (committed before a crash, its record "
-	    "was not yet durable)%s%s", rec.detail[0] ? ": " : "", rec.detail);
-	memset(&r, 0, sizeof(r));
-	r.kind = AUD_ADMIN;
-	r.decision = (enum aud_decision)rec.decision;
-	r.reason = rec.reason;
-	r.sandbox = rec.sandbox[0] ? rec.sandbox : NULL;
-	r.op = rec.op;
-	r.resource = rec.resource[0] ? rec.resource : NULL;
-	r.token_id = rec.has_token ? rec.token : NULL;
-	r.actor = rec.actor[0] ? rec.actor : NULL;
-	r.detail = detail;
-	r.dseq = rec.dseq;
-	if ((e = aud_append(b->aud, &r)) == 0)
+	e = 0;
+	for (uint64_t k = ld + 1; k <= sd && e == 0; k++) {
+		if ((e = st_decision_at(b->st, k, &rec)) != 0)
+			break;
+		snprintf(detail, sizeof(detail), "recovered at start (committed before a crash, its "
+		    "record was not yet durable)%s%s", rec.detail[0] ? ": " : "", rec.detail);
+		memset(&r, 0, sizeof(r));
+		r.kind = AUD_ADMIN;
+		r.decision = (enum aud_decision)rec.decision;
+		r.reason = rec.reason;
+		r.sandbox = rec.sandbox[0] ? rec.sandbox : NULL;
+		r.op = rec.op;
+		r.resource = rec.resource[0] ? rec.resource : NULL;
+		r.token_id = rec.has_token ? rec.token : NULL;
+		r.actor = rec.actor[0] ? rec.actor : NULL;
+		r.detail = detail;
+		r.dseq = rec.dseq;
+		e = aud_append(b->aud, &r);
+	}
+	if (e == 0)
 		e = aud_checkpoint(b->aud);
 	if (e != 0)
 		snprintf(why, whylen, "audit log %s/audit.jsonl: cannot write the recovered record of "

@@ -42,6 +42,13 @@ static const char st_schema[] =
 	" one INTEGER PRIMARY KEY CHECK (one = 1), dseq INTEGER NOT NULL, op TEXT NOT NULL,"
 	" sandbox TEXT, resource TEXT, tid BLOB, actor TEXT, detail TEXT,"
 	" decision INTEGER NOT NULL, reason INTEGER NOT NULL);"
+	/* The records of the last batch of decisions committed together
+	 * (st_revoke_many): a crash before the log has them leaves the state
+	 * several decisions ahead, and the next start writes them all. */
+	"CREATE TABLE IF NOT EXISTS batch_decisions("
+	" dseq INTEGER PRIMARY KEY, op TEXT NOT NULL,"
+	" sandbox TEXT, resource TEXT, tid BLOB, actor TEXT, detail TEXT,"
+	" decision INTEGER NOT NULL, reason INTEGER NOT NULL);"
 	"PRAGMA user_version = 1;";
 
 #endif

@@ -198,20 +198,16 @@ bind_opt_text(sqlite3_stmt *s, int i, const char *t)
  * decision sequence and keep the decision's audit record beside it, so
  * that the state and the log can be compared, and a record lost to a crash
  * between the commit and the log's sync can be written at the next start. */
+/* Keep d (its dseq set) as the last decision, or in batch_decisions. */
 static int
-dec_record_locked(struct st *st)
+dec_keep_locked(struct st *st, const struct st_decision *d, bool batch)
 {
 	sqlite3_stmt *s = NULL;
-	struct st_decision *d = &st->dec;
 	int rc;
 
-	if (!st->armed)
-		return 0;
-	d->dseq = st->dseq + 1;
-	st->recorded = true;
-	if ((rc = meta_set_locked(st, "dseq", d->dseq)) != 0)
-		return rc;
-	if ((rc = db_prep(st, "INSERT OR REPLACE INTO last_decision(one, dseq, op, sandbox, resource,"
+	if ((rc = db_prep(st, batch ? "INSERT OR REPLACE INTO batch_decisions(dseq, op, sandbox,"
+	    " resource, tid, actor, detail, decision, reason) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)" :
+	    "INSERT OR REPLACE INTO last_decision(one, dseq, op, sandbox, resource,"
 	    " tid, actor, detail, decision, reason) VALUES(1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	    &s)) != 0)
 		return rc;
@@ -228,6 +224,21 @@ dec_record_locked(struct st *st)
 	rc = db_err(sqlite3_step(s));
 	sqlite3_finalize(s);
 	return rc;
+}
+
+static int
+dec_record_locked(struct st *st)
+{
+	struct st_decision *d = &st->dec;
+	int rc;
+
+	if (!st->armed)
+		return 0;
+	d->dseq = st->dseq + 1;
+	st->recorded = true;
+	if ((rc = meta_set_locked(st, "dseq", d->dseq)) != 0)
+		return rc;
+	return dec_keep_locked(st, d, false);
 }
 
 /* After the transaction: the sequence moves only with a commit. */
@@ -291,6 +302,41 @@ st_last_decision(struct st *st, struct st_decision *out)
 	if ((rc = db_prep(st, "SELECT dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
 	    " FROM last_decision WHERE one = 1", &s)) != 0)
 		goto out;
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW) {
+		out->dseq = u64col(s, 0);
+		dec_textcol(s, 1, out->op, sizeof(out->op));
+		dec_textcol(s, 2, out->sandbox, sizeof(out->sandbox));
+		dec_textcol(s, 3, out->resource, sizeof(out->resource));
+		out->has_token = blobcol(s, 4, out->token, CAP_ID_LEN);
+		dec_textcol(s, 5, out->actor, sizeof(out->actor));
+		dec_textcol(s, 6, out->detail, sizeof(out->detail));
+		out->decision = sqlite3_column_int(s, 7);
+		out->reason = sqlite3_column_int(s, 8);
+	} else
+		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
+out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_decision_at(struct st *st, uint64_t dseq, struct st_decision *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, step;
+
+	if ((rc = st_last_decision(st, out)) != CB_ENOENT && rc != 0)
+		return rc;
+	if (rc == 0 && out->dseq == dseq)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&st->mu);
+	if ((rc = db_prep(st, "SELECT dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
+	    " FROM batch_decisions WHERE dseq = ?1", &s)) != 0)
+		goto out;
+	sqlite3_bind_int64(s, 1, i64(dseq));
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW) {
 		out->dseq = u64col(s, 0);
@@ -924,6 +970,96 @@ st_token_list(struct st *st, const char *sandbox, st_token_fn *fn, void *arg)
 	}
 	rc = db_err(step);
 out:
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int
+st_revoke_many(struct st *st, struct st_revoke_item *it, size_t n, uint64_t now)
+{
+	sqlite3_stmt *s = NULL;
+	uint64_t dseq;
+	bool in_txn = false;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	dseq = st->dseq;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t e = tm_find(&st->tm, it[i].id);
+
+		it[i].rc = 0;
+		it[i].count = 0;
+		it[i].dec.dseq = 0;
+		it[i].ent = TM_NONE;
+		if (e == TM_NONE || (st->tm.ents[e].flags & TM_STUB))
+			it[i].rc = CB_ENOENT;
+		else if (!tm_revoked(&st->tm, e)) {
+			bool dup = false;
+
+			/* twice in the batch: the first revokes it */
+			for (size_t k = 0; k < i && !dup; k++)
+				dup = it[k].ent == e;
+			if (!dup) {
+				it[i].ent = e;	/* to revoke */
+				it[i].count = tm_count_subtree(&st->tm, e);
+			}
+		}
+	}
+	/* One transaction, one sync, for them all: each revocation is its own
+	 * decision (its own dseq and record), as st_revoke makes it, and
+	 * memory follows the commit. */
+	if ((rc = db_begin(st)) != 0)
+		goto out;
+	in_txn = true;
+	if ((rc = db_exec(st, "DELETE FROM batch_decisions")) != 0 ||
+	    (rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
+	    &s)) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].ent == TM_NONE)
+			continue;	/* unknown, or it or an ancestor already is */
+		sqlite3_reset(s);
+		sqlite3_bind_blob(s, 1, it[i].id, CAP_ID_LEN, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, i64(now));
+		/* A token minted by another broker has no row here (no
+		 * change): the decision and memory are what revoke it, as in
+		 * st_revoke. */
+		if ((rc = db_err(sqlite3_step(s))) != 0)
+			goto out;
+		it[i].dec.dseq = ++dseq;
+		if ((rc = dec_keep_locked(st, &it[i].dec, true)) != 0)
+			goto out;
+	}
+	if (dseq != st->dseq) {
+		/* the last one is also the last decision, as for one alone */
+		for (size_t i = n; i-- > 0;) {
+			if (it[i].dec.dseq == dseq) {
+				rc = dec_keep_locked(st, &it[i].dec, false);
+				break;
+			}
+		}
+		if (rc != 0 || (rc = meta_set_locked(st, "dseq", dseq)) != 0)
+			goto out;
+	}
+	in_txn = false;
+	if ((rc = db_commit(st)) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].ent != TM_NONE)
+			st->tm.ents[it[i].ent].flags |= TM_REVOKED;
+	}
+	st->dseq = dseq;
+	atomic_fetch_add(&st->epoch, 1);
+out:
+	if (in_txn)
+		db_rollback(st);
+	if (rc != 0) {
+		for (size_t i = 0; i < n; i++) {
+			it[i].dec.dseq = 0;
+			it[i].count = 0;
+		}
+	}
 	sqlite3_finalize(s);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
@@ -1697,6 +1833,56 @@ st_cl_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, bool *ch
 	atomic_fetch_add(&st->epoch, 1);
 	if (changed)
 		*changed = true;
+	return rc;
+}
+
+int
+st_cl_revoke_many(struct st *st, const uint8_t *ids, size_t n, uint64_t now, bool *changed)
+{
+	sqlite3_stmt *s = NULL;
+	bool in_txn = false;
+	int rc = 0, r2;
+
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *id = ids + i * CAP_ID_LEN;
+		uint32_t e = tm_find(&st->tm, id);
+
+		changed[i] = false;
+		if (e != TM_NONE && (st->tm.ents[e].flags & TM_REVOKED))
+			continue;
+		if (e != TM_NONE && !(st->tm.ents[e].flags & (TM_STUB | TM_FOREIGN))) {
+			/* Ours: its row says so too, all of them in one
+			 * transaction (one sync for the batch).  A failed write
+			 * still revokes in memory, as st_cl_revoke does. */
+			if (rc == 0 && !in_txn && (rc = db_begin(st)) == 0)
+				in_txn = true;
+			if (rc == 0 && !s)
+				rc = db_prep(st, "UPDATE tokens SET revoked_at = ?2 WHERE id = ?1 AND "
+				    "revoked_at IS NULL", &s);
+			if (rc == 0) {
+				sqlite3_reset(s);
+				sqlite3_bind_blob(s, 1, id, CAP_ID_LEN, SQLITE_STATIC);
+				sqlite3_bind_int64(s, 2, i64(now));
+				rc = db_err(sqlite3_step(s));
+			}
+		} else if (e == TM_NONE && (r2 = tm_get_or_add(&st->tm, id, &e)) != 0) {
+			if (rc == 0)
+				rc = r2;
+			continue;
+		}
+		st->tm.ents[e].flags |= TM_REVOKED;
+		atomic_fetch_add(&st->epoch, 1);
+		changed[i] = true;
+	}
+	sqlite3_finalize(s);
+	if (in_txn) {
+		if (rc == 0)
+			rc = db_commit(st);
+		else
+			db_rollback(st);
+	}
+	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
 

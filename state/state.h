@@ -98,6 +98,9 @@ const struct st_decision *st_decision_committed(const struct st *st);
 uint64_t st_dseq(const struct st *st);
 /* The last committed decision.  CB_ENOENT if none. */
 int st_last_decision(struct st *st, struct st_decision *out) CB_WARN_UNUSED;
+/* The committed decision dseq, if it is the last one or of the last batch
+ * committed together (st_revoke_many).  CB_ENOENT if not kept. */
+int st_decision_at(struct st *st, uint64_t dseq, struct st_decision *out) CB_WARN_UNUSED;
 /* Set the sequence (a new state started deliberately beside an old log). */
 int st_set_dseq(struct st *st, uint64_t dseq) CB_WARN_UNUSED;
 
@@ -226,6 +229,22 @@ int st_token_list(struct st *st, const char *sandbox, st_token_fn *fn, void *arg
  * unknown.  If the disk write fails nothing changes, in memory either,
  * and the error is returned: a retry writes again. */
 int st_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, size_t *count) CB_WARN_UNUSED;
+
+/* One of st_revoke_many's revocations. */
+struct st_revoke_item {
+	uint8_t id[CAP_ID_LEN];
+	struct st_decision dec;		/* in: its record; out: dseq, when recorded (0: nothing changed) */
+	int rc;				/* out: 0, or CB_ENOENT (unknown) */
+	size_t count;			/* out: tokens newly revoked */
+	uint32_t ent;			/* the module's */
+};
+/* Revoke several tokens in one transaction, one sync for them all, each
+ * its own decision with its own record (as st_revoke with an armed
+ * decision; st_decision_at finds each for brk_reconcile).  A token
+ * already revoked, or twice in it, changes nothing (count 0, dseq 0).  0
+ * (each item's rc says), or the transaction's error: nothing changed, in
+ * memory either. */
+int st_revoke_many(struct st *st, struct st_revoke_item *it, size_t n, uint64_t now) CB_WARN_UNUSED;
 
 /* Hot path.  Is the token or any ancestor revoked?  false for an unknown
  * id (use st_token_state to refuse those). */
@@ -382,6 +401,11 @@ int st_cl_token(struct st *st, const uint8_t id[CAP_ID_LEN], const uint8_t *pare
  * is not known yet, so that it arrives revoked) and so its descendants.
  * *changed (may be NULL): it was not revoked before. */
 int st_cl_revoke(struct st *st, const uint8_t id[CAP_ID_LEN], uint64_t now, bool *changed)
+    CB_WARN_UNUSED;
+/* The same for n ids (n * CAP_ID_LEN bytes), our own tokens' rows written
+ * in one transaction (one sync for them all); changed[i] for each.  An
+ * error is the first write's that failed (memory is revoked anyway). */
+int st_cl_revoke_many(struct st *st, const uint8_t *ids, size_t n, uint64_t now, bool *changed)
     CB_WARN_UNUSED;
 /* How many tokens revoking id would newly revoke (it and its descendants
  * known here; 0 if it is revoked already or unknown).  O(tokens). */

@@ -648,12 +648,76 @@ test_image(void)
 	sqlite3_close(b);
 }
 
+/* st_revoke_many: several revocations, one transaction, each its own
+ * decision with its own record (docs/cluster.md, "Group commit"). */
+static void
+test_revoke_many(void)
+{
+	struct st *st = NULL;
+	struct st_token t;
+	struct st_revoke_item *it = calloc(5, sizeof(*it));
+	struct st_decision rec;
+	const uint8_t bytes[5] = { 0x30, 0x31, 0x99, 0x32, 0x30 };
+	uint64_t d0;
+
+	if (!it)
+		abort();
+	T_ERR(st_open(sub("many"), &st), 0, "open");
+	t = tok(0x30, -1, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add root 30");
+	t = tok(0x31, 0x30, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add 31 derived from 30");
+	t = tok(0x32, -1, ST_UNLIMITED);
+	T_ERR(st_token_add(st, &t), 0, "add 32");
+	d0 = st_dseq(st);
+	for (int i = 0; i < 5; i++) {
+		memset(it[i].id, bytes[i], CAP_ID_LEN);
+		snprintf(it[i].dec.op, sizeof(it[i].dec.op), "revoke");
+		snprintf(it[i].dec.detail, sizeof(it[i].dec.detail), "item %d", i);
+		it[i].dec.has_token = true;
+		memcpy(it[i].dec.token, it[i].id, CAP_ID_LEN);
+	}
+	/* 30, 31 (its child: still its own decision), an unknown id, 32, and
+	 * 30 again in the same batch */
+	T_ERR(st_revoke_many(st, it, 5, 9000), 0, "st_revoke_many");
+	T_OK(it[0].rc == 0 && it[0].count == 2 && it[0].dec.dseq == d0 + 1, "30 (and 31 under it): decision %llu",
+	    (unsigned long long)it[0].dec.dseq);
+	T_OK(it[1].rc == 0 && it[1].dec.dseq == d0 + 2, "31: its own decision");
+	T_OK(it[2].rc == CB_ENOENT && it[2].dec.dseq == 0, "an unknown id: CB_ENOENT, no decision");
+	T_OK(it[3].rc == 0 && it[3].count == 1 && it[3].dec.dseq == d0 + 3, "32: decision");
+	T_OK(it[4].rc == 0 && it[4].count == 0 && it[4].dec.dseq == 0, "30 twice: the second changes nothing");
+	T_OK(st_dseq(st) == d0 + 3, "the sequence moved by three");
+	T_OK(st_is_revoked(st, id_of(0x30)) && st_is_revoked(st, id_of(0x31)) &&
+	    st_is_revoked(st, id_of(0x32)), "all revoked in memory");
+	T_OK(st_decision_at(st, d0 + 1, &rec) == 0 && strcmp(rec.detail, "item 0") == 0 &&
+	    st_decision_at(st, d0 + 2, &rec) == 0 && strcmp(rec.detail, "item 1") == 0 &&
+	    st_decision_at(st, d0 + 3, &rec) == 0 && strcmp(rec.detail, "item 3") == 0 &&
+	    rec.has_token && memcmp(rec.token, id_of(0x32), CAP_ID_LEN) == 0,
+	    "each decision's record is kept for a start after a crash");
+	T_OK(st_last_decision(st, &rec) == 0 && rec.dseq == d0 + 3, "the last is the last decision");
+	T_ERR(st_decision_at(st, d0 + 4, &rec), CB_ENOENT, "no record beyond");
+	st_close(st);
+	st = NULL;
+	T_ERR(st_open(sub("many"), &st), 0, "reopen");
+	T_OK(st_dseq(st) == d0 + 3 && st_is_revoked(st, id_of(0x31)) && st_is_revoked(st, id_of(0x32)),
+	    "sequence and revocations are durable");
+	T_OK(st_decision_at(st, d0 + 2, &rec) == 0 && rec.dseq == d0 + 2, "... and the kept records");
+	for (int i = 0; i < 2; i++)
+		memset(it[i].id, 0x30 + 2 * i, CAP_ID_LEN);
+	T_ERR(st_revoke_many(st, it, 2, 9100), 0, "revoking revoked tokens in a batch");
+	T_OK(st_dseq(st) == d0 + 3 && it[0].dec.dseq == 0 && it[1].dec.dseq == 0,
+	    "... records no decision");
+	st_close(st);
+	free(it);
+}
+
 int
 main(void)
 {
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	test_image();
+	test_revoke_many();
 	test_keys();
 	test_tokens();
 	test_requests();

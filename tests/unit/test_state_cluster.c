@@ -136,6 +136,43 @@ test_noop_decision(struct st *st)
 	    (unsigned long long)before, (unsigned long long)st_dseq(st));
 }
 
+/* Batches (docs/cluster.md, "Group commit"): a token minted elsewhere has
+ * no row here, yet revoking it in a batch is a decision and revokes it in
+ * memory before the answer; the stream's revocations of our own tokens are
+ * written together. */
+static void
+test_batches(struct st *st)
+{
+	struct st_token a = tok(0x70), b2 = tok(0x71);
+	struct st_revoke_item *it = calloc(2, sizeof(*it));
+	uint8_t ids[3 * CAP_ID_LEN];
+	bool ch[3];
+	uint64_t d0 = st_dseq(st);
+
+	if (!it)
+		abort();
+	T_ERR(st_cl_token(st, id_of(0x72), NULL, false), 0, "another broker's token");
+	memcpy(it[0].id, id_of(0x72), CAP_ID_LEN);
+	memcpy(it[1].id, id_of(0x72), CAP_ID_LEN);
+	T_ERR(st_revoke_many(st, it, 2, 8000), 0, "revoked here in a batch (twice)");
+	T_OK(it[0].rc == 0 && it[0].dec.dseq == d0 + 1 && it[1].dec.dseq == 0 && st_dseq(st) == d0 + 1,
+	    "a decision, once, though it has no row here");
+	T_ERR(st_token_state(st, id_of(0x72)), CB_EREVOKED, "... revoked in memory at once");
+	free(it);
+
+	T_ERR(st_token_add(st, &a), 0, "a token of ours");
+	T_ERR(st_token_add(st, &b2), 0, "another");
+	memcpy(ids, a.id, CAP_ID_LEN);
+	memcpy(ids + CAP_ID_LEN, id_of(0x73), CAP_ID_LEN);
+	memcpy(ids + 2 * CAP_ID_LEN, b2.id, CAP_ID_LEN);
+	T_ERR(st_cl_revoke_many(st, ids, 3, 8100, ch), 0, "the stream revokes two of ours and an unknown id");
+	T_OK(ch[0] && ch[1] && ch[2], "each newly revoked");
+	T_ERR(st_token_state(st, a.id), CB_EREVOKED, "ours revoked");
+	T_ERR(st_token_state(st, b2.id), CB_EREVOKED, "... both");
+	T_ERR(st_cl_revoke_many(st, ids, 3, 8200, ch), 0, "again");
+	T_OK(!ch[0] && !ch[1] && !ch[2], "... changes nothing");
+}
+
 int
 main(void)
 {
@@ -148,10 +185,13 @@ main(void)
 	test_foreign_key(st);
 	test_tokens(st);
 	test_noop_decision(st);
+	test_batches(st);
 	st_close(st);
 	st = NULL;
 	T_OK(st_open(dir, &st) == 0, "open it again");
 	T_ERR(st_token_state(st, mine.id), CB_EREVOKED, "our token revoked elsewhere stays revoked");
+	T_ERR(st_token_state(st, id_of(0x70)), CB_EREVOKED,
+	    "ours revoked by the stream in a batch stay revoked (their rows)");
 	T_ERR(st_token_state(st, id_of(0x10)), CB_ENOENT,
 	    "other brokers' tokens are not kept on disk (the stream is read again at start)");
 	st_close(st);
