@@ -60,6 +60,9 @@ struct adm_wait {
 	char *text;			/* issue: the token, handed out once published */
 	uint64_t exp;
 	size_t count;			/* revoke: tokens it revokes here, counted when asked */
+	char actor[32];			/* revoke: who asked */
+	char unconfirmed[CL_WHY_MAX];	/* revoke: live brokers that did not confirm it */
+	struct adm_wait *next;		/* revoke: in b->rv_batch */
 };
 
 static void brk_admin_drop(struct brk_admin *a);
@@ -351,56 +354,152 @@ brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, con
 
 /* Committed in the cluster's database (and so, before this ran, applied
  * by every live broker, or they are past their staleness bound): now the
- * decision here, in the state and the log, as without a cluster. */
+ * decision here, in the state and the log, as without a cluster, with the
+ * others this delivery brought (brk_revoke_flush). */
 static void
 adm_revoke_committed(void *arg, const struct cl_job *j)
 {
 	struct adm_wait *w = arg;
 	struct brk *b = w->b;
-	struct brk_admin *a = adm_wait_end(w);
-	char hex[2 * CAP_ID_LEN + 1], unconfirmed[CL_WHY_MAX] = "", detail[CL_WHY_MAX + 160];
-	size_t count = 0;
-	int r;
+	struct brk_admin *a;
 
 	if (j->err) {
-		if (a)
+		if ((a = adm_wait_end(w)))
 			brk_admin_err(a, j->err, j->why);
-		goto out;
+		free(w);
+		return;
 	}
 	/* A live broker that did not confirm in time refuses every token by
 	 * now (its bound passed); the administrator still learns which, to
 	 * look at that host (docs/cluster.md, "Revoking"). */
 	if (j->unconfirmed)
-		snprintf(unconfirmed, sizeof(unconfirmed), "%s", j->unconfirmed_by[0] ?
+		snprintf(w->unconfirmed, sizeof(w->unconfirmed), "%s", j->unconfirmed_by[0] ?
 		    j->unconfirmed_by : "(unknown: the database link failed while waiting)");
-	snprintf(detail, sizeof(detail), "with its descendants, in the cluster%s%s%s",
-	    j->unconfirmed ? "; not confirmed within the staleness bound by broker " : "",
-	    j->unconfirmed ? unconfirmed : "", j->unconfirmed ? " (failing closed)" : "");
-	r = brk_revoke(b, w->id, NULL, a ? a->actor : "broker", detail, &count);
-	if (r == CB_ENOENT) {
-		bool ch = false;
+	w->next = b->rv_batch;
+	b->rv_batch = w;
+	b->rv_n++;
+}
 
-		/* Minted elsewhere and not heard of here yet: it arrives revoked. */
-		r = st_cl_revoke(b->st, w->id, st_now(b->st), &ch);
-		count = ch;
-		cap_hex(w->id, CAP_ID_LEN, hex);
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke", .resource = hex,
-		    .token_id = w->id, .actor = a ? a->actor : "broker",
-		    .detail = "with its descendants, in the cluster (minted by another broker)" });
+#define ADM_REVOKE_BATCH	256	/* revocations decided in one transaction */
+
+/* The records of a batch, in the log, sealed by one checkpoint.  A token
+ * minted elsewhere and not heard of here yet (CB_ENOENT) arrives revoked,
+ * as the stream would bring it.  0, or CB_EAUDIT (the state change stands). */
+static int
+adm_revoke_records(struct brk *b, struct st_revoke_item *it, struct adm_wait **ws, size_t n)
+{
+	char hex[2 * CAP_ID_LEN + 1];
+	int e = 0;
+
+	for (size_t i = 0; i < n && e == 0; i++) {
+		const struct st_decision *d = &it[i].dec;
+
+		if (it[i].rc == CB_ENOENT) {
+			bool ch = false;
+
+			if ((it[i].rc = st_cl_revoke(b->st, it[i].id, st_now(b->st), &ch)) == 0)
+				it[i].count = ch;
+			cap_hex(it[i].id, CAP_ID_LEN, hex);
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke", .resource = hex,
+			    .token_id = it[i].id, .actor = ws[i]->actor,
+			    .detail = "with its descendants, in the cluster (minted by another broker)" });
+			continue;
+		}
+		e = aud_append(b->aud, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .decision = (enum aud_decision)d->decision, .reason = d->reason, .op = d->op,
+		    .resource = d->resource, .token_id = d->token, .actor = d->actor,
+		    .detail = d->detail, .dseq = d->dseq });
 	}
-	if (!a)
-		goto out;
-	if (r != 0) {
-		brk_admin_err(a, r, brk_decide_why(b, r));
-		goto out;
+	return e == 0 ? aud_checkpoint(b->aud) : e;
+}
+
+/* Up to ADM_REVOKE_BATCH of b->rv_batch: room, state (one transaction),
+ * log (one checkpoint), then the answers: the commit gate's order
+ * (commit.c), each revocation its own decision. */
+static void
+adm_revoke_batch(struct brk *b)
+{
+	struct adm_wait *ws[ADM_REVOKE_BATCH], *w;
+	struct st_revoke_item *it = NULL;
+	char why[BRK_PATH_MAX + 256] = "";
+	size_t n = 0;
+	int r;
+
+	while (n < ADM_REVOKE_BATCH && (w = b->rv_batch)) {
+		b->rv_batch = w->next;
+		b->rv_n--;
+		ws[n++] = w;
 	}
-	/* The stream may have applied it here first: count as when asked. */
-	if (count < w->count)
-		count = w->count;
-	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count,
-	    .unconfirmed = unconfirmed[0] ? unconfirmed : NULL });
-out:
-	free(w);
+	if (!(it = calloc(n, sizeof(*it)))) {
+		r = CB_ENOMEM;
+		goto answer;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		/* oldest first: the list was built newest first */
+		w = ws[n - 1 - i];
+		ws[n - 1 - i] = ws[i];
+		ws[i] = w;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct st_decision *d = &it[i].dec;
+
+		memcpy(it[i].id, ws[i]->id, CAP_ID_LEN);
+		snprintf(d->op, sizeof(d->op), "revoke");
+		cap_hex(ws[i]->id, CAP_ID_LEN, d->resource);
+		d->has_token = true;
+		memcpy(d->token, ws[i]->id, CAP_ID_LEN);
+		snprintf(d->actor, sizeof(d->actor), "%s", ws[i]->actor);
+		snprintf(d->detail, sizeof(d->detail), "with its descendants, in the cluster%s%s%s",
+		    ws[i]->unconfirmed[0] ? "; not confirmed within the staleness bound by broker " : "",
+		    ws[i]->unconfirmed, ws[i]->unconfirmed[0] ? " (failing closed)" : "");
+	}
+	if (!aud_room(b->aud)) {
+		r = CB_EAUDIT;
+		snprintf(why, sizeof(why), "nothing was changed here: the audit log %s",
+		    aud_healthy(b->aud) ? "has no room reserved for the record (disk full?)" :
+		    "cannot be written");
+		goto answer;
+	}
+	if ((r = st_revoke_many(b->st, it, n, st_now(b->st))) != 0) {
+		snprintf(why, sizeof(why), "nothing was changed here: the state database %s/state.db "
+		    "could not be written (%s)", b->state_dir, cb_strerror(r));
+		goto answer;
+	}
+	if ((r = adm_revoke_records(b, it, ws, n)) != 0) {
+		r = CB_EAUDIT;
+		snprintf(why, sizeof(why), "it took effect in the state, but its audit record could not "
+		    "be made durable; the broker refuses operations until the log is repaired, and "
+		    "writes the record at its next start");
+	}
+	/* The file servers judge from a snapshot of live grants: renew it
+	 * before anyone is told the token is revoked. */
+	brk_fss_refresh_all(b);
+answer:
+	for (size_t i = 0; i < n; i++) {
+		struct brk_admin *a = adm_wait_end(ws[i]);
+		int ri = r ? r : it[i].rc;
+		size_t count = it ? it[i].count : 0;
+
+		if (a && ri)
+			brk_admin_err(a, ri, why[0] ? why : cb_strerror(ri));
+		else if (a) {
+			/* The stream may have applied it here first: count as when asked. */
+			if (count < ws[i]->count)
+				count = ws[i]->count;
+			brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE,
+			    .count = count,
+			    .unconfirmed = ws[i]->unconfirmed[0] ? ws[i]->unconfirmed : NULL });
+		}
+		free(ws[i]);
+	}
+	free(it);
+}
+
+void
+brk_revoke_flush(struct brk *b)
+{
+	while (b->rv_batch)
+		adm_revoke_batch(b);
 }
 
 static void
@@ -417,6 +516,7 @@ adm_revoke_cluster(struct brk_admin *a, const uint8_t id[CAP_ID_LEN])
 	}
 	memcpy(w->id, id, CAP_ID_LEN);
 	w->count = st_revoke_count(a->b->st, id);
+	snprintf(w->actor, sizeof(w->actor), "%s", a->actor);
 	j->op = CL_PUT_REVOKE;
 	memcpy(j->id, id, CAP_ID_LEN);
 	snprintf(j->by, sizeof(j->by), "%s", a->actor);

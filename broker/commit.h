@@ -30,7 +30,12 @@ const char *brk_decide_why(const struct brk *b, int err);
  * be NULL) gets how many were newly revoked.  admin.c. */
 int brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, const char *actor,
     const char *detail, size_t *count) CB_WARN_UNUSED;
-/* At start: write a record the log lacks, refuse a state behind the log. */
+/* Revocations committed in the cluster's database and waiting for their
+ * decision here (admin.c): decided together, one sync of the state and
+ * one of the log for them all, then each answered.  The loop calls it
+ * after each delivery of the cluster's link. */
+void brk_revoke_flush(struct brk *b);
+/* At start: write the records the log lacks, refuse a state behind the log. */
 int brk_reconcile(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
 
 #endif

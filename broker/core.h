@@ -248,6 +248,8 @@ struct brk {
 	bool cl_stale_noted;		/* its "cluster.stale" line is written */
 	bool cl_heads_ok;		/* our log holds the heads the cluster recorded: publish ours */
 	bool cl_heads_asked;		/* ... being checked */
+	struct adm_wait *rv_batch;	/* revokes committed in the cluster, to decide here */
+	size_t rv_n;
 	char cl_why[256];		/* why the link is down */
 	uint64_t cl_sbx_sig;		/* the sandboxes last published (fleet.c) */
 };

@@ -17,6 +17,7 @@
  */
 #include "broker/core.h"
 #include "broker/approval.h"
+#include "broker/commit.h"
 #include "broker/fleet.h"
 #include "broker/fs_served.h"
 
@@ -133,14 +134,70 @@ brk_fleet_apply(struct brk *b, const struct cl_rec *r, bool *changed)
 	}
 }
 
+/* The revocations of a batch together: the rows of our own tokens among
+ * them written in one transaction (one sync), not one each.  false if
+ * there is no memory for that (then brk_fleet_apply takes them one by one). */
+static bool
+brk_fleet_revokes(struct brk *b, const struct cl_rec *r, size_t n, bool *changed)
+{
+	char hex[2 * CAP_ID_LEN + 1], detail[CL_NAME_MAX + 96];
+	uint8_t *ids;
+	bool *ch;
+	size_t k = 0;
+	int e;
+
+	ids = malloc(n * CAP_ID_LEN + 1);
+	ch = calloc(n + 1, sizeof(*ch));
+	if (!ids || !ch) {
+		free(ids);
+		free(ch);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (r[i].kind == CL_REVOKE)
+			memcpy(ids + CAP_ID_LEN * k++, r[i].id, CAP_ID_LEN);
+	e = st_cl_revoke_many(b->st, ids, k, st_now(b->st), ch);
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].kind != CL_REVOKE || !ch[k++])
+			continue;
+		*changed = true;
+		/* Our own revocations are audited as decisions (admin.c). */
+		if (strcmp(r[i].broker, b->cl_name) != 0) {
+			cap_hex(r[i].id, CAP_ID_LEN, hex);
+			snprintf(detail, sizeof(detail), "with its descendants, by broker %s of the cluster",
+			    r[i].broker);
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",
+			    .resource = hex, .token_id = r[i].id, .actor = r[i].actor, .detail = detail });
+		}
+	}
+	if (e != 0) {
+		snprintf(detail, sizeof(detail), "revocations up to change %llu not written to the "
+		    "state (revoked in memory): %s", (unsigned long long)r[n - 1].seq, cb_strerror(e));
+		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.refused",
+		    .actor = "broker", .reason = e, .detail = detail });
+	}
+	free(ids);
+	free(ch);
+	return true;
+}
+
 static void
 brk_fleet_batch(void *arg, const struct cl_rec *r, size_t n, uint64_t fresh_ns)
 {
 	struct brk *b = arg;
-	bool changed = false;
+	bool changed = false, together = n > 1;
 
+	/* Keys and tokens in order, then the revocations together: a
+	 * revocation that comes before its token leaves a stub that the
+	 * token finds revoked, so the order between them does not matter. */
 	for (size_t i = 0; i < n; i++)
-		brk_fleet_apply(b, &r[i], &changed);
+		if (!together || r[i].kind != CL_REVOKE)
+			brk_fleet_apply(b, &r[i], &changed);
+	if (together && !brk_fleet_revokes(b, r, n, &changed))
+		for (size_t i = 0; i < n; i++)
+			if (r[i].kind == CL_REVOKE)
+				brk_fleet_apply(b, &r[i], &changed);
 	if (n) {
 		b->cl_applied = r[n - 1].seq;
 		cl_applied(b->cl, b->cl_applied);
@@ -245,6 +302,8 @@ brk_fleet_readable(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	cl_dispatch(b->cl);
+	/* what this delivery committed, decided here together */
+	brk_revoke_flush(b);
 }
 
 int
@@ -417,6 +476,7 @@ brk_fleet_close(struct brk *b)
 	b->ev_cl_stale = NULL;
 	cl_close(b->cl);
 	b->cl = NULL;
+	brk_revoke_flush(b);
 }
 
 /* ---- elevation requests across the cluster (docs/cluster.md) ---------- */
