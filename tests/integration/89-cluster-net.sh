@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 97-cluster-net.sh - the cluster across a network, and the audit heads it
+# 89-cluster-net.sh - the cluster across a network, and the audit heads it
 # keeps (docs/cluster.md).  Three hosts, each a network namespace of its
 # own: the database host (a private PostgreSQL, listening on TCP there) and
 # two broker hosts, each joined to the database host by a veth pair
