@@ -568,6 +568,40 @@ brk_fleet_decide(struct brk *b, const struct brk_verdict *v,
 	return cl_submit(b->cl, j);
 }
 
+/*
+ * Whether the row r, decided in the database, is the request this broker
+ * holds under the local id: the same sandbox, capability and time of
+ * asking.  An administrator decides a row by its id after reading its
+ * capability there; the id alone must never carry that decision to another
+ * request.  Ids are reused when this state is not the one that wrote the
+ * row (--new-state, `state rebuild`, a restored copy: its requests number
+ * from 1 again under the same broker name), and then the INSERT of the new
+ * request leaves the old row in place (ON CONFLICT DO NOTHING): pending, it
+ * would be listed with the old capability while an approval applied the
+ * new one; approved and not yet applied, it would approve the new one
+ * unasked.  A mismatch is refused and audited.
+ */
+static bool
+brk_fleet_same_request(struct brk *b, const struct cl_req *r, uint64_t local)
+{
+	struct st_request rq;
+	char detail[512];
+
+	if (st_request_get(b->st, local, &rq) != 0)
+		return true;	/* nothing to confuse it with: deciding says ENOENT */
+	if (strcmp(rq.sandbox, r->sandbox) == 0 && strcmp(rq.capability, r->cap) == 0 &&
+	    rq.asked_at == r->asked_at)
+		return true;
+	snprintf(detail, sizeof(detail), "request %llu: the cluster's row (sandbox %.64s, asked at %llu)"
+	    " is not the request held here under that id (asked at %llu): decision not applied",
+	    (unsigned long long)r->rid, r->sandbox, (unsigned long long)r->asked_at,
+	    (unsigned long long)rq.asked_at);
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.refused",
+	    .sandbox = rq.sandbox, .resource = r->cap, .actor = "broker", .reason = CB_EINVAL,
+	    .detail = detail });
+	return false;
+}
+
 /* A decision on a request this broker holds, made on any broker: applied
  * here through the same path as a local one (approve mints the token and
  * answers the agent), then its outcome goes back to the database, where
@@ -586,6 +620,10 @@ brk_fleet_apply_decision(struct brk *b, const struct cl_req *r)
 	if (num == 0 || r->rid / CL_RID_SPAN != num)
 		return;
 	local = r->rid % CL_RID_SPAN;
+	if (!brk_fleet_same_request(b, r, local)) {
+		e = CB_EINVAL;	/* what was decided is not what is asked here */
+		goto put;
+	}
 	e = brk_pending_decide(b, &(struct brk_verdict){ .rid = local, .approve = approve,
 	    .ttl = r->approved_ttl, .session = r->session, .by = r->by,
 	    .reason = r->why[0] ? r->why : NULL, .where = r->on });
@@ -594,6 +632,7 @@ brk_fleet_apply_decision(struct brk *b, const struct cl_req *r)
 		e = 0;	/* applied before: this is the same decision read again */
 	else if (e != 0 && e != CB_ENOENT && e != CB_EEXIST && e != CB_EEXPIREDREQ)
 		reopen = true;	/* no room, or the gate failed: still pending here */
+put:
 	if (!(j = brk_fleet_req_job(CL_PUT_APPLIED, r->rid)))
 		return;
 	j->retry = true;

@@ -1182,6 +1182,8 @@ cl_check_dwaiters(struct cl *c)
 				    w->err == CB_ENOENT ? "its sandbox is gone" :
 				    w->err == CB_EEXPIREDREQ ? "the request expired there undecided" :
 				    w->err == CB_EEXIST ? "the request was closed there already" :
+				    w->err == CB_EINVAL ? "its request under that id is not the one shown "
+				    "here (ids used again by a new state there)" :
 				    cb_strerror(w->err));
 			done = true;
 		} else if (now >= w->deadline_ns) {
