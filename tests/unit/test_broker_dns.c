@@ -105,6 +105,47 @@ main(void)
 		free(m);
 	}
 	{
+		/* Hostile messages an agent can write by hand (red team). */
+		static const uint8_t self_ptr[] = { 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+			0xc0, 12, 0, 1, 0, 1 };		/* the name points at itself */
+		static const uint8_t two_ptr[] = { 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+			1, 'a', 0xc0, 16, 0xc0, 12, 0, 1, 0, 1 };	/* a -> b -> a */
+		static const uint8_t nul_label[] = { 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+			3, 'a', 0, 'b', 7, 'i', 'n', 'v', 'a', 'l', 'i', 'd', 0, 0, 1, 0, 1 };
+		static const uint8_t many_q[] = { 0, 1, 1, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0,
+			1, 'a', 0, 0, 1, 0, 1 };		/* says 65535 questions, has one */
+		static const uint8_t many_an[] = { 0, 1, 1, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			1, 'a', 0, 0, 1, 0, 1, 0xc0, 12 };	/* 3 x 65535 records, one cut short */
+		uint8_t two_q[12 + 2 * 7] = { 0, 1, 1, 0, 0, 2 };
+		uint8_t deep[12 + 2 * 130 + 5] = { 0, 1, 1, 0, 0, 1 };
+		size_t k = 12;
+
+		T_OK(brk_dns_query_parse(self_ptr, sizeof(self_ptr), &q) != 0,
+		    "a name whose compression pointer points at itself is refused");
+		T_OK(brk_dns_query_parse(two_ptr, sizeof(two_ptr), &q) != 0,
+		    "... as is a loop of two pointers");
+		T_OK(brk_dns_query_parse(nul_label, sizeof(nul_label), &q) != 0 || !q.valid_name,
+		    "a label with a NUL byte is never a plain name");
+		brk_dns_query_free(&q);
+		T_OK(brk_dns_query_parse(many_q, sizeof(many_q), &q) != 0,
+		    "a count of 65535 questions over one is refused");
+		T_OK(brk_dns_query_parse(many_an, sizeof(many_an), &q) != 0,
+		    "huge record counts over a message cut short are refused");
+		for (int i = 0; i < 2; i++) {
+			memcpy(two_q + 12 + 7 * i, (const uint8_t[]){ 1, (uint8_t)('a' + i), 0, 0, 1, 0, 1 }, 7);
+		}
+		T_OK(brk_dns_query_parse(two_q, sizeof(two_q), &q) != 0, "two questions are refused");
+		/* 130 labels "a": 260 bytes of name, beyond 255 (RFC 1035) */
+		for (int i = 0; i < 130; i++) {
+			deep[k++] = 1;
+			deep[k++] = 'a';
+		}
+		memcpy(deep + k, (const uint8_t[]){ 0, 0, 1, 0, 1 }, 5);
+		T_OK(brk_dns_query_parse(deep, sizeof(deep), &q) != 0 || !q.valid_name,
+		    "a name longer than 255 bytes is never a plain name");
+		brk_dns_query_free(&q);
+	}
+	{
 		struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(53) };
 
 		inet_pton(AF_INET, BRK_DNS_ADDR, &in.sin_addr);
