@@ -516,7 +516,16 @@ cl_sql_add(struct cl_sql *q, const char *fmt, ...)
 static char *
 cl_lit(struct cl *c, const char *s)
 {
-	return cl_pq.PQescapeLiteral(c->pg, s ? s : "", strlen(s ? s : ""));
+	/* An agent's reason (or a command line) need not be UTF-8, which the
+	 * database refuses (and PQescapeLiteral with it): the request would
+	 * never reach cb_requests, so no broker would list it. */
+	char *u = cb_text_utf8(s ? s : ""), *l;
+
+	if (u == NULL)
+		return NULL;
+	l = cl_pq.PQescapeLiteral(c->pg, u, strlen(u));
+	free(u);
+	return l;
 }
 
 static bool

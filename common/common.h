@@ -176,6 +176,11 @@ bool cb_text_escaped(uint32_t cp);
  * cb_text_fputs writes the whole escaped text to f: 0, or CB_EIO.
  */
 size_t cb_text_esc(char *dst, size_t len, const char *s);
+
+/* s as valid UTF-8: a new string (free()) in which each byte that does not
+ * start a valid, shortest-form sequence is U+FFFD; NULL when out of
+ * memory.  For stores that refuse other text (PostgreSQL's UTF8). */
+char *cb_text_utf8(const char *s);
 int cb_text_fputs(const char *s, FILE *f);
 
 /* Free text an agent wrote (a request's reason) is shown at most this many

@@ -21,6 +21,7 @@
 #include "common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct cb_range {
@@ -176,6 +177,33 @@ cb_esc_one(const unsigned char *s, char esc[CB_ESC_UNIT + 1], const char **out, 
 		    (unsigned)cp);
 	*out = (const char *)s;
 	return n;
+}
+
+char *
+cb_text_utf8(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), k = 0;
+	char *out = malloc(3 * n + 1);	/* a byte becomes at most 3 (U+FFFD) */
+
+	if (out == NULL)
+		return NULL;
+	while (*u) {
+		uint32_t cp;
+		size_t l = cb_utf8_dec(u, &cp);
+
+		if (l == 0) {
+			memcpy(out + k, "\xef\xbf\xbd", 3);
+			k += 3;
+			u++;
+		} else {
+			memcpy(out + k, u, l);
+			k += l;
+			u += l;
+		}
+	}
+	out[k] = '\0';
+	return out;
 }
 
 size_t
