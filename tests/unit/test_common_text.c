@@ -196,9 +196,29 @@ test_show(void)
 	T_OK(strcmp(r, in) == 0, "a reason exactly as long as the bound is shown whole");
 }
 
+/* cb_text_utf8: what PostgreSQL's UTF8 takes, the valid text unchanged. */
+static void
+test_utf8(void)
+{
+	char *u;
+
+	u = cb_text_utf8("plain caf\xc3\xa9 \xe2\x82\xac");
+	T_OK(u && strcmp(u, "plain caf\xc3\xa9 \xe2\x82\xac") == 0, "valid UTF-8 is kept as it is");
+	free(u);
+	u = cb_text_utf8("bad \xff byte");
+	T_OK(u && strcmp(u, "bad \xef\xbf\xbd byte") == 0, "a stray byte becomes U+FFFD");
+	free(u);
+	u = cb_text_utf8("\xc0\xaf \xed\xa0\x80 \xe2\x82");
+	T_OK(u && strcmp(u, "\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+	    "\xef\xbf\xbd\xef\xbf\xbd") == 0,
+	    "overlong forms, surrogates and a sequence cut short: one U+FFFD a byte");
+	free(u);
+}
+
 int
 main(void)
 {
+	test_utf8();
 	test_marks();
 	test_spaces();
 	test_bounds();
