@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 89-cluster-request-swap.sh - a decision made in the cluster reaches only
+# 86-cluster-request-swap.sh - a decision made in the cluster reaches only
 # the request it was made on (docs/cluster.md, "Elevation across the
 # cluster").  An administrator approves a row of cb_requests by its id,
 # after reading its capability; the holding broker applies the decision to
