@@ -367,6 +367,62 @@ default_limits(struct stub_cfg *c)
 #undef DEF
 }
 
+/* The options that only switch something on; false for any other. */
+static bool
+parse_flag_opt(struct stub_cfg *c, int o)
+{
+	switch (o) {
+	case OPT_BROKER_FD:
+		c->have_broker_fd = true;
+		return true;
+	case OPT_IN_CGROUP:
+		/* The launcher started us in the sandbox's cgroup (clone3
+		 * CLONE_INTO_CGROUP): nothing to join. */
+		c->in_cgroup = true;
+		return true;
+	case OPT_MOUNT_LATER:
+		c->mount_later = true;
+		return true;
+	case OPT_PTY:
+		c->pty = true;
+		return true;
+	case OPT_NOTIFY:
+		c->notify = true;
+		return true;
+	case OPT_POOL:
+		c->pool = true;
+		return true;
+	case OPT_REPORT_EXIT:
+		c->report_exit = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void
+parse_slot_fd(struct stub_cfg *c, const char *arg)
+{
+	int fd;
+
+	if (c->nslot_fds == SBX_SLOTS_MAX)
+		stub_die(0, "too many --slot-fd (max %d)", SBX_SLOTS_MAX);
+	fd = (int)parse_u64("--slot-fd", arg, STUB_FD_CGROUP0, 1 << 20);
+	if (fd > c->max_fd)
+		c->max_fd = fd;
+	c->slot_fds[c->nslot_fds++] = fd;
+}
+
+static void
+parse_exec_allow(struct stub_cfg *c, const char *arg)
+{
+	if (c->nexec_allow == STUB_MAX_EXEC)
+		stub_die(0, "too many --exec-allow (max %d)", STUB_MAX_EXEC);
+	if (!path_ok(arg))
+		stub_die(0, "--exec-allow must be absolute: %.200s", arg);
+	c->exec_allow[c->nexec_allow++] = arg;
+}
+
 static void
 parse_args(int argc, char **argv, struct stub_cfg *c)
 {
@@ -379,7 +435,7 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	/* "+": stop at the first non-option, so "--ro-bind SRC DST" can take
 	 * its second argument from argv[optind]. */
 	while ((o = getopt_long(argc, argv, "+", stub_opts, NULL)) != -1) {
-		if (parse_limit_opt(c, o))
+		if (parse_limit_opt(c, o) || parse_flag_opt(c, o))
 			continue;
 		switch (o) {
 		case OPT_TIER:
@@ -396,16 +452,8 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			c->parent_pid = (pid_t)parse_u64("--parent-pid", optarg, 1, INT_MAX);
 			have_parent = true;
 			break;
-		case OPT_BROKER_FD:
-			c->have_broker_fd = true;
-			break;
 		case OPT_CGROUPS:
 			c->ncgroup = (int)parse_u64("--cgroups", optarg, 0, STUB_MAX_CGROUPS);
-			break;
-		case OPT_IN_CGROUP:
-			/* The launcher started us in the sandbox's cgroup
-			 * (clone3 CLONE_INTO_CGROUP): nothing to join. */
-			c->in_cgroup = true;
 			break;
 		case OPT_RO_BIND:
 		case OPT_BIND:
@@ -414,30 +462,17 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 		case OPT_MOUNT:
 			parse_mount(c, argc, argv);
 			break;
-		case OPT_MOUNT_LATER:
-			c->mount_later = true;
-			break;
 		case OPT_FUSE_AT:
 			parse_fuse_at(c, optarg);
 			break;
 		case OPT_SLOT_FD:
-			if (c->nslot_fds == SBX_SLOTS_MAX)
-				stub_die(0, "too many --slot-fd (max %d)", SBX_SLOTS_MAX);
-			c->slot_fds[c->nslot_fds] = (int)parse_u64("--slot-fd", optarg,
-			    STUB_FD_CGROUP0, 1 << 20);
-			if (c->slot_fds[c->nslot_fds] > c->max_fd)
-				c->max_fd = c->slot_fds[c->nslot_fds];
-			c->nslot_fds++;
+			parse_slot_fd(c, optarg);
 			break;
 		case OPT_FUSE_SLOTS:
 			c->fuse_slots = (size_t)parse_u64("--fuse-slots", optarg, 1, SBX_SLOTS_MAX);
 			break;
 		case OPT_EXEC_ALLOW:
-			if (c->nexec_allow == STUB_MAX_EXEC)
-				stub_die(0, "too many --exec-allow (max %d)", STUB_MAX_EXEC);
-			if (!path_ok(optarg))
-				stub_die(0, "--exec-allow must be absolute: %.200s", optarg);
-			c->exec_allow[c->nexec_allow++] = optarg;
+			parse_exec_allow(c, optarg);
 			break;
 		case OPT_CAPCALL:
 			parse_src(c, argc, argv, "--capcall-fd", &c->capcall_src);
@@ -451,18 +486,6 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 			/* The launcher could not open a source: say so the one way
 			 * every setup failure is said. */
 			stub_die(0, "%.400s", optarg);
-		case OPT_PTY:
-			c->pty = true;
-			break;
-		case OPT_NOTIFY:
-			c->notify = true;
-			break;
-		case OPT_POOL:
-			c->pool = true;
-			break;
-		case OPT_REPORT_EXIT:
-			c->report_exit = true;
-			break;
 		case OPT_HOSTS:
 			parse_src(c, argc, argv, "--hosts-fd", &c->hosts_src);
 			c->hosts = "/capbroker/net";
@@ -1416,17 +1439,55 @@ pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
 	}
 }
 
+/* SIGCHLD as a descriptor, for the supervisor's poll. */
+static int
+pid1_signalfd(void)
+{
+	sigset_t chld;
+	int sfd;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1)
+		stub_die(errno, "sigprocmask");
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd == -1)
+		stub_die(errno, "signalfd");
+	return sfd;
+}
+
+/* Returns once the agent has exec'd its command; ends the sandbox if it
+ * did not.  errfd is the read end of the agent's status pipe: EOF means
+ * the exec succeeded (close-on-exec), a byte that the agent reported a
+ * failure on the status pipe itself. */
+static void
+pid1_await_exec(int errfd, pid_t agent, bool execd)
+{
+	ssize_t n;
+	char b;
+	int st;
+
+	do
+		n = read(errfd, &b, 1);
+	while (n == -1 && errno == EINTR);
+	close(errfd);
+	if (n == 0 && execd)
+		return;
+	while (waitpid(agent, &st, 0) == -1 && errno == EINTR)
+		;
+	if (n == 0)	/* died without a word (a crash): say so */
+		stub_die(0, "the agent process died during setup (status %d)", exit_code(st));
+	kill_all_and_exit(SBX_EXIT_SETUP);
+}
+
 static void
 pid1_main(struct stub_cfg *c, int outer_pidfd)
 {
 	struct pollfd pfd[3];
-	sigset_t chld;
 	pid_t agent;
-	int errpipe[2], notify[2], go[2] = { -1, -1 }, sfd, ll_abi, st, listener;
+	int errpipe[2], notify[2], go[2] = { -1, -1 }, sfd, ll_abi, listener;
 	bool execd;
 	uint64_t deadline;
-	char b;
-	ssize_t n;
 
 	stub_stage = "pid1";
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
@@ -1442,13 +1503,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	stub_mount_send_fuse(c);
 	ll_abi = stub_landlock_abi();
 
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	if (sigprocmask(SIG_BLOCK, &chld, NULL) == -1)
-		stub_die(errno, "sigprocmask");
-	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd == -1)
-		stub_die(errno, "signalfd");
+	sfd = pid1_signalfd();
 	if (pipe2(errpipe, O_CLOEXEC) == -1)
 		stub_die(errno, "pipe");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, notify) == -1)
@@ -1504,19 +1559,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		close(listener);
 		listener = -1;
 	}
-	/* EOF: the exec succeeded (close-on-exec).  A byte: the agent reported
-	 * a failure on the status pipe itself. */
-	do
-		n = read(errpipe[0], &b, 1);
-	while (n == -1 && errno == EINTR);
-	close(errpipe[0]);
-	if (n != 0 || !execd) {
-		while (waitpid(agent, &st, 0) == -1 && errno == EINTR)
-			;
-		if (n == 0)	/* died without a word (a crash): say so */
-			stub_die(0, "the agent process died during setup (status %d)", exit_code(st));
-		kill_all_and_exit(SBX_EXIT_SETUP);
-	}
+	pid1_await_exec(errpipe[0], agent, execd);
 	/* pid 1 needs no privilege from here on, but for --mount-later:
 	 * CAP_SYS_ADMIN in the sandbox's own user namespace, to attach the
 	 * broker's later mounts (move_mount).  Why that is safe: the agent

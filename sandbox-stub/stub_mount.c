@@ -621,18 +621,13 @@ stub_mount_send_fuse(const struct stub_cfg *c)
 		close(stub_fuse_dev[i]);
 }
 
-void
-stub_mount_setup(const struct stub_cfg *c)
+/* 2. Every host object, captured read-only before anything is hidden. */
+static void
+capture_all(const struct stub_cfg *c, struct stub_tree *sys, struct stub_tree *user,
+    struct stub_tree *served)
 {
-	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[2 * SBX_MOUNTS_MAX];
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	char opts[128];
 
-	/* 1. Nothing below propagates to the host's mount namespace. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE | MS_SILENT, NULL) == -1)
-		stub_die(errno, "making mounts private");
-
-	/* 2. Every host object, captured read-only before anything is hidden. */
 	capture(&sys[T_USR], "/usr", "/usr", ro, false);
 	capture_toplevel(&sys[T_BIN], "bin");
 	capture_toplevel(&sys[T_LIB], "lib");
@@ -672,6 +667,37 @@ stub_mount_setup(const struct stub_cfg *c)
 		stub_slot[stub_nslot++] = c->slot_fds[i];
 	for (size_t i = 0; i < c->fuse_slots; i++)
 		fuse_slot(c, i);
+}
+
+/* 4. Read-only root, then pivot with the old root detached. */
+static void
+pivot_into(const struct stub_cfg *c)
+{
+	set_attr(AT_FDCWD, NR, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	    "new root");
+	if (sethostname(c->id, strlen(c->id)) == -1)
+		stub_die(errno, "sethostname");
+	if (chdir(NR) == -1)
+		stub_die(errno, "chdir new root");
+	if (syscall(SYS_pivot_root, ".", ".") == -1)
+		stub_die(errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) == -1)
+		stub_die(errno, "detaching the old root");
+	if (chdir("/") == -1)
+		stub_die(errno, "chdir /");
+}
+
+void
+stub_mount_setup(const struct stub_cfg *c)
+{
+	static struct stub_tree sys[T_NSYS], user[STUB_MAX_BINDS], served[2 * SBX_MOUNTS_MAX];
+	char opts[128];
+
+	/* 1. Nothing below propagates to the host's mount namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE | MS_SILENT, NULL) == -1)
+		stub_die(errno, "making mounts private");
+
+	capture_all(c, sys, user, served);
 
 	/* 3. The new root. */
 	mount_tmpfs(NR, MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=1024");
@@ -716,19 +742,7 @@ stub_mount_setup(const struct stub_cfg *c)
 	/* Last: open_tree() clones above count as mount namespaces. */
 	forbid_namespaces();
 
-	/* 4. Read-only root, then pivot with the old root detached. */
-	set_attr(AT_FDCWD, NR, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-	    "new root");
-	if (sethostname(c->id, strlen(c->id)) == -1)
-		stub_die(errno, "sethostname");
-	if (chdir(NR) == -1)
-		stub_die(errno, "chdir new root");
-	if (syscall(SYS_pivot_root, ".", ".") == -1)
-		stub_die(errno, "pivot_root");
-	if (umount2(".", MNT_DETACH) == -1)
-		stub_die(errno, "detaching the old root");
-	if (chdir("/") == -1)
-		stub_die(errno, "chdir /");
+	pivot_into(c);
 }
 
 void
