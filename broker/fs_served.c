@@ -710,6 +710,41 @@ brk_fss_root_mode_refused(const struct brk_fss *f, const struct brk_fss_tree *t,
 	return (c->mode & ~(strcmp(path, t->path) == 0 ? t->mode : c->cur_mode) & 07777) != 0;
 }
 
+/* The line of a served request fss_authz judged, if its kind has one
+ * (brk_fss_audited); r carries the decision, reason, token and a why.  A
+ * rename or link is asked twice, old name first: one line for the pair.
+ * Called with f->mu held. */
+static void
+fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
+    struct aud_rec *r)
+{
+	char both[4 * CAP_STR_MAX + 16];
+
+	if ((r->op = brk_fss_audited(c->op, r->decision == AUD_DENY)) == NULL)
+		return;
+	r->resource = path;
+	if (c->op == FSRV_OP_RENAME || c->op == FSRV_OP_LINK) {
+		if (!f->rename_pending && r->decision == AUD_ALLOW) {
+			snprintf(f->rename_from, sizeof(f->rename_from), "%s", path);
+			f->rename_pending = true;
+			return;
+		}
+		if (f->rename_pending)
+			snprintf(both, sizeof(both), "%s -> %s", f->rename_from, path);
+		else
+			snprintf(both, sizeof(both), "%s", path);
+		r->resource = both;
+		f->rename_pending = false;
+	} else if (c->op == FSRV_OP_OPEN) {
+		r->detail = (c->need & FSRV_CAP_READ) && (c->need & FSRV_CAP_WRITE) ?
+		    "served, read-write" : c->need & FSRV_CAP_WRITE ? "served, write" :
+		    "served, read";
+	}
+	if (r->detail == NULL)
+		r->detail = "served";
+	brk_fss_audit(f, r);
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -717,7 +752,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	const struct brk_fss_tree *t = NULL;
 	char path[2 * CAP_STR_MAX + 2];
 	const uint8_t *tid = NULL;
-	const char *aop, *why = NULL, *mglob = NULL;
+	const char *why = NULL, *mglob = NULL;
 	bool matched = false;
 	unsigned have = 0;
 	uint64_t now;
@@ -786,35 +821,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		e = CB_EAUDIT;
 		why = "the audit log cannot take this operation's line: not done";
 	}
-	if ((aop = brk_fss_audited(c->op, e != 0)) != NULL) {
-		const char *detail = why ? why : "served";
-		char both[4 * CAP_STR_MAX + 16];
-		const char *res = path;
-
-		if (c->op == FSRV_OP_RENAME || c->op == FSRV_OP_LINK) {
-			/* Asked twice, old name first: one line for the pair. */
-			if (!f->rename_pending && e == 0) {
-				snprintf(f->rename_from, sizeof(f->rename_from), "%s", path);
-				f->rename_pending = true;
-				aop = NULL;
-			} else {
-				if (f->rename_pending)
-					snprintf(both, sizeof(both), "%s -> %s", f->rename_from, path);
-				else
-					snprintf(both, sizeof(both), "%s", path);
-				res = both;
-				f->rename_pending = false;
-			}
-		} else if (c->op == FSRV_OP_OPEN) {
-			detail = (c->need & FSRV_CAP_READ) && (c->need & FSRV_CAP_WRITE) ?
-			    "served, read-write" : c->need & FSRV_CAP_WRITE ? "served, write" :
-			    "served, read";
-		}
-		if (aop)
-			brk_fss_audit(f, &(struct aud_rec){ .op = aop,
-			    .decision = e ? AUD_DENY : AUD_ALLOW, .reason = e, .token_id = tid,
-			    .resource = res, .detail = detail });
-	}
+	fss_authz_audit(f, c, path, &(struct aud_rec){ .decision = e ? AUD_DENY : AUD_ALLOW,
+	    .reason = e, .token_id = tid, .detail = why });
 	pthread_mutex_unlock(&f->mu);
 	return e;
 }
@@ -1586,6 +1594,47 @@ brk_fss_handles_limit(void)
 		    (uint32_t)(rl.rlim_cur / 2));
 }
 
+/* The serving thread's audit queue and its spare (swapped at each drain). */
+static int
+brk_fss_audq_new(struct brk_fss *f)
+{
+	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))) ||
+	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
+		return CB_ENOMEM;
+	return 0;
+}
+
+/* 0 once the serving thread runs, or why it could not start. */
+static int
+brk_fss_await_start(struct brk_fss *f)
+{
+	int r;
+
+	pthread_mutex_lock(&f->mu);
+	while (f->started == 0)
+		pthread_cond_wait(&f->cond, &f->mu);
+	r = f->started < 0 ? f->started : 0;
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+/* What the stub must do with the file server's mounts: attach the
+ * broker's (root broker), or make its own (--fuse-at, --fuse-slots). */
+static void
+brk_fss_tell_stub(const struct brk_fss *f, struct sbx_config *cfg)
+{
+	if (f->stub_mounts) {
+		cfg->fuse_dsts = f->fuse_dsts;
+		cfg->nfuse = f->nfuse;
+		cfg->fuse_slots = f->nslots;
+		cfg->mount_later = f->nslots != 0;
+	} else {
+		cfg->mount_later = true;
+		cfg->slot_fds = f->slot_mnt;
+		cfg->nslots = f->nslots;
+	}
+}
+
 int
 brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
 {
@@ -1656,9 +1705,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 			return 0;
 		}
 	}
-	r = CB_ENOMEM;
-	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))) ||
-	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
+	if ((r = brk_fss_audq_new(f)) != 0)
 		goto fail;
 	fc.authz_arg = f;
 	brk_fss_handles_limit();
@@ -1674,11 +1721,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		goto fail;
 	/* The thread only sets its identity before it says so: no wait on the
 	 * agent here. */
-	pthread_mutex_lock(&f->mu);
-	while (f->started == 0)
-		pthread_cond_wait(&f->cond, &f->mu);
-	r = f->started < 0 ? f->started : 0;
-	pthread_mutex_unlock(&f->mu);
+	r = brk_fss_await_start(f);
 	s->fss = f;
 	if (r != 0) {
 		snprintf(why, whylen, "the file server cannot act as the owner of %s: %s",
@@ -1687,16 +1730,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	}
 	brk_fss_apply(f, cfg, ws_served);
 	brk_fss_expiry(f, cb_now());
-	if (f->stub_mounts) {
-		cfg->fuse_dsts = f->fuse_dsts;
-		cfg->nfuse = f->nfuse;
-		cfg->fuse_slots = f->nslots;
-		cfg->mount_later = f->nslots != 0;
-	} else {
-		cfg->mount_later = true;
-		cfg->slot_fds = f->slot_mnt;
-		cfg->nslots = f->nslots;
-	}
+	brk_fss_tell_stub(f, cfg);
 	return 0;
 fail:
 	brk_fss_discard(f);
