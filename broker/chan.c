@@ -177,8 +177,15 @@ brk_chan_drop_queue(struct brk_sbx *s)
 	s->noutq = 0;
 }
 
+/* Refill s's rate bucket and say whether it holds a request's token.
+ * Nothing is taken here: the token is taken once a packet has actually
+ * been received (brk_chan_recv), never for the read that finds the channel
+ * empty - an agent in lock-step (one request, wait for its reply) ends
+ * every batch with such a read, and paying for it held it to about 60-80%
+ * of BRK_RATE (docs/performance.md).  A flood is still stopped here: it
+ * cannot be read while the bucket is below one token. */
 static bool
-brk_rate_take(struct brk_sbx *s)
+brk_rate_ready(struct brk_sbx *s)
 {
 	uint64_t now = cb_mono_ns();
 
@@ -186,10 +193,7 @@ brk_rate_take(struct brk_sbx *s)
 	if (s->bucket > BRK_BURST)
 		s->bucket = BRK_BURST;
 	s->bucket_ns = now;
-	if (s->bucket < 1.0)
-		return false;
-	s->bucket -= 1.0;
-	return true;
+	return s->bucket >= 1.0;
 }
 
 void
@@ -253,7 +257,7 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 		brk_chan_close(s, why);
 		return BRK_CHAN_STOP;
 	}
-	if (!brk_rate_take(s)) {
+	if (!brk_rate_ready(s)) {
 		struct timeval tv = { 0, 2000 };
 
 		event_del(s->ev_read);
@@ -266,6 +270,8 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 			brk_chan_close(s, "receive failed");
 		return BRK_CHAN_STOP;
 	}
+	/* A packet (or the peer's close) was received: its token. */
+	s->bucket -= 1.0;
 	/* An agent has no business sending descriptors: close them. */
 	fds = pk.nfds > 0;
 	wire_packet_close(&pk);
