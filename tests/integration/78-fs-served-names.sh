@@ -63,6 +63,9 @@ agent_do n1 "python3 pin.py"
 read -r nopen why <<<"$AOUT"
 t_ok "pinned names stop at the bound ($nopen files open)" test "${nopen:-0}" -ge 190 -a "${nopen:-0}" -lt 200
 t_is "... the next is refused with ENFILE" "$why" ENFILE
+# The audit writer is asynchronous (a thread): the line may land a moment
+# after the agent's answer, later still under a parallel sanitizer run.
+wait_for 100 grep -q '"sandbox":"n1","op":"fs.names"' "$S/audit.jsonl"
 t_is "one line says so" "$(grep -c '"sandbox":"n1","op":"fs.names"' "$S/audit.jsonl")" 1
 t_match "... naming the bound" "$(grep '"op":"fs.names"' "$S/audit.jsonl")" \
 	"\"resource\":\"$W\".*\"reason\":\"busy\".*names held, the most it may \(served_names\)"
