@@ -74,12 +74,6 @@
 /* Trees of one sandbox: those it starts with (SBX_MOUNTS_MAX) and those
  * granted while it runs. */
 #define BRK_FSS_TREES_MAX (SBX_MOUNTS_MAX + 32)
-/* Slots a sandbox starts with: the trees granted while it runs that
- * unmodified programs may write (docs/sandbox.md, "Trees granted while the
- * sandbox runs").  Each is a FUSE connection and an empty mount from the
- * start; later trees past them are served read-only to unmodified programs
- * (a root broker) or not at all (a broker that is not root). */
-#define BRK_FSS_SLOTS	4
 /* A revocation waits this long at most for the kernel to drop a sandbox's
  * cached file pages (brk_fss_settle), in steps of BRK_FSS_SETTLE_STEP_MS
  * between which the loop writes the server's queued audit lines. */
@@ -1467,6 +1461,20 @@ brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, 
 	return 0;
 }
 
+/* Slots a sandbox starts with: the trees granted while it runs that
+ * unmodified programs may write (docs/sandbox.md, "Trees granted while the
+ * sandbox runs"), the policy's defaults.fs_slots (at most SBX_SLOTS_MAX,
+ * checked at load).  Each is a FUSE connection and an empty mount from the
+ * start; later trees past them are served read-only to unmodified programs
+ * (a root broker) or not at all (a broker that is not root). */
+static size_t
+brk_fss_nslots(const struct brk_fss *f)
+{
+	uint64_t n = pol_fs_slots(f->s->pol->pol);
+
+	return n < SBX_SLOTS_MAX ? (size_t)n : SBX_SLOTS_MAX;
+}
+
 /* A root broker's slots: for each a fresh FUSE connection, served as a
  * slot (fsrv_add_slot: nothing until a tree is given), and its detached
  * mount, usable by the agent's uid only, for the stub (--slot-fd).  A slot
@@ -1477,7 +1485,7 @@ brk_fss_make_slots(struct brk_fss *f, uid_t agent)
 {
 	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
 
-	for (size_t i = 0; i < BRK_FSS_SLOTS; i++) {
+	for (size_t i = 0, n = brk_fss_nslots(f); i < n; i++) {
 		int dev = open("/dev/fuse", O_RDWR | O_CLOEXEC), mnt = -1, r = CB_EUNSUPPORTED;
 
 		if (dev < 0 || (r = fsrv_mount_detached(dev, &mo, &mnt)) != 0 ||
@@ -1696,7 +1704,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 
 		if (fd >= 0) {
 			close(fd);
-			f->nslots = BRK_FSS_SLOTS;
+			f->nslots = brk_fss_nslots(f);
 		}
 		if ((r = brk_fss_probe(f, why, whylen)) != 0)
 			goto fail;

@@ -29,6 +29,7 @@ const char pol_default_text[] =
     "  pool_size = 2;\n"
     "  cluster_stale = 5;\n"
     "  served_names = 65536;\n"
+    "  fs_slots = 4;\n"
     "};\n"
     "admins = { uids = [ ]; gids = [ ]; };\n"
     "network = { };\n"

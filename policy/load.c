@@ -514,29 +514,33 @@ out:
 /* ---- sections -------------------------------------------------------- */
 
 /* defaults.pool_size: 0 (no warm pool) is a value here, unlike a limit. */
-_Static_assert(POL_POOL_MAX == 16, "get_pool_size's message says 16");
+/* A small count where 0 means none (pool_size, fs_slots): 0 to max. */
 static void
-get_pool_size(struct lctx *x, const config_setting_t *s, uint64_t *out)
+get_count0(struct lctx *x, const config_setting_t *s, int max, uint64_t *out)
 {
 	long long v;
+	char want[48];
 
+	snprintf(want, sizeof(want), "an integer from 0 to %d", max);
 	if (config_setting_type(s) != CONFIG_TYPE_INT && config_setting_type(s) != CONFIG_TYPE_INT64) {
-		wrong_type(x, s, "an integer from 0 to 16");
+		wrong_type(x, s, want);
 		return;
 	}
 	v = config_setting_get_int64(s);
 	if (v < 0) {
-		perr(x, s, "negative value \"pool_size\": %lld (expected an integer from 0 to %d)",
-		    v, POL_POOL_MAX);
+		perr(x, s, "negative value \"%s\": %lld (expected %s)", key_name(s), v, want);
 		return;
 	}
-	if (v > POL_POOL_MAX) {
-		perr(x, s, "out of range: \"pool_size\" is %lld (expected at most %d)", v,
-		    POL_POOL_MAX);
+	if (v > max) {
+		perr(x, s, "out of range: \"%s\" is %lld (expected at most %d)", key_name(s), v, max);
 		return;
 	}
 	*out = (uint64_t)v;
 }
+
+/* A slot is a tree the stub attaches (sandbox.h): the policy may not ask
+ * for more than the stub takes. */
+_Static_assert(POL_FS_SLOTS_MAX <= SBX_SLOTS_MAX, "fs_slots fits the stub's slots");
 
 static int
 apply_defaults(struct lctx *x, const config_setting_t *g)
@@ -579,7 +583,7 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 		} else if (strcmp(name, "audit_throttle_max") == 0) {
 			get_num(x, s, NUM_SECONDS, false, &x->p->budget.throttle_max);
 		} else if (strcmp(name, "pool_size") == 0) {
-			get_pool_size(x, s, &x->p->pool_size);
+			get_count0(x, s, POL_POOL_MAX, &x->p->pool_size);
 		} else if (strcmp(name, "cluster") == 0) {
 			if (!(v = get_str(x, s, "a PostgreSQL connection string, e.g. \"host=db dbname=capbroker\"")))
 				continue;
@@ -599,10 +603,12 @@ apply_defaults(struct lctx *x, const config_setting_t *g)
 				    (unsigned long long)n, POL_SERVED_NAMES_MAX);
 			else
 				x->p->served_names = n;
+		} else if (strcmp(name, "fs_slots") == 0) {
+			get_count0(x, s, POL_FS_SLOTS_MAX, &x->p->fs_slots);
 		} else {
 			unknown_key(x, s, "defaults", "tier, ttl, request_expiry, audit_fsync, audit_budget, "
 			    "audit_burst, audit_bytes, audit_bytes_burst, audit_throttle_max, pool_size, "
-			    "cluster, cluster_stale, served_names");
+			    "cluster, cluster_stale, served_names, fs_slots");
 		}
 	}
 	return 0;

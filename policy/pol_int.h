@@ -63,6 +63,7 @@ struct pol {
 	char *cluster;		/* libpq connection string; NULL: no cluster */
 	uint64_t cluster_stale;	/* seconds a broker serves without the database */
 	uint64_t served_names;	/* defaults.served_names */
+	uint64_t fs_slots;	/* defaults.fs_slots */
 	size_t nuids, ngids;
 	uint32_t *uids, *gids;
 	bool has_allow;		/* absent list: every domain allowed */

@@ -295,6 +295,7 @@ const char *pol_cluster(const struct pol *p) { return p->cluster; }
 uint64_t pol_cluster_stale(const struct pol *p) { return p->cluster_stale; }
 const struct pol_audit_budget *pol_audit_budget(const struct pol *p) { return &p->budget; }
 uint64_t pol_served_names(const struct pol *p) { return p->served_names; }
+uint64_t pol_fs_slots(const struct pol *p) { return p->fs_slots; }
 
 const char *
 pol_fsync_name(enum pol_fsync f)

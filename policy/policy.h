@@ -125,6 +125,13 @@ uint64_t pol_pool_size(const struct pol *p);
  * 1 to POL_SERVED_NAMES_MAX. */
 #define POL_SERVED_NAMES_MAX (16u * 1024u * 1024u)
 uint64_t pol_served_names(const struct pol *p);
+
+/* Slots a sandbox starts with for trees granted while it runs
+ * (`defaults.fs_slots`, docs/sandbox.md): each is a FUSE connection and
+ * an empty mount made at the start; later trees past them are read-only
+ * to unmodified programs.  0 to POL_FS_SLOTS_MAX (0: no slot). */
+#define POL_FS_SLOTS_MAX 16
+uint64_t pol_fs_slots(const struct pol *p);
 const char *pol_fsync_name(enum pol_fsync f);
 const char *pol_approval_name(enum pol_approval a);
 

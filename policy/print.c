@@ -217,6 +217,9 @@ pol_print(const struct pol *p, FILE *f)
 	fputs(";\n  # names the file server may hold for one sandbox (docs/fsrv.md)\n"
 	    "  served_names = ", f);
 	put_int(f, p->served_names);
+	fputs(";\n  # slots for trees granted while a sandbox runs (docs/sandbox.md; 0: none)\n"
+	    "  fs_slots = ", f);
+	put_int(f, p->fs_slots);
 	fputs(";\n};\n\n", f);
 	fputs("# Who may use the admin socket, besides the broker's own user.\nadmins = {\n", f);
 	put_ids(f, "uids", p->uids, p->nuids);

@@ -610,6 +610,31 @@ test_served_names(void)
 	    "served_names: more than 16 Mi is refused");
 }
 
+/* The slots for trees granted while a sandbox runs. */
+static void
+test_fs_slots(void)
+{
+	struct pol *p = NULL;
+	char *text;
+
+	T_ERR(pol_default(&p), 0, "fs_slots: default policy");
+	T_OK(p && pol_fs_slots(p) == 4, "fs_slots: 4 by default");
+	pol_free(p);
+	p = load_text("defaults = { fs_slots = 0; };\n");
+	T_OK(p && pol_fs_slots(p) == 0, "fs_slots: 0 (no slot) is allowed");
+	pol_free(p);
+	p = load_text("defaults = { fs_slots = 16; };\n");
+	T_OK(p && pol_fs_slots(p) == 16, "fs_slots: 16, the most, is allowed");
+	text = p ? print_str(p) : NULL;
+	T_OK(text && strstr(text, "  fs_slots = 16;\n"), "fs_slots: printed");
+	free(text);
+	pol_free(p);
+	T_OK(!loads_quietly("s17.conf", "defaults = { fs_slots = 17; };\n"),
+	    "fs_slots: more than the stub's 16 is refused");
+	T_OK(!loads_quietly("sneg.conf", "defaults = { fs_slots = -1; };\n"), "fs_slots: negative is refused");
+	T_OK(!loads_quietly("sstr.conf", "defaults = { fs_slots = \"4\"; };\n"), "fs_slots: a string is refused");
+}
+
 /* Issue 10, hole 8: the audit budget's three keys. */
 static void
 test_audit_budget(void)
@@ -889,6 +914,7 @@ main(void)
 	test_net_views();
 	test_audit_budget();
 	test_served_names();
+	test_fs_slots();
 	test_overrides();
 	{
 		char cmd[64];
