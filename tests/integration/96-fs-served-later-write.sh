@@ -138,7 +138,7 @@ for k in 1 2 3 4 5; do
 		--cap "fs.write:$T_TMP/more/t$k/**" >/dev/null
 done
 wait_for 50 test "$(grep -c "\"op\":\"fs.serve\",\"resource\":\"$T_TMP/more/" "$S/audit.jsonl")" = 5
-# Slots: 4 (the default defaults.fs_slots); one went to $O.  (0 slots: test 89.)
+# Slots: 4 (the default defaults.fs_slots); one went to $O.  (0 slots: test 95.)
 t_is "three more trees are served in slots" \
 	"$(grep "\"op\":\"fs.serve\",\"resource\":\"$T_TMP/more/" "$S/audit.jsonl" | grep -c 'may write')" 3
 t_ok "... the next ones say they are read-only to unmodified programs" grep -q \

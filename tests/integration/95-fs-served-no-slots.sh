@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 89-fs-served-no-slots.sh - defaults.fs_slots = 0 (docs/policy.md): the
+# 95-fs-served-no-slots.sh - defaults.fs_slots = 0 (docs/policy.md): the
 # broker makes no slot at a sandbox's start, so a tree granted while it
 # runs, even with fs.write, is read-only to unmodified programs (Landlock
 # gives write only beneath a slot's root), while capcall still writes
