@@ -1401,7 +1401,26 @@ cl_view(struct cl *c, struct cl_job *j)
 static bool
 cl_is_request_job(const struct cl_job *j)
 {
-	return j->op >= CL_PUT_REQUEST && j->op != CL_GET_HEADS;
+	/* Named one by one, not as a range: an operation added later stays
+	 * the stream's until it is named here (a range once took in
+	 * CL_GET_HEADS, which is read with the stream's writes). */
+	switch (j->op) {
+	case CL_PUT_REQUEST:
+	case CL_PUT_CLOSED:
+	case CL_DECIDE:
+	case CL_PUT_APPLIED:
+	case CL_GET_REQUESTS:
+	case CL_GET_TOKENS:
+	case CL_GET_SANDBOXES:
+		return true;
+	case CL_PUT_KEY:
+	case CL_PUT_TOKEN:
+	case CL_PUT_REVOKE:
+	case CL_PUT_RETIRE:
+	case CL_GET_HEADS:
+		return false;
+	}
+	return false;
 }
 
 /* One request or view job, in a transaction of its own (none of them is
