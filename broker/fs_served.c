@@ -151,7 +151,6 @@ struct brk_fss {
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
 	struct event *ev_budget;	/* re-checks the audit budget while throttled */
 	struct event *ev_exp;		/* the next expiry of a grant (brk_fss_expiry) */
-	bool cache_data;		/* the kernel keeps file pages (brk_fss_settle) */
 	bool budget_stopped;		/* loop only: stopped for its budget, never served again */
 	struct event *ev_chan;		/* pid 1's answers to later mounts */
 	bool chan_ok;			/* the sandbox runs: later mounts may be sent */
@@ -546,8 +545,9 @@ brk_fss_refresh(struct brk_sbx *s)
 	 * on it is refused until a grant covers it again. */
 	if (lost && f->srv) {
 		cb_ignore(fsrv_invalidate_all(f->srv));
-		if (f->cache_data)
-			brk_fss_settle(f);
+		/* Also without cache_data: a private mapping's pages are in
+		 * the page cache under direct I/O too. */
+		brk_fss_settle(f);
 	}
 	brk_fss_expiry(f, cb_now());
 	/* A new grant's tree appears at its host path. */
@@ -1679,7 +1679,6 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	}
 	if (!(f = brk_fss_new(s, g, ng)))
 		return CB_ENOMEM;
-	f->cache_data = fc.cache_data;
 	if ((r = brk_fss_keep_binds(f, cfg)) != 0)
 		goto fail;
 	/* The trees: the root of every fs.* grant the sandbox starts with

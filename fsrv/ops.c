@@ -240,6 +240,14 @@ fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struc
 	uint64_t ct = (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
 
 	fi->direct_io = !t->srv->cfg.cache_data && h->backing == 0;
+	if (fi->direct_io && n != NULL) {
+		/* Direct I/O still maps MAP_PRIVATE through the page cache:
+		 * those pages answer without a request too, so a revocation
+		 * waits for them as for cached ones (fsrv_invalidate_settle). */
+		pthread_mutex_lock(&t->srv->lock);
+		n->paged = true;
+		pthread_mutex_unlock(&t->srv->lock);
+	}
 	if (cache && n != NULL) {
 		pthread_mutex_lock(&t->srv->lock);
 		same = n->paged && n->c_ino == (uint64_t)st->st_ino &&
