@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 89-fs-served-page-cache-attack.sh - issue 14's revocation guarantee with
+# 94-fs-served-page-cache-attack.sh - issue 14's revocation guarantee with
 # served pages cached (docs/fsrv.md), attacked through mappings: after
 # `capctl revoke` returns, no page of a served file mapped before it (shared
 # or private, touched or not) is read without a check: every access faults
