@@ -291,6 +291,24 @@ dec_textcol(sqlite3_stmt *s, int c, char *buf, size_t size)
 	textcol(s, c, buf, size);
 }
 
+/* The columns of a kept decision, as decision_row reads them (last_decision
+ * and batch_decisions have the same). */
+#define DECISION_COLS "dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
+
+static void
+decision_row(sqlite3_stmt *s, struct st_decision *out)
+{
+	out->dseq = u64col(s, 0);
+	dec_textcol(s, 1, out->op, sizeof(out->op));
+	dec_textcol(s, 2, out->sandbox, sizeof(out->sandbox));
+	dec_textcol(s, 3, out->resource, sizeof(out->resource));
+	out->has_token = blobcol(s, 4, out->token, CAP_ID_LEN);
+	dec_textcol(s, 5, out->actor, sizeof(out->actor));
+	dec_textcol(s, 6, out->detail, sizeof(out->detail));
+	out->decision = sqlite3_column_int(s, 7);
+	out->reason = sqlite3_column_int(s, 8);
+}
+
 int
 st_last_decision(struct st *st, struct st_decision *out)
 {
@@ -299,21 +317,13 @@ st_last_decision(struct st *st, struct st_decision *out)
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&st->mu);
-	if ((rc = db_prep(st, "SELECT dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
+	if ((rc = db_prep(st, "SELECT " DECISION_COLS
 	    " FROM last_decision WHERE one = 1", &s)) != 0)
 		goto out;
 	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		out->dseq = u64col(s, 0);
-		dec_textcol(s, 1, out->op, sizeof(out->op));
-		dec_textcol(s, 2, out->sandbox, sizeof(out->sandbox));
-		dec_textcol(s, 3, out->resource, sizeof(out->resource));
-		out->has_token = blobcol(s, 4, out->token, CAP_ID_LEN);
-		dec_textcol(s, 5, out->actor, sizeof(out->actor));
-		dec_textcol(s, 6, out->detail, sizeof(out->detail));
-		out->decision = sqlite3_column_int(s, 7);
-		out->reason = sqlite3_column_int(s, 8);
-	} else
+	if (step == SQLITE_ROW)
+		decision_row(s, out);
+	else
 		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
 out:
 	sqlite3_finalize(s);
@@ -333,22 +343,14 @@ st_decision_at(struct st *st, uint64_t dseq, struct st_decision *out)
 		return 0;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&st->mu);
-	if ((rc = db_prep(st, "SELECT dseq, op, sandbox, resource, tid, actor, detail, decision, reason"
+	if ((rc = db_prep(st, "SELECT " DECISION_COLS
 	    " FROM batch_decisions WHERE dseq = ?1", &s)) != 0)
 		goto out;
 	sqlite3_bind_int64(s, 1, i64(dseq));
 	step = sqlite3_step(s);
-	if (step == SQLITE_ROW) {
-		out->dseq = u64col(s, 0);
-		dec_textcol(s, 1, out->op, sizeof(out->op));
-		dec_textcol(s, 2, out->sandbox, sizeof(out->sandbox));
-		dec_textcol(s, 3, out->resource, sizeof(out->resource));
-		out->has_token = blobcol(s, 4, out->token, CAP_ID_LEN);
-		dec_textcol(s, 5, out->actor, sizeof(out->actor));
-		dec_textcol(s, 6, out->detail, sizeof(out->detail));
-		out->decision = sqlite3_column_int(s, 7);
-		out->reason = sqlite3_column_int(s, 8);
-	} else
+	if (step == SQLITE_ROW)
+		decision_row(s, out);
+	else
 		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
 out:
 	sqlite3_finalize(s);
