@@ -17,19 +17,10 @@
 . "$(dirname "$0")/admin_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 
-cl_cleanup() { adm_cleanup; pg_cleanup; }
 trap cl_cleanup EXIT
 
-if ! pg_have; then
-	t_skip "cluster" "PostgreSQL is not installed (apt-get install postgresql libpq-dev)"
-	t_done
-	exit
-fi
-NETNS=(unshare -n)
-if ! unshare -n true 2>/dev/null; then
-	NETNS=()
-	t_skip "brokers in network namespaces" "unshare -n is not permitted here; one namespace"
-fi
+cl_need_pg "cluster"
+cl_netns
 
 t_ok "a private PostgreSQL starts (unix socket only)" pg_start
 W="$T_TMP/ws"
@@ -39,22 +30,7 @@ P="$T_TMP/policy.conf"
 printf 'version = 1;\ndefaults = { cluster_stale = 1; };\n' >"$P"
 chmod 0600 "$P"
 
-declare -A BPID
-# Daemons started after an agent must not keep its input open (the agent
-# ends when the test closes it): close_agent_fds, in their subshell.
-close_agent_fds() { local fd; for fd in "${AFD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done; }
-# b_start N: broker N (state $T_TMP/sN) in a network namespace of its own.
-b_start() {
-	local n=$1
-	(close_agent_fds; exec "${NETNS[@]}" "$CB" serve --state "$T_TMP/s$n" --policy "$P" \
-		--cluster "$PG_CONN" >>"$T_TMP/b$n.log" 2>&1) &
-	BPID[$n]=$!
-	_adm_pids+=("$!")
-	wait_for 100 b_fresh "$n"
-}
-b_fresh() { "$CTL" --state "$T_TMP/s$1" status | grep -q '^cluster .*, fresh,'; }
 b_kill9() { kill -9 "${BPID[$1]}" 2>/dev/null; wait "${BPID[$1]}" 2>/dev/null; }
-ctl() { local n=$1; shift; "$CTL" --state "$T_TMP/s$n" "$@"; }
 
 # b_agent NAME N: the agent loop of admin_lib.sh as sandbox "task" on broker N.
 b_agent() {

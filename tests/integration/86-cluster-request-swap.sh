@@ -13,16 +13,10 @@
 . "$(dirname "$0")/admin_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 
-cl_cleanup() { adm_cleanup; pg_cleanup; }
 trap cl_cleanup EXIT
 
-if ! pg_have; then
-	t_skip "cluster request ids" "PostgreSQL is not installed (apt-get install postgresql libpq-dev)"
-	t_done
-	exit
-fi
-NETNS=(unshare -n)
-unshare -n true 2>/dev/null || NETNS=()
+cl_need_pg "cluster request ids"
+cl_netns
 
 t_ok "a private PostgreSQL starts (unix socket only)" pg_start
 W="$T_TMP/ws"
@@ -31,15 +25,6 @@ P="$T_TMP/policy.conf"
 printf 'version = 1;\ndefaults = { cluster_stale = 2; };\n' >"$P"
 chmod 0600 "$P"
 
-close_agent_fds() { local fd; for fd in "${AFD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done; }
-b_start() {
-	(close_agent_fds; exec "${NETNS[@]}" "$CB" serve --state "$T_TMP/s$1" --policy "$P" \
-		--cluster "$PG_CONN" >>"$T_TMP/b$1.log" 2>&1) &
-	_adm_pids+=("$!")
-	wait_for 100 b_fresh "$1"
-}
-b_fresh() { "$CTL" --state "$T_TMP/s$1" status | grep -q '^cluster .*, fresh,'; }
-ctl() { local n=$1; shift; "$CTL" --state "$T_TMP/s$n" "$@"; }
 b_agent() { # NAME N ID
 	local name=$1 n=$2 id=$3 fd
 	mkfifo "$T_TMP/$name.in"

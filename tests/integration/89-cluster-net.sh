@@ -84,8 +84,6 @@ P="$T_TMP/policy.conf"
 printf 'version = 1;\ndefaults = { cluster_stale = 3; };\n' >"$P"
 chmod 0600 "$P"
 
-declare -A BPID
-close_agent_fds() { local fd; for fd in "${AFD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done; }
 # b_start N: broker N (state $T_TMP/sN) on host N, the database over TCP.
 b_start() {
 	local n=$1
@@ -96,8 +94,6 @@ b_start() {
 	wait_for 150 b_fresh "$n"
 }
 b_stop() { kill "${BPID[$1]}" 2>/dev/null; wait "${BPID[$1]}" 2>/dev/null; }
-b_fresh() { "$CTL" --state "$T_TMP/s$1" status | grep -q '^cluster .*, fresh,'; }
-ctl() { local n=$1; shift; "$CTL" --state "$T_TMP/s$n" "$@"; }
 b_agent() {
 	local name=$1 n=$2 fd
 	rm -f "$T_TMP/$name.in"

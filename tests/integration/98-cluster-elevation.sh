@@ -19,19 +19,10 @@
 . "$(dirname "$0")/admin_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
 
-cl_cleanup() { adm_cleanup; pg_cleanup; }
 trap cl_cleanup EXIT
 
-if ! pg_have; then
-	t_skip "cluster elevation" "PostgreSQL is not installed (apt-get install postgresql libpq-dev)"
-	t_done
-	exit
-fi
-NETNS=(unshare -n)
-if ! unshare -n true 2>/dev/null; then
-	NETNS=()
-	t_skip "brokers in network namespaces" "unshare -n is not permitted here; one namespace"
-fi
+cl_need_pg "cluster elevation"
+cl_netns
 
 t_ok "a private PostgreSQL starts (unix socket only)" pg_start
 W="$T_TMP/ws"
@@ -41,18 +32,6 @@ P="$T_TMP/policy.conf"
 printf 'version = 1;\ndefaults = { cluster_stale = 2; };\n' >"$P"
 chmod 0600 "$P"
 
-declare -A BPID
-close_agent_fds() { local fd; for fd in "${AFD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done; }
-b_start() {
-	local n=$1
-	(close_agent_fds; exec "${NETNS[@]}" "$CB" serve --state "$T_TMP/s$n" --policy "$P" \
-		--cluster "$PG_CONN" >>"$T_TMP/b$n.log" 2>&1) &
-	BPID[$n]=$!
-	_adm_pids+=("$!")
-	wait_for 100 b_fresh "$n"
-}
-b_fresh() { "$CTL" --state "$T_TMP/s$1" status | grep -q '^cluster .*, fresh,'; }
-ctl() { local n=$1; shift; "$CTL" --state "$T_TMP/s$n" "$@"; }
 # b_agent NAME N ID: the agent loop of admin_lib.sh as sandbox ID on broker N.
 b_agent() {
 	local name=$1 n=$2 id=$3 fd

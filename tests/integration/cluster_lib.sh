@@ -90,3 +90,44 @@ pg_cleanup() {
 	rm -rf "$PGD"
 	PGD=
 }
+
+# What every cluster test does with its brokers.  Broker N keeps its state
+# in $T_TMP/sN and its log in $T_TMP/bN.log; BPID[N] is its pid.
+declare -A BPID
+cl_cleanup() { adm_cleanup; pg_cleanup; }
+
+# cl_need_pg WHAT: where PostgreSQL is not installed, the whole test is one
+# skip line.
+cl_need_pg() {
+	pg_have && return 0
+	t_skip "$1" "PostgreSQL is not installed (apt-get install postgresql libpq-dev)"
+	t_done
+	exit
+}
+
+# cl_netns: NETNS is what puts a broker in a network namespace of its own,
+# to stand for a host of its own; empty (with a skip line) where that is
+# not permitted.
+cl_netns() {
+	NETNS=(unshare -n)
+	if ! unshare -n true 2>/dev/null; then
+		NETNS=()
+		t_skip "brokers in network namespaces" "unshare -n is not permitted here; one namespace"
+	fi
+}
+
+# The agents' FIFOs stay out of every broker and agent started later.
+close_agent_fds() { local fd; for fd in "${AFD[@]}"; do [ -n "$fd" ] && eval "exec $fd>&-"; done; }
+
+# b_start N: broker N with policy $P in the cluster at $PG_CONN, waited for
+# until it says it is fresh.
+b_start() {
+	local n=$1
+	(close_agent_fds; exec "${NETNS[@]}" "$CB" serve --state "$T_TMP/s$n" --policy "$P" \
+		--cluster "$PG_CONN" >>"$T_TMP/b$n.log" 2>&1) &
+	BPID[$n]=$!
+	_adm_pids+=("$!")
+	wait_for 100 b_fresh "$n"
+}
+b_fresh() { "$CTL" --state "$T_TMP/s$1" status | grep -q '^cluster .*, fresh,'; }
+ctl() { local n=$1; shift; "$CTL" --state "$T_TMP/s$n" "$@"; }
