@@ -506,6 +506,8 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	 * else (or if its hand-over failed) a fresh one. */
 	pooled = brk_pool_take(s->b, &cfg, ids, &x->p) == 0;
 	if (!pooled && (e = sbx_spawn_start(&cfg, &x->p)) != 0) {
+		/* A stub spawned then given up on: reaped off the loop's path. */
+		brk_reap_later(s->b, &x->p);
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		free(x->in);
 		free(x->out);

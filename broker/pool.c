@@ -224,7 +224,8 @@ brk_pool_reap(struct brk_pooled *e)
 	int ws;
 
 	if (e->p.pid > 0) {
-		if (poll(&pfd, 1, 2000) != 1)
+		/* No pidfd: a failed start, whose stub was killed already. */
+		if (e->p.pidfd >= 0 && poll(&pfd, 1, 2000) != 1)
 			cb_ignore(sbx_kill(&e->p));
 		waitpid(e->p.pid, &ws, 0);
 	}
@@ -289,6 +290,9 @@ brk_pool_spawned(struct brk_pool *pl, struct brk_pooled *e)
 		errno = e->err;
 		sbx_start_refusal(e->rc, why, sizeof(why));
 		brk_pool_failed(pl, e->rc, why);
+		/* Its stub may have been spawned and killed: reaped off the
+		 * loop's path (sbx_spawn_start never waits for it). */
+		brk_reap_later(pl->b, &e->p);
 		brk_pooled_free(e);
 		return;
 	}

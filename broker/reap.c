@@ -1,7 +1,8 @@
 /*
- * reap.c - stubs the broker gave up on (a failure after their spawn: an
- * event that could not be made, a hand-over that failed), reaped without
- * blocking the loop.
+ * reap.c - stubs the broker gave up on (a failure after their spawn: a
+ * start that failed half-way, which sbx_spawn_start leaves to its caller,
+ * an event that could not be made, a hand-over that failed), reaped
+ * without blocking the loop.
  *
  * Trust domain: broker.  Why it is safe:
  *  - A stub is the broker's child: killed, it is gone only once reaped,

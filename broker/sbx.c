@@ -772,6 +772,8 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t w
 	brk_fss_spawned(s);
 	if (r != 0) {
 		sbx_start_refusal(r, why, whylen);
+		/* A stub spawned then given up on: reaped off the loop's path. */
+		brk_reap_later(s->b, &s->proc);
 		return r;
 	}
 	s->spawned = true;

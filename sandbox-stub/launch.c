@@ -1011,18 +1011,44 @@ stub_spawn_into(const char *path, const int *src, int nsrc, char *const argv[],
 	return 0;
 }
 
-/* A pidfd for the stub: one we cannot supervise is not left running. */
+/* A pidfd for the stub.  One we cannot supervise is not left running: the
+ * caller's failure path kills it (give_up), and leaves its pid to be
+ * reaped. */
 static int
 watch_pid(struct sbx_proc *out)
 {
 	out->pidfd = pidfd_open(out->pid, 0);
-	if (out->pidfd == -1) {
-		kill(out->pid, SIGKILL);
-		waitpid(out->pid, NULL, 0);
-		out->pid = -1;
+	if (out->pidfd == -1)
 		return CB_EIO;
-	}
 	return fcntl(out->pidfd, F_SETFD, FD_CLOEXEC) == -1 ? CB_EIO : 0;
+}
+
+/* A start that failed after its stub was spawned: kill the stub, close
+ * everything but its pid, pidfd and cgroups, and return without waiting
+ * for it (the caller reaps it: sbx_spawn_start's contract).  Waiting here
+ * would block the caller, the broker's event loop, for as long as the stub
+ * takes to die: a process in uninterruptible sleep, or a pid 1 ending its
+ * sandbox, can take any time.  Why kill(pid) is safe without a pidfd: the
+ * stub is our child and not reaped, so its pid cannot name another
+ * process. */
+static void
+give_up(struct sbx_proc *out)
+{
+	struct sbx_proc keep = { .pid = out->pid, .pidfd = out->pidfd, .stdin_fd = -1,
+		.stdout_fd = -1, .stderr_fd = -1, .status_fd = -1, .notify_fd = -1 };
+
+	if (out->pid <= 0) {
+		sbx_proc_close(out);	/* never started: its cgroups go now */
+		out->pid = -1;
+		return;
+	}
+	if (out->pidfd < 0 || sbx_kill(out) != 0)
+		(void)kill(out->pid, SIGKILL);
+	memcpy(keep.cgroup, out->cgroup, sizeof(keep.cgroup));
+	out->pidfd = -1;
+	memset(out->cgroup, 0, sizeof(out->cgroup));
+	sbx_proc_close(out);
+	*out = keep;
 }
 
 /* The broker's ends never block its loop. */
@@ -1178,11 +1204,7 @@ out:
 	if (rc != 0) {
 		int saved = errno;
 
-		if (out->pid > 0) {
-			sbx_kill(out);
-			waitpid(out->pid, NULL, 0);
-		}
-		sbx_proc_close(out);
+		give_up(out);
 		errno = saved;
 	}
 	return rc;
@@ -1518,6 +1540,11 @@ sbx_spawn(const struct sbx_config *cfg, struct sbx_proc *out, char *why, size_t 
 	if ((rc = sbx_spawn_start(cfg, out)) != 0) {
 		if (why != NULL)
 			sbx_start_refusal(rc, why, whylen);
+		/* No event loop here to keep serving: wait for the stub. */
+		if (out->pid > 0)
+			while (waitpid(out->pid, NULL, 0) == -1 && errno == EINTR)
+				;
+		sbx_proc_close(out);
 		return rc;
 	}
 	for (;;) {

@@ -227,7 +227,14 @@ struct sbx_proc {
  * out->status_fd and call sbx_spawn_finish().  All descriptors in *out are
  * close-on-exec and non-blocking; the caller owns them (sbx_proc_close).
  * Returns 0, CB_EINVAL for a bad configuration, CB_ENOENT if the stub is not
- * found, CB_EIO (errno set) when a system call fails. */
+ * found, CB_EIO (errno set) when a system call fails.
+ *
+ * On failure it never waits: when the failure came after the stub was
+ * spawned, the stub has been sent SIGKILL and *out keeps its pid (> 0),
+ * its pidfd (or -1) and its cgroups, nothing else: the caller reaps it
+ * (waitpid, or the broker's brk_reap_later without blocking its loop),
+ * then calls sbx_proc_close.  Otherwise out->pid is -1 and nothing is
+ * left open. */
 int sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out) CB_WARN_UNUSED;
 
 /* Where the stub is: $CAPBROKER_STUB, else capbroker-stub next to the

@@ -1,18 +1,22 @@
 /*
  * fault_shim.c - LD_PRELOAD into a `capbroker serve` by
- * 93-broker-reap-nowait.sh, to reach the broker's rare failure paths after
- * a stub is spawned and to make that stub slow to die, as a process stuck
- * in the kernel (D state) or a pid 1 slow to end its sandbox would be.
+ * 93-broker-reap-nowait.sh and 88-broker-spawn-nowait.sh, to reach the
+ * broker's rare failure paths after a stub is spawned and to make that stub
+ * slow to die, as a process stuck in the kernel (D state) or a pid 1 slow
+ * to end its sandbox would be.
  *
  * While the file $CB_FAULT_ARM exists, the next event_new() on the pidfd of
  * a process whose command line contains $CB_FAULT_MATCH fails (the file is
  * removed: once), its pid is written to $CB_FAULT_ARM.pid, and the SIGKILL
  * that the broker then sends through that pidfd is dropped: the stub lives
- * on until it ends by itself.  Nothing else changes.  Test code, never
- * built into the product.
+ * on until it ends by itself.  With CB_FAULT_CALL=pidfd_open it is the
+ * launcher's pidfd_open() of such a process that fails instead (EMFILE),
+ * and the SIGKILL then sent with kill() that is dropped.  Nothing else
+ * changes.  Test code, never built into the product.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,8 +30,11 @@ struct event_base;
 typedef struct event *(*event_new_fn)(struct event_base *, int, short,
     void (*)(int, short, void *), void *);
 typedef int (*pidfd_send_signal_fn)(int, int, siginfo_t *, unsigned int);
+typedef int (*pidfd_open_fn)(pid_t, unsigned int);
+typedef int (*kill_fn)(pid_t, int);
 
 static int dropped_fd = -1;	/* the pidfd whose next SIGKILL is dropped */
+static pid_t dropped_pid = -1;	/* the pid whose next kill(SIGKILL) is dropped */
 
 /* The pid a pidfd refers to, or -1 (fd is no pidfd). */
 static int
@@ -80,29 +87,76 @@ cmdline_has(int pid, const char *want)
 	return 0;
 }
 
+/* Is the fault armed, for call? */
+static int
+fault_armed(const char *call)
+{
+	const char *arm = getenv("CB_FAULT_ARM"), *want = getenv("CB_FAULT_CALL");
+
+	return arm && getenv("CB_FAULT_MATCH") && strcmp(want ? want : "event_new", call) == 0 &&
+	    access(arm, F_OK) == 0;
+}
+
+/* It is armed: is pid one it matches?  Then disarm it (once) and say which
+ * pid it hit in $CB_FAULT_ARM.pid. */
+static int
+fault_hits(int pid)
+{
+	const char *arm = getenv("CB_FAULT_ARM");
+	char path[4200];
+	FILE *f;
+
+	if (pid <= 0 || !cmdline_has(pid, getenv("CB_FAULT_MATCH")) || unlink(arm) != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s.pid", arm);
+	if ((f = fopen(path, "we"))) {
+		fprintf(f, "%d\n", pid);
+		fclose(f);
+	}
+	return 1;
+}
+
 struct event *
 event_new(struct event_base *base, int fd, short what, void (*cb)(int, short, void *), void *arg)
 {
 	static event_new_fn real;
-	const char *arm = getenv("CB_FAULT_ARM"), *match = getenv("CB_FAULT_MATCH");
-	int pid;
 
 	if (!real)
 		real = (event_new_fn)dlsym(RTLD_NEXT, "event_new");
-	if (arm && match && fd >= 0 && access(arm, F_OK) == 0 && (pid = pidfd_pid(fd)) > 0 &&
-	    cmdline_has(pid, match) && unlink(arm) == 0) {
-		char path[4200];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s.pid", arm);
-		if ((f = fopen(path, "we"))) {
-			fprintf(f, "%d\n", pid);
-			fclose(f);
-		}
+	if (fd >= 0 && fault_armed("event_new") && fault_hits(pidfd_pid(fd))) {
 		dropped_fd = fd;
 		return NULL;
 	}
 	return real(base, fd, what, cb, arg);
+}
+
+int
+pidfd_open(pid_t pid, unsigned int flags)
+{
+	static pidfd_open_fn real;
+
+	if (!real)
+		real = (pidfd_open_fn)dlsym(RTLD_NEXT, "pidfd_open");
+	if (fault_armed("pidfd_open") && fault_hits(pid)) {
+		dropped_pid = pid;
+		errno = EMFILE;
+		return -1;
+	}
+	return real(pid, flags);
+}
+
+int
+kill(pid_t pid, int sig)
+{
+	static kill_fn real;
+
+	if (!real)
+		real = (kill_fn)dlsym(RTLD_NEXT, "kill");
+	if (pid > 0 && pid == dropped_pid && sig == SIGKILL) {
+		dropped_pid = -1;
+		return 0;
+	}
+	return real(pid, sig);
 }
 
 int
