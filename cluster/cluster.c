@@ -3,9 +3,12 @@
  * its own (libpq's calls block; the broker's event loop never does).
  *
  * Trust domain: broker.  The database is the administrators' (like the
- * state directory); the text we put into SQL is either ours (hex ids,
- * numbers) or escaped by libpq (PQescapeLiteral: names, capabilities,
- * actors), and what comes back is checked for length before use.
+ * state directory); every statement's SQL is a constant of this file, and
+ * every value it carries (names, ids, capabilities, reasons, actors,
+ * numbers) is a parameter (cl_add, PQsendQueryParams in pipeline mode: many
+ * statements, one round trip), so nothing an agent or an administrator
+ * wrote is parsed as SQL; what comes back is checked for length before
+ * use.
  *
  * The hand-off: the loop appends jobs to `in` and writes efd_in; the
  * thread appends messages (batches of changes, link changes, finished
@@ -39,7 +42,7 @@
 #define CL_ACK_MARGIN_MS 200	/* beyond the bound: a revoke waits that much longer for a silent broker */
 #define CL_TXN_JOBS	256	/* jobs written in one transaction */
 #define CL_TXN_BYTES	(1u << 20)
-#define CL_RESULTS_MAX	(CL_TXN_JOBS + 8)
+#define CL_NPARAM	12	/* parameters of one statement at most */
 /* The advisory lock every writer of the stream holds from its sequence
  * number to its commit ("cbseq"). */
 #define CL_LOCK_KEY	"1667396465"
@@ -54,7 +57,8 @@
 	X(PQconnectdbParams) \
 	X(PQconsumeInput) \
 	X(PQerrorMessage) \
-	X(PQescapeLiteral) \
+	X(PQenterPipelineMode) \
+	X(PQexitPipelineMode) \
 	X(PQfinish) \
 	X(PQflush) \
 	X(PQfreemem) \
@@ -64,14 +68,17 @@
 	X(PQisBusy) \
 	X(PQnfields) \
 	X(PQnotifies) \
+	X(PQpipelineSync) \
 	X(PQntuples) \
 	X(PQresultErrorMessage) \
 	X(PQresultStatus) \
 	X(PQsendQuery) \
+	X(PQsendQueryParams) \
 	X(PQsetNoticeProcessor) \
 	X(PQsetnonblocking) \
 	X(PQsocket) \
-	X(PQstatus)
+	X(PQstatus) \
+	X(PQtransactionStatus)
 static struct {
 #define CL_PQ_FIELD(f) __typeof__(f) *f;
 	CL_PQ_FUNCS(CL_PQ_FIELD)
@@ -155,7 +162,6 @@ struct cl {
 	struct cl_mark head_sent;	/* the thread's own: the last recorded */
 	/* the thread's own */
 	PGconn *pg;
-	char *name_lit;			/* cl_pq.PQescapeLiteral(name) for this connection */
 	uint64_t cursor;		/* changes read up to */
 	uint64_t applied_sent;		/* the applied number last written */
 	struct cl_job *retry, *retry_tail;	/* kept while the database is away */
@@ -304,8 +310,8 @@ cl_link(struct cl *c, bool up, const char *why)
 /* ---- one round trip, with a deadline --------------------------------- */
 
 struct cl_res {
-	PGresult *r[CL_RESULTS_MAX];
-	size_t n;
+	PGresult **r;		/* malloc'd */
+	size_t n, cap;
 };
 
 static void
@@ -313,7 +319,28 @@ cl_res_clear(struct cl_res *res)
 {
 	for (size_t i = 0; i < res->n; i++)
 		cl_pq.PQclear(res->r[i]);
-	res->n = 0;
+	free(res->r);
+	res->r = NULL;
+	res->n = res->cap = 0;
+}
+
+/* Keep one more result; false (and r cleared) when out of room. */
+static bool
+cl_res_add(struct cl_res *res, PGresult *r)
+{
+	if (res->n == res->cap) {
+		size_t nc = res->cap ? res->cap * 2 : 8;
+		PGresult **nr = realloc(res->r, nc * sizeof(*nr));
+
+		if (!nr) {
+			cl_pq.PQclear(r);
+			return false;
+		}
+		res->r = nr;
+		res->cap = nc;
+	}
+	res->r[res->n++] = r;
+	return true;
 }
 
 static void
@@ -333,8 +360,6 @@ cl_down(struct cl *c, const char *what)
 	if (c->pg)
 		cl_pq.PQfinish(c->pg);
 	c->pg = NULL;
-	cl_pq.PQfreemem(c->name_lit);
-	c->name_lit = NULL;
 	/* Committed revocations waiting for the others' confirmation: the
 	 * commit stands; whoever did not apply it fails closed at its
 	 * staleness bound. */
@@ -358,30 +383,35 @@ cl_down(struct cl *c, const char *what)
 	cl_link(c, false, c->down_why);
 }
 
-/* Send sql (one or more statements) and collect every result, waiting at
- * most CL_QUERY_MS.  0, or CB_ECLUSTER after dropping the connection.  A
- * statement's own error (a result with PGRES_FATAL_ERROR) is in res. */
+/* Collect the results of what was sent, waiting at most until deadline:
+ * a query's (until libpq's NULL), or a pipeline's (until its sync's; each
+ * statement's result is followed by a NULL there).  0, or CB_ECLUSTER
+ * after dropping the connection. */
 static int
-cl_query(struct cl *c, const char *sql, struct cl_res *res)
+cl_collect(struct cl *c, bool pipe, uint64_t deadline, struct cl_res *res)
 {
-	uint64_t deadline = cb_mono_ns() + (uint64_t)CL_QUERY_MS * 1000000u;
 	PGresult *r;
 
-	res->n = 0;
-	if (!c->pg || !cl_pq.PQsendQuery(c->pg, sql))
-		goto fail;
 	for (;;) {
 		int f = cl_pq.PQflush(c->pg);
 
 		if (f < 0)
 			goto fail;
 		while (f == 0 && !cl_pq.PQisBusy(c->pg)) {
-			if (!(r = cl_pq.PQgetResult(c->pg)))
-				return 0;
-			if (res->n < CL_RESULTS_MAX)
-				res->r[res->n++] = r;
-			else
+			if (!(r = cl_pq.PQgetResult(c->pg))) {
+				if (!pipe)
+					return 0;
+				continue;	/* the next statement's */
+			}
+			if (pipe && cl_pq.PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
 				cl_pq.PQclear(r);
+				return 0;
+			}
+			if (!cl_res_add(res, r)) {
+				cl_res_clear(res);
+				cl_down(c, "out of memory for the database's answer");
+				return CB_ECLUSTER;
+			}
 		}
 		{
 			struct pollfd p = { .fd = cl_pq.PQsocket(c->pg), .events = POLLIN | (f ? POLLOUT : 0) };
@@ -401,6 +431,241 @@ fail:
 	cl_res_clear(res);
 	cl_down(c, "the database link failed");
 	return CB_ECLUSTER;
+}
+
+/* Send sql and collect every result, waiting at most CL_QUERY_MS.  sql is
+ * always a constant of this file (the schema, LISTEN, ROLLBACK): it carries
+ * no value, and may hold several statements.  Whatever carries a value goes
+ * through cl_pipe, as a parameter.  0, or CB_ECLUSTER after dropping the
+ * connection.  A statement's own error (a result with PGRES_FATAL_ERROR)
+ * is in res. */
+static int
+cl_query(struct cl *c, const char *sql, struct cl_res *res)
+{
+	*res = (struct cl_res){ 0 };
+	if (!c->pg || !cl_pq.PQsendQuery(c->pg, sql)) {
+		cl_down(c, "the database link failed");
+		return CB_ECLUSTER;
+	}
+	return cl_collect(c, false, cb_mono_ns() + (uint64_t)CL_QUERY_MS * 1000000u, res);
+}
+
+/* ---- statements with parameters ------------------------------------- */
+
+/* One statement: its SQL is a constant of this file, and every value it
+ * carries (names, ids, an agent's reason, an administrator's actor,
+ * numbers) travels apart from it as a parameter, in libpq's text format:
+ * nothing an agent or an administrator wrote is ever parsed as SQL. */
+struct cl_stmt {
+	const char *sql;
+	int n;
+	char *v[CL_NPARAM];	/* malloc'd; NULL is SQL's NULL */
+};
+
+/* Statements sent together (one round trip, libpq's pipeline mode), each
+ * with its own result, in order. */
+struct cl_batch {
+	struct cl_stmt *st;
+	size_t n, cap;
+	bool oom;		/* or text the database cannot hold */
+};
+
+static void
+cl_batch_free(struct cl_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		for (int k = 0; k < b->st[i].n; k++)
+			free(b->st[i].v[k]);
+	free(b->st);
+	*b = (struct cl_batch){ 0 };
+}
+
+static char *
+cl_hexdup(const uint8_t *p, size_t len)
+{
+	static const char d[] = "0123456789abcdef";
+	char *v = malloc(2 * len + 3);
+
+	if (!v)
+		return NULL;
+	/* bytea's text form: \x and two hex digits a byte */
+	v[0] = '\\';
+	v[1] = 'x';
+	for (size_t i = 0; i < len; i++) {
+		v[2 + 2 * i] = d[p[i] >> 4];
+		v[3 + 2 * i] = d[p[i] & 15];
+	}
+	v[2 + 2 * len] = '\0';
+	return v;
+}
+
+/*
+ * Add a statement: sql (a constant) and its parameters $1..$N, one per
+ * character of fmt:
+ *   s  const char *: our own text (this broker's name), as it is
+ *   t  const char *: text an agent or an administrator wrote; made UTF-8
+ *      (the database takes nothing else: a reason that is not would keep
+ *      its request out of cb_requests, unseen by every other broker)
+ *   u  uint64_t     i  int     b  bool (passed as int)
+ *   x  const uint8_t *, size_t: bytes (bytea); a NULL pointer is NULL
+ * A failure (out of memory) marks the batch; cl_pipe refuses it then.
+ */
+static void
+cl_vadd(struct cl_batch *b, const char *sql, const char *fmt, va_list ap)
+{
+	struct cl_stmt *st;
+
+	if (b->oom)
+		return;
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 8;
+		struct cl_stmt *ns = realloc(b->st, nc * sizeof(*ns));
+
+		if (!ns) {
+			b->oom = true;
+			return;
+		}
+		b->st = ns;
+		b->cap = nc;
+	}
+	st = &b->st[b->n++];
+	*st = (struct cl_stmt){ .sql = sql };
+	for (; *fmt && st->n < CL_NPARAM; fmt++) {
+		char num[24], *v = NULL;
+		bool null = false;
+
+		switch (*fmt) {
+		case 's': {
+			const char *t = va_arg(ap, const char *);
+
+			null = !t;
+			v = t ? strdup(t) : NULL;
+			break;
+		}
+		case 't': {
+			const char *t = va_arg(ap, const char *);
+
+			v = cb_text_utf8(t ? t : "");
+			break;
+		}
+		case 'u':
+			snprintf(num, sizeof(num), "%" PRIu64, va_arg(ap, uint64_t));
+			v = strdup(num);
+			break;
+		case 'i':
+			snprintf(num, sizeof(num), "%d", va_arg(ap, int));
+			v = strdup(num);
+			break;
+		case 'b':
+			v = strdup(va_arg(ap, int) ? "true" : "false");
+			break;
+		case 'x': {
+			const uint8_t *p = va_arg(ap, const uint8_t *);
+			size_t len = va_arg(ap, size_t);
+
+			null = !p;
+			v = p ? cl_hexdup(p, len) : NULL;
+			break;
+		}
+		default:
+			b->oom = true;	/* a mistake of ours: never sent */
+			break;
+		}
+		st->v[st->n++] = v;
+		if (!v && !null)
+			b->oom = true;
+	}
+	if (*fmt)
+		b->oom = true;
+}
+
+static void
+cl_add(struct cl_batch *b, const char *sql, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cl_vadd(b, sql, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Send a batch in one round trip (pipeline mode) and collect one result
+ * per statement, waiting at most CL_QUERY_MS.  Without BEGIN in it the
+ * batch is one implicit transaction (up to its sync), as a string of
+ * statements was; with BEGIN, a statement that failed leaves the
+ * transaction aborted, and it is rolled back here.  0 with the results in
+ * res (the caller clears; a statement's own error is in its result),
+ * CB_ECLUSTER after dropping the connection.  The batch is freed.
+ */
+static int
+cl_pipe(struct cl *c, struct cl_batch *b, struct cl_res *res)
+{
+	uint64_t deadline = cb_mono_ns() + (uint64_t)CL_QUERY_MS * 1000000u;
+	int r;
+
+	*res = (struct cl_res){ 0 };
+	if (!c->pg || !cl_pq.PQenterPipelineMode(c->pg))
+		goto fail;
+	for (size_t i = 0; i < b->n; i++)
+		if (!cl_pq.PQsendQueryParams(c->pg, b->st[i].sql, b->st[i].n, NULL,
+		    (const char *const *)b->st[i].v, NULL, NULL, 0))
+			goto fail;
+	if (!cl_pq.PQpipelineSync(c->pg))
+		goto fail;
+	cl_batch_free(b);
+	if ((r = cl_collect(c, true, deadline, res)) != 0)
+		return r;
+	if (!cl_pq.PQexitPipelineMode(c->pg)) {
+		cl_res_clear(res);
+		cl_down(c, "the database link failed");
+		return CB_ECLUSTER;
+	}
+	if (cl_pq.PQtransactionStatus(c->pg) == PQTRANS_INERROR) {
+		struct cl_res rb;
+
+		if (cl_query(c, "ROLLBACK", &rb) != 0) {
+			cl_res_clear(res);
+			return CB_ECLUSTER;
+		}
+		cl_res_clear(&rb);
+	}
+	return 0;
+fail:
+	cl_batch_free(b);
+	cl_down(c, "the database link failed");
+	return CB_ECLUSTER;
+}
+
+/* Send b and check that every statement succeeded; 0 with the results in
+ * res (the caller clears), CB_ECLUSTER (link down: res empty; or a
+ * statement failed: why says which), CB_ENOMEM.  b is freed. */
+static int
+cl_run(struct cl *c, struct cl_batch *b, struct cl_res *res, char *why, size_t whylen)
+{
+	int r;
+
+	*res = (struct cl_res){ 0 };
+	if (b->oom) {
+		cl_batch_free(b);
+		snprintf(why, whylen, "out of memory, or text the database cannot hold");
+		return CB_ENOMEM;
+	}
+	if ((r = cl_pipe(c, b, res)) != 0) {
+		snprintf(why, whylen, "the link to the cluster database failed (%.200s)", c->down_why);
+		return r;
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		ExecStatusType st = cl_pq.PQresultStatus(res->r[i]);
+
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			snprintf(why, whylen, "the database refused it: %s", cl_pq.PQresultErrorMessage(res->r[i]));
+			why[strcspn(why, "\n")] = '\0';
+			cl_res_clear(res);
+			return CB_ECLUSTER;
+		}
+	}
+	return 0;
 }
 
 /* A query whose every statement must succeed. */
@@ -426,19 +691,28 @@ cl_exec(struct cl *c, const char *sql, const char *what)
 	return r;
 }
 
-/* ---- hex ---------------------------------------------------------------- */
-
-static void
-cl_hex(const uint8_t *b, size_t n, char *out)
+/* One statement (sql, a constant; its parameters as cl_add takes them) in
+ * a round trip of its own: 0 with its result in res (the caller clears and
+ * checks its status), CB_ECLUSTER (the link failed: cl_down was called),
+ * CB_ENOMEM. */
+static int
+cl_read1(struct cl *c, struct cl_res *res, const char *sql, const char *fmt, ...)
 {
-	static const char d[] = "0123456789abcdef";
+	struct cl_batch q = { 0 };
+	va_list ap;
 
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
+	*res = (struct cl_res){ 0 };
+	va_start(ap, fmt);
+	cl_vadd(&q, sql, fmt, ap);
+	va_end(ap);
+	if (q.oom) {
+		cl_batch_free(&q);
+		return CB_ENOMEM;
 	}
-	out[2 * n] = '\0';
+	return cl_pipe(c, &q, res);
 }
+
+/* ---- hex ---------------------------------------------------------------- */
 
 static int
 cl_nib(char ch)
@@ -468,135 +742,55 @@ cl_unhex(const char *s, uint8_t *b, size_t n)
 
 /* ---- writes ------------------------------------------------------------ */
 
-struct cl_sql {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void
-cl_sql_add(struct cl_sql *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-cl_sql_add(struct cl_sql *q, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (q->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(q->s ? q->s + q->len : NULL, q->s ? q->cap - q->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			q->oom = true;
-			return;
-		}
-		if (q->s && q->len + (size_t)n < q->cap) {
-			q->len += (size_t)n;
-			return;
-		}
-		{
-			size_t nc = (q->cap ? q->cap * 2 : 4096) + (size_t)n;
-			char *ns = realloc(q->s, nc);
-
-			if (!ns) {
-				q->oom = true;
-				return;
-			}
-			q->s = ns;
-			q->cap = nc;
-		}
-	}
-}
-
-/* Text for SQL: escaped by libpq, freed by the caller (PQfreemem); NULL on
- * failure (out of memory, or text the server's encoding refuses). */
-static char *
-cl_lit(struct cl *c, const char *s)
-{
-	/* An agent's reason (or a command line) need not be UTF-8, which the
-	 * database refuses (and PQescapeLiteral with it): the request would
-	 * never reach cb_requests, so no broker would list it. */
-	char *u = cb_text_utf8(s ? s : ""), *l;
-
-	if (u == NULL)
-		return NULL;
-	l = cl_pq.PQescapeLiteral(c->pg, u, strlen(u));
-	free(u);
-	return l;
-}
+/* The stream's writes: the SQL is constant, the values are parameters. */
+static const char cl_sql_key[] =
+	"INSERT INTO cb_keys(kid, pk, broker, signing, retired_at, seq) VALUES($1, $2, $3, $4::boolean,"
+	" CASE WHEN $5::boolean THEN extract(epoch from now())::bigint END, nextval('cb_seq'))"
+	" ON CONFLICT (kid) DO UPDATE SET signing = EXCLUDED.signing,"
+	" retired_at = coalesce(cb_keys.retired_at, EXCLUDED.retired_at), seq = EXCLUDED.seq"
+	" WHERE cb_keys.signing <> EXCLUDED.signing OR (cb_keys.retired_at IS NULL AND"
+	" EXCLUDED.retired_at IS NOT NULL) RETURNING seq";
+static const char cl_sql_token[] =
+	"INSERT INTO cb_tokens(id, parent, sandbox, caps, nbf, exp, limited, elevated, issued_at,"
+	" issued_by, broker, seq) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, nextval('cb_seq'))"
+	" ON CONFLICT (id) DO NOTHING RETURNING seq";
+/* Only a token the cluster knows: an id nobody issued is refused (as a
+ * single broker refuses it). */
+static const char cl_sql_revoke[] =
+	"INSERT INTO cb_revocations(seq, token, at, actor, broker)"
+	" SELECT nextval('cb_seq'), $1::bytea, extract(epoch from now())::bigint, $2::text, $3::text"
+	" WHERE EXISTS (SELECT 1 FROM cb_tokens WHERE id = $1::bytea) RETURNING seq";
+static const char cl_sql_retire[] =
+	"UPDATE cb_keys SET retired_at = coalesce(retired_at, extract(epoch from now())::bigint),"
+	" seq = nextval('cb_seq') WHERE kid = $1 AND NOT signing RETURNING seq";
 
 static bool
-cl_job_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
+cl_job_sql(struct cl *c, struct cl_batch *q, const struct cl_job *j)
 {
-	char id[2 * CAP_ID_LEN + 1], par[2 * CAP_ID_LEN + 1], pk[65], kid[2 * CAP_KID_LEN + 1];
-	char *l1 = NULL, *l2 = NULL, *l3 = NULL;
-	bool ok = false;
-
-	cl_hex(j->id, CAP_ID_LEN, id);
 	switch (j->op) {
-	case CL_PUT_KEY:
-		cl_hex(j->pk, 32, pk);
-		{
-			uint8_t k[CAP_KID_LEN];
+	case CL_PUT_KEY: {
+		uint8_t k[CAP_KID_LEN];
 
-			cap_kid_of(j->pk, k);
-			cl_hex(k, CAP_KID_LEN, kid);
-		}
-		cl_sql_add(q, "INSERT INTO cb_keys(kid, pk, broker, signing, retired_at, seq) VALUES("
-		    "decode('%s','hex'), decode('%s','hex'), %s, %s, %s, nextval('cb_seq'))"
-		    " ON CONFLICT (kid) DO UPDATE SET signing = EXCLUDED.signing,"
-		    " retired_at = coalesce(cb_keys.retired_at, EXCLUDED.retired_at), seq = EXCLUDED.seq"
-		    " WHERE cb_keys.signing <> EXCLUDED.signing OR (cb_keys.retired_at IS NULL AND"
-		    " EXCLUDED.retired_at IS NOT NULL) RETURNING seq;", kid, pk, c->name_lit,
-		    j->signing ? "true" : "false",
-		    j->retired ? "extract(epoch from now())::bigint" : "NULL");
-		ok = true;
-		break;
-	case CL_PUT_TOKEN:
-		if (!(l1 = cl_lit(c, j->sandbox)) || !(l2 = cl_lit(c, j->caps)) || !(l3 = cl_lit(c, j->by)))
-			break;
-		if (j->has_parent)
-			cl_hex(j->parent, CAP_ID_LEN, par);
-		cl_sql_add(q, "INSERT INTO cb_tokens(id, parent, sandbox, caps, nbf, exp, limited, elevated,"
-		    " issued_at, issued_by, broker, seq) VALUES(decode('%s','hex'), %s%s%s, %s, %s, %" PRIu64
-		    ", %" PRIu64 ", %s, %s, %" PRIu64 ", %s, %s, nextval('cb_seq'))"
-		    " ON CONFLICT (id) DO NOTHING RETURNING seq;", id,
-		    j->has_parent ? "decode('" : "NULL", j->has_parent ? par : "",
-		    j->has_parent ? "','hex')" : "", l1, l2, j->nbf, j->exp,
-		    j->limited ? "true" : "false", j->elevated ? "true" : "false", j->issued_at, l3,
-		    c->name_lit);
-		ok = true;
-		break;
-	case CL_PUT_REVOKE:
-		if (!(l1 = cl_lit(c, j->by)))
-			break;
-		/* Only a token the cluster knows: an id nobody issued is refused
-		 * (as a single broker refuses it). */
-		cl_sql_add(q, "INSERT INTO cb_revocations(seq, token, at, actor, broker)"
-		    " SELECT nextval('cb_seq'), decode('%s','hex'), extract(epoch from now())::bigint, %s, %s"
-		    " WHERE EXISTS (SELECT 1 FROM cb_tokens WHERE id = decode('%s','hex')) RETURNING seq;",
-		    id, l1, c->name_lit, id);
-		ok = true;
-		break;
-	case CL_GET_HEADS:	/* not a write: cl_write_all reads it apart */
-		break;
-	case CL_PUT_RETIRE:
-		cl_hex(j->kid, CAP_KID_LEN, kid);
-		cl_sql_add(q, "UPDATE cb_keys SET retired_at = coalesce(retired_at,"
-		    " extract(epoch from now())::bigint), seq = nextval('cb_seq')"
-		    " WHERE kid = decode('%s','hex') AND NOT signing RETURNING seq;", kid);
-		ok = true;
-		break;
-	default:	/* not the stream's (cl_request_jobs) */
+		cap_kid_of(j->pk, k);
+		cl_add(q, cl_sql_key, "xxsbb", k, (size_t)CAP_KID_LEN, j->pk, (size_t)32, c->name,
+		    (int)j->signing, (int)j->retired);
 		break;
 	}
-	cl_pq.PQfreemem(l1);
-	cl_pq.PQfreemem(l2);
-	cl_pq.PQfreemem(l3);
-	return ok && !q->oom;
+	case CL_PUT_TOKEN:
+		cl_add(q, cl_sql_token, "xxttuubbuts", j->id, (size_t)CAP_ID_LEN,
+		    j->has_parent ? j->parent : NULL, (size_t)CAP_ID_LEN, j->sandbox, j->caps,
+		    j->nbf, j->exp, (int)j->limited, (int)j->elevated, j->issued_at, j->by, c->name);
+		break;
+	case CL_PUT_REVOKE:
+		cl_add(q, cl_sql_revoke, "xts", j->id, (size_t)CAP_ID_LEN, j->by, c->name);
+		break;
+	case CL_PUT_RETIRE:
+		cl_add(q, cl_sql_retire, "x", j->kid, (size_t)CAP_KID_LEN);
+		break;
+	default:	/* not the stream's (cl_request_jobs), or CL_GET_HEADS (read apart) */
+		return false;
+	}
+	return !q->oom;
 }
 
 static void
@@ -636,47 +830,48 @@ cl_requeue(struct cl *c, struct cl_job *j)
 static void
 cl_write(struct cl *c, struct cl_job *list)
 {
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_job *j, *next;
 	struct cl_res res;
 	size_t njobs = 0, i;
 	int r;
 
-	cl_sql_add(&q, "BEGIN;SELECT pg_advisory_xact_lock(" CL_LOCK_KEY ");");
+	cl_add(&q, "BEGIN", "");
+	cl_add(&q, "SELECT pg_advisory_xact_lock(" CL_LOCK_KEY ")", "");
 	for (j = list; j; j = j->next) {
 		if (!cl_job_sql(c, &q, j))
 			break;
 		njobs++;
 	}
-	cl_sql_add(&q, "NOTIFY cb_change;COMMIT;");
+	cl_add(&q, "NOTIFY cb_change", "");
+	cl_add(&q, "COMMIT", "");
 	if (q.oom || j) {
-		free(q.s);
+		cl_batch_free(&q);
 		for (j = list; j; j = next) {
 			next = j->next;
 			cl_job_fail(c, j, CB_ENOMEM, "out of memory, or text the database cannot hold");
 		}
 		return;
 	}
-	r = cl_query(c, q.s, &res);
-	free(q.s);
+	r = cl_pipe(c, &q, &res);
 	if (r == 0) {
 		/* BEGIN, the lock, one per job, NOTIFY, COMMIT: all must be there
-		 * and fine, or the transaction did not commit. */
-		bool ok = res.n == njobs + 4;
+		 * and fine, or the transaction did not commit (cl_pipe rolled
+		 * it back). */
+		const char *bad = res.n == njobs + 4 ? NULL : "no result";
 
-		for (i = 0; ok && i < res.n; i++) {
+		for (i = 0; !bad && i < res.n; i++) {
 			ExecStatusType s = cl_pq.PQresultStatus(res.r[i]);
 
-			ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+			if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+				bad = cl_pq.PQresultErrorMessage(res.r[i]);
 		}
-		if (!ok) {
+		if (bad) {
 			char why[CL_WHY_MAX];
 
-			snprintf(why, sizeof(why), "the database refused the write: %s",
-			    res.n ? cl_pq.PQresultErrorMessage(res.r[res.n - 1]) : "no result");
+			snprintf(why, sizeof(why), "the database refused the write: %s", bad);
 			why[strcspn(why, "\n")] = '\0';
 			cl_res_clear(&res);
-			cb_ignore(cl_exec(c, "ROLLBACK;", "rollback"));
 			for (j = list; j; j = next) {
 				next = j->next;
 				cl_job_fail(c, j, CB_ECLUSTER, why);
@@ -759,27 +954,32 @@ cl_row(PGresult *pr, int i, struct cl_rec *rec)
 
 /* Read every change after the cursor, a page at a time, and pass them on.
  * The last page's send time is the freshness it proves. */
+static const char cl_sql_catchup[] =
+	"SELECT seq, 'k', encode(kid,'hex'), NULL::text, encode(pk,'hex'), retired_at IS NOT NULL,"
+	" false, broker, ''::text FROM cb_keys WHERE seq > $1"
+	" UNION ALL SELECT seq, 't', encode(id,'hex'), encode(parent,'hex'), NULL::text, false,"
+	" limited, broker, issued_by FROM cb_tokens WHERE seq > $1"
+	" UNION ALL SELECT seq, 'r', encode(token,'hex'), NULL::text, NULL::text, false, false,"
+	" broker, actor FROM cb_revocations WHERE seq > $1"
+	" ORDER BY 1 LIMIT $2";
+
 static int
 cl_catchup(struct cl *c)
 {
-	char sql[1400];
-
 	for (;;) {
 		uint64_t sent = cb_mono_ns();
+		struct cl_batch q = { 0 };
 		struct cl_msg *m;
 		struct cl_res res;
 		PGresult *pr;
 		int n, r;
 
-		snprintf(sql, sizeof(sql),
-		    "SELECT seq, 'k', encode(kid,'hex'), NULL::text, encode(pk,'hex'), retired_at IS NOT NULL,"
-		    " false, broker, ''::text FROM cb_keys WHERE seq > %" PRIu64
-		    " UNION ALL SELECT seq, 't', encode(id,'hex'), encode(parent,'hex'), NULL::text, false,"
-		    " limited, broker, issued_by FROM cb_tokens WHERE seq > %" PRIu64
-		    " UNION ALL SELECT seq, 'r', encode(token,'hex'), NULL::text, NULL::text, false, false,"
-		    " broker, actor FROM cb_revocations WHERE seq > %" PRIu64
-		    " ORDER BY 1 LIMIT %d", c->cursor, c->cursor, c->cursor, CL_PAGE);
-		if ((r = cl_query(c, sql, &res)) != 0)
+		cl_add(&q, cl_sql_catchup, "ui", c->cursor, CL_PAGE);
+		if (q.oom) {
+			cl_batch_free(&q);
+			return CB_ENOMEM;
+		}
+		if ((r = cl_pipe(c, &q, &res)) != 0)
 			return r;
 		if (res.n != 1 || cl_pq.PQresultStatus(res.r[0]) != PGRES_TUPLES_OK ||
 		    cl_pq.PQnfields(res.r[0]) != 9) {
@@ -819,46 +1019,53 @@ cl_catchup(struct cl *c)
 }
 
 /* Tell the others where we are (heartbeat and applied number). */
+static const char cl_sql_seen[] =
+	"INSERT INTO cb_brokers(name, applied, seen_at) VALUES($1, $2, now())"
+	" ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now()";
+/* Never back: a head lower than the one recorded (a log and state rolled
+ * back together) leaves the record as it was, and `audit verify --cluster`
+ * finds the log short of it. */
+static const char cl_sql_head[] =
+	"INSERT INTO cb_checkpoints(broker, log_id, seq, hash, at) VALUES($1, $2, $3, $4, now())"
+	" ON CONFLICT (broker, log_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash,"
+	" at = now() WHERE cb_checkpoints.seq < EXCLUDED.seq";
+
 static int
 cl_report(struct cl *c)
 {
 	uint64_t applied = atomic_load(&c->applied);
-	char sql[CL_NAME_MAX * 4 + 800], head[CL_NAME_MAX * 2 + 400] = "";
-	bool moved = applied != c->applied_sent;
+	bool moved = applied != c->applied_sent, head;
+	struct cl_batch q = { 0 };
+	struct cl_res res;
 	struct cl_mark h;
+	char why[CL_WHY_MAX];
 	int r;
 
 	pthread_mutex_lock(&c->mu);
 	h = c->head;
 	pthread_mutex_unlock(&c->mu);
-	if (h.set && !cl_mark_eq(&h, &c->head_sent)) {
-		char lid[33], hh[65];
-
-		/* Never back: a head lower than the one recorded (a log and
-		 * state rolled back together) leaves the record as it was, and
-		 * `audit verify --cluster` finds the log short of it. */
-		cl_hex(h.log_id, 16, lid);
-		cl_hex(h.hash, 32, hh);
-		snprintf(head, sizeof(head), "INSERT INTO cb_checkpoints(broker, log_id, seq, hash, at)"
-		    " VALUES(%s, decode('%s','hex'), %" PRIu64 ", decode('%s','hex'), now())"
-		    " ON CONFLICT (broker, log_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash,"
-		    " at = now() WHERE cb_checkpoints.seq < EXCLUDED.seq;", c->name_lit, lid, h.seq, hh);
-	}
-
+	head = h.set && !cl_mark_eq(&h, &c->head_sent);
 	/* A report need not survive a crash of the database (the next one
 	 * replaces it), so its commit does not wait for a disk flush: one
 	 * report per batch applied, on every broker, would otherwise cost a
 	 * flush each. */
-	snprintf(sql, sizeof(sql), "BEGIN;SET LOCAL synchronous_commit TO off;"
-	    "INSERT INTO cb_brokers(name, applied, seen_at) VALUES(%s, %" PRIu64
-	    ", now()) ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now();%s%s"
-	    "COMMIT;", c->name_lit, applied, head, moved ? "NOTIFY cb_applied;" : "");
-	if ((r = cl_exec(c, sql, "reporting to the cluster")) == 0) {
-		c->applied_sent = applied;
-		if (head[0])
-			c->head_sent = h;
+	cl_add(&q, "BEGIN", "");
+	cl_add(&q, "SET LOCAL synchronous_commit TO off", "");
+	cl_add(&q, cl_sql_seen, "su", c->name, applied);
+	if (head)
+		cl_add(&q, cl_sql_head, "sxux", c->name, h.log_id, (size_t)16, h.seq, h.hash, (size_t)32);
+	if (moved)
+		cl_add(&q, "NOTIFY cb_applied", "");
+	cl_add(&q, "COMMIT", "");
+	if ((r = cl_run(c, &q, &res, why, sizeof(why))) != 0) {
+		snprintf(c->down_why, sizeof(c->down_why), "reporting to the cluster: %.200s", why);
+		return r;
 	}
-	return r;
+	cl_res_clear(&res);
+	c->applied_sent = applied;
+	if (head)
+		c->head_sent = h;
+	return 0;
 }
 
 /* How long ago w was committed (its deadline is the bound and 200 ms
@@ -878,15 +1085,14 @@ cl_waited_ms(const struct cl *c, const struct cl_job *w, uint64_t now)
 static void
 cl_unconfirmed(struct cl *c, struct cl_job *w, uint64_t now)
 {
-	char sql[CL_NAME_MAX * 2 + 400];
 	struct cl_res res;
 
 	w->unconfirmed = 0;
 	snprintf(w->unconfirmed_by, sizeof(w->unconfirmed_by), "(unknown)");
-	snprintf(sql, sizeof(sql), "SELECT count(*), string_agg(name, ', ' ORDER BY name) FROM cb_brokers"
-	    " WHERE name <> %s AND seen_at > now() - interval '%" PRIu64 " milliseconds' AND applied < %"
-	    PRIu64, c->name_lit, c->stale_ns / 1000000u + cl_waited_ms(c, w, now), w->seq);
-	if (cl_query(c, sql, &res) != 0)
+	if (cl_read1(c, &res, "SELECT count(*), string_agg(name, ', ' ORDER BY name) FROM cb_brokers"
+	    " WHERE name <> $1 AND seen_at > now() - $2::bigint * interval '1 millisecond'"
+	    " AND applied < $3", "suu", c->name, c->stale_ns / 1000000u + cl_waited_ms(c, w, now),
+	    w->seq) != 0)
 		return;
 	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK &&
 	    cl_pq.PQntuples(res.r[0]) == 1 && !cl_pq.PQgetisnull(res.r[0], 0, 1)) {
@@ -910,7 +1116,6 @@ cl_unconfirmed(struct cl *c, struct cl_job *w, uint64_t now)
 static int
 cl_check_waiters(struct cl *c)
 {
-	char sql[CL_NAME_MAX * 2 + 400];
 	struct cl_res res;
 	struct cl_job **pp, *w;
 	uint64_t now = cb_mono_ns(), min = UINT64_MAX, wmin = UINT64_MAX, waited = 0;
@@ -925,12 +1130,11 @@ cl_check_waiters(struct cl *c)
 	 * tokens) a little after its report ages out: waiting for it that
 	 * much longer means an acknowledged revoke is never honoured there,
 	 * not even for that moment. */
-	snprintf(sql, sizeof(sql), "SELECT min(applied) FILTER (WHERE seen_at > now() - interval '%"
-	    PRIu64 " milliseconds'), min(applied) FROM cb_brokers WHERE name <> %s"
-	    " AND seen_at > now() - interval '%" PRIu64 " milliseconds'",
-	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS, c->name_lit,
-	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS + waited + 50);
-	if ((r = cl_query(c, sql, &res)) != 0)
+	if ((r = cl_read1(c, &res, "SELECT min(applied) FILTER (WHERE seen_at > now() - $1::bigint *"
+	    " interval '1 millisecond'), min(applied) FROM cb_brokers WHERE name <> $2"
+	    " AND seen_at > now() - $3::bigint * interval '1 millisecond'", "usu",
+	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS, c->name,
+	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS + waited + 50)) != 0)
 		return r;
 	if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
 		any = !cl_pq.PQgetisnull(res.r[0], 0, 0);
@@ -986,98 +1190,49 @@ cl_u64col(PGresult *pr, int i, int f)
 	return cl_pq.PQgetisnull(pr, i, f) ? 0 : strtoull(cl_pq.PQgetvalue(pr, i, f), NULL, 10);
 }
 
-/* The live brokers: seen within the staleness bound. */
-static void
-cl_live_sql(struct cl *c, struct cl_sql *q)
-{
-	cl_sql_add(q, "(SELECT name FROM cb_brokers WHERE seen_at > now() - interval '%" PRIu64
-	    " milliseconds')", c->stale_ns / 1000000u);
-}
-
-/* Send q and check that every statement succeeded; 0 with the results in
- * res (the caller clears), CB_ECLUSTER (link down: res empty; or a
- * statement failed: why says which), CB_ENOMEM. */
-static int
-cl_run(struct cl *c, struct cl_sql *q, struct cl_res *res, char *why, size_t whylen)
-{
-	int r;
-
-	res->n = 0;
-	if (q->oom) {
-		free(q->s);
-		snprintf(why, whylen, "out of memory, or text the database cannot hold");
-		return CB_ENOMEM;
-	}
-	r = cl_query(c, q->s, res);
-	free(q->s);
-	q->s = NULL;
-	if (r != 0) {
-		snprintf(why, whylen, "the link to the cluster database failed (%.200s)", c->down_why);
-		return r;
-	}
-	for (size_t i = 0; i < res->n; i++) {
-		ExecStatusType st = cl_pq.PQresultStatus(res->r[i]);
-
-		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-			snprintf(why, whylen, "the database refused it: %s", cl_pq.PQresultErrorMessage(res->r[i]));
-			why[strcspn(why, "\n")] = '\0';
-			cl_res_clear(res);
-			return CB_ECLUSTER;
-		}
-	}
-	return 0;
-}
+/* The live brokers: seen within the staleness bound (a subquery whose
+ * parameter, the bound in milliseconds, is $N). */
+#define CL_LIVE(N) "(SELECT name FROM cb_brokers WHERE seen_at > now() - " N "::bigint *" \
+	" interval '1 millisecond')"
 
 /* CL_PUT_REQUEST, CL_PUT_CLOSED, CL_PUT_APPLIED: a request of ours. */
 static int
-cl_req_sql(struct cl *c, struct cl_sql *q, const struct cl_job *j)
+cl_req_sql(struct cl *c, struct cl_batch *q, const struct cl_job *j)
 {
 	const struct cl_req *r = j->req;
-	char *l1 = NULL, *l2 = NULL, *l3 = NULL, *l4 = NULL;
-	int e = CB_ENOMEM;
 
 	switch (j->op) {
 	case CL_PUT_REQUEST:
-		if (!(l1 = cl_lit(c, r->sandbox)) || !(l2 = cl_lit(c, r->command)) ||
-		    !(l3 = cl_lit(c, r->cap)) || !(l4 = cl_lit(c, r->reason)))
-			goto out;
-		cl_sql_add(q, "INSERT INTO cb_requests(broker, id, sandbox, command, capability, reason, ttl,"
-		    " asked_at, expires_at) VALUES(%s, %" PRIu64 ", %s, %s, %s, %s, %" PRIu64 ", %" PRIu64
-		    ", %" PRIu64 ") ON CONFLICT DO NOTHING;NOTIFY cb_request;", c->name_lit, r->rid, l1, l2,
-		    l3, l4, r->ttl, r->asked_at, r->expires_at);
+		cl_add(q, "INSERT INTO cb_requests(broker, id, sandbox, command, capability, reason, ttl,"
+		    " asked_at, expires_at) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+		    "suttttuuu", c->name, r->rid, r->sandbox, r->command, r->cap, r->reason, r->ttl,
+		    r->asked_at, r->expires_at);
+		cl_add(q, "NOTIFY cb_request", "");
 		break;
 	case CL_PUT_CLOSED:
 		/* Only while nobody decided it in the database: a decision
 		 * that won there is still read and applied (and finds the
 		 * request closed here: its outcome says so). */
-		if (!(l1 = cl_lit(c, r->by)) || !(l2 = cl_lit(c, r->why)))
-			goto out;
-		cl_sql_add(q, "UPDATE cb_requests SET state = '%s', decided_by = %s, decided_on = %s,"
-		    " decided_at = " CL_NOW_SQL ", decision_reason = %s, applied_at = " CL_NOW_SQL
-		    ", outcome = 0 WHERE id = %" PRIu64 " AND broker = %s AND state = 'pending';",
-		    cl_req_states[r->state], l1, c->name_lit, l2, r->rid, c->name_lit);
+		cl_add(q, "UPDATE cb_requests SET state = $1, decided_by = $2, decided_on = $3,"
+		    " decided_at = " CL_NOW_SQL ", decision_reason = $4, applied_at = " CL_NOW_SQL
+		    ", outcome = 0 WHERE id = $5 AND broker = $3 AND state = 'pending'", "ststu",
+		    cl_req_states[r->state], r->by, c->name, r->why, r->rid);
 		break;
 	case CL_PUT_APPLIED:
 		if (r->reopen)	/* not applied: open for another decision */
-			cl_sql_add(q, "UPDATE cb_requests SET state = 'pending', outcome = %d WHERE id = %"
-			    PRIu64 " AND broker = %s AND applied_at IS NULL AND state <> 'pending';"
-			    "NOTIFY cb_applied;", r->outcome, r->rid, c->name_lit);
+			cl_add(q, "UPDATE cb_requests SET state = 'pending', outcome = $1 WHERE id = $2"
+			    " AND broker = $3 AND applied_at IS NULL AND state <> 'pending'", "ius",
+			    r->outcome, r->rid, c->name);
 		else
-			cl_sql_add(q, "UPDATE cb_requests SET applied_at = " CL_NOW_SQL ", outcome = %d"
-			    " WHERE id = %" PRIu64 " AND broker = %s AND applied_at IS NULL;"
-			    "NOTIFY cb_applied;", r->outcome, r->rid, c->name_lit);
+			cl_add(q, "UPDATE cb_requests SET applied_at = " CL_NOW_SQL ", outcome = $1"
+			    " WHERE id = $2 AND broker = $3 AND applied_at IS NULL", "ius", r->outcome,
+			    r->rid, c->name);
+		cl_add(q, "NOTIFY cb_applied", "");
 		break;
 	default:
-		e = CB_EINVAL;
-		goto out;
+		return CB_EINVAL;
 	}
-	e = 0;
-out:
-	cl_pq.PQfreemem(l1);
-	cl_pq.PQfreemem(l2);
-	cl_pq.PQfreemem(l3);
-	cl_pq.PQfreemem(l4);
-	return e;
+	return q->oom ? CB_ENOMEM : 0;
 }
 
 /*
@@ -1092,29 +1247,22 @@ static int
 cl_decide(struct cl *c, struct cl_job *j)
 {
 	struct cl_req *r = j->req;
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_res res;
-	char *by = NULL, *why = NULL;
 	PGresult *p2;
 	bool won;
 	int e;
 
-	if (!(by = cl_lit(c, r->by)) || !(why = cl_lit(c, r->why)))
-		q.oom = true;
-	cl_sql_add(&q, "WITH u AS (UPDATE cb_requests SET state = '%s', decided_by = %s, decided_on = %s,"
-	    " decided_at = " CL_NOW_SQL ", approved_ttl = %" PRIu64 ", session = %s,"
-	    " decision_reason = %s, outcome = NULL, applied_at = NULL WHERE id = %" PRIu64
-	    " AND state = 'pending' AND expires_at > " CL_NOW_SQL " AND broker IN ",
-	    cl_req_states[r->state], by ? by : "''", c->name_lit, r->approved_ttl,
-	    r->session ? "true" : "false", why ? why : "''", r->rid);
-	cl_live_sql(c, &q);
-	cl_sql_add(&q, " RETURNING 1) SELECT count(*) FROM u;"
-	    "SELECT state, broker, sandbox, capability, coalesce(decided_by, ''), coalesce(decided_on, ''),"
-	    " expires_at <= " CL_NOW_SQL ", broker IN ");
-	cl_live_sql(c, &q);
-	cl_sql_add(&q, " FROM cb_requests WHERE id = %" PRIu64 ";NOTIFY cb_decision;", r->rid);
-	cl_pq.PQfreemem(by);
-	cl_pq.PQfreemem(why);
+	cl_add(&q, "WITH u AS (UPDATE cb_requests SET state = $1, decided_by = $2, decided_on = $3,"
+	    " decided_at = " CL_NOW_SQL ", approved_ttl = $4, session = $5, decision_reason = $6,"
+	    " outcome = NULL, applied_at = NULL WHERE id = $7 AND state = 'pending' AND expires_at > "
+	    CL_NOW_SQL " AND broker IN " CL_LIVE("$8") " RETURNING 1) SELECT count(*) FROM u",
+	    "stsubtuu", cl_req_states[r->state], r->by, c->name, r->approved_ttl, (int)r->session,
+	    r->why, r->rid, c->stale_ns / 1000000u);
+	cl_add(&q, "SELECT state, broker, sandbox, capability, coalesce(decided_by, ''),"
+	    " coalesce(decided_on, ''), expires_at <= " CL_NOW_SQL ", broker IN " CL_LIVE("$2")
+	    " FROM cb_requests WHERE id = $1", "uu", r->rid, c->stale_ns / 1000000u);
+	cl_add(&q, "NOTIFY cb_decision", "");
 	if ((e = cl_run(c, &q, &res, j->why, sizeof(j->why))) != 0) {
 		j->err = e == CB_ENOMEM ? CB_ENOMEM : CB_ECLUSTER;
 		return 0;
@@ -1173,14 +1321,12 @@ cl_check_dwaiters(struct cl *c)
 	uint64_t now = cb_mono_ns();
 
 	for (pp = &c->dwaiters; (w = *pp);) {
-		char sql[160];
 		struct cl_res res;
 		bool done = false;
 
-		snprintf(sql, sizeof(sql), "SELECT outcome FROM cb_requests WHERE id = %" PRIu64
-		    " AND outcome IS NOT NULL", w->req->rid);
-		if (cl_query(c, sql, &res) != 0)
-			return CB_ECLUSTER;	/* cl_down finished them */
+		if (cl_read1(c, &res, "SELECT outcome FROM cb_requests WHERE id = $1 AND outcome IS NOT NULL",
+		    "u", w->req->rid) != 0)
+			return CB_ECLUSTER;	/* cl_down finished them (or out of memory: next time) */
 		if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[0]) == 1) {
 			w->err = (int)strtol(cl_pq.PQgetvalue(res.r[0], 0, 0), NULL, 10);
 			if (w->err > 0 || w->err < -1000)	/* not one of ours */
@@ -1270,15 +1416,13 @@ cl_req_rows(PGresult *pr, struct cl_req **out, size_t *n)
 static int
 cl_decisions(struct cl *c)
 {
-	char sql[CL_NAME_MAX * 2 + 600];
 	struct cl_res res;
 	struct cl_msg *m;
 	int r;
 
-	snprintf(sql, sizeof(sql), "SELECT " CL_REQ_COLS " FROM cb_requests WHERE broker = %s AND"
-	    " state IN ('approved', 'denied') AND applied_at IS NULL ORDER BY id LIMIT %d",
-	    c->name_lit, CL_ROWS_MAX);
-	if ((r = cl_query(c, sql, &res)) != 0)
+	if ((r = cl_read1(c, &res, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE broker = $1 AND"
+	    " state IN ('approved', 'denied') AND applied_at IS NULL ORDER BY id LIMIT $2", "si",
+	    c->name, CL_ROWS_MAX)) != 0)
 		return r;
 	if (res.n != 1 || cl_pq.PQresultStatus(res.r[0]) != PGRES_TUPLES_OK || cl_pq.PQntuples(res.r[0]) == 0) {
 		cl_res_clear(&res);
@@ -1301,7 +1445,7 @@ cl_decisions(struct cl *c)
 static void
 cl_view(struct cl *c, struct cl_job *j)
 {
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_res res;
 	PGresult *pr;
 	int e, rows;
@@ -1310,31 +1454,23 @@ cl_view(struct cl *c, struct cl_job *j)
 	case CL_GET_REQUESTS:
 		/* Pending, unexpired, and held by a live broker: a request whose
 		 * broker is down lapses there, undecided. */
-		cl_sql_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND"
-		    " expires_at > " CL_NOW_SQL " AND broker IN ");
-		cl_live_sql(c, &q);
-		cl_sql_add(&q, " ORDER BY asked_at, id OFFSET %" PRIu64 " LIMIT %d", j->offset,
+		cl_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND"
+		    " expires_at > " CL_NOW_SQL " AND broker IN " CL_LIVE("$1")
+		    " ORDER BY asked_at, id OFFSET $2 LIMIT $3", "uui", c->stale_ns / 1000000u, j->offset,
 		    CL_ROWS_MAX + 1);
 		break;
 	case CL_GET_SANDBOXES:
-		cl_sql_add(&q, "SELECT broker, id, tier, command, workspace, started, pid, owner"
-		    " FROM cb_sandboxes WHERE broker IN ");
-		cl_live_sql(c, &q);
-		cl_sql_add(&q, " ORDER BY broker, started, id OFFSET %" PRIu64 " LIMIT %d", j->offset,
-		    CL_ROWS_MAX + 1);
+		cl_add(&q, "SELECT broker, id, tier, command, workspace, started, pid, owner"
+		    " FROM cb_sandboxes WHERE broker IN " CL_LIVE("$1")
+		    " ORDER BY broker, started, id OFFSET $2 LIMIT $3", "uui", c->stale_ns / 1000000u,
+		    j->offset, CL_ROWS_MAX + 1);
 		break;
-	case CL_GET_TOKENS: {
-		char *l = j->sandbox[0] ? cl_lit(c, j->sandbox) : NULL;
-
-		if (j->sandbox[0] && !l)
-			q.oom = true;
-		cl_sql_add(&q, "SELECT encode(id, 'hex'), encode(parent, 'hex'), sandbox, caps, nbf, exp,"
-		    " limited, elevated, issued_by, broker FROM cb_tokens%s%s ORDER BY seq OFFSET %"
-		    PRIu64 " LIMIT %d", l ? " WHERE sandbox = " : "", l ? l : "", j->offset,
-		    CL_ROWS_MAX + 1);
-		cl_pq.PQfreemem(l);
+	case CL_GET_TOKENS:
+		/* every sandbox's, or one's */
+		cl_add(&q, "SELECT encode(id, 'hex'), encode(parent, 'hex'), sandbox, caps, nbf, exp,"
+		    " limited, elevated, issued_by, broker FROM cb_tokens WHERE $1 = '' OR sandbox = $1"
+		    " ORDER BY seq OFFSET $2 LIMIT $3", "tui", j->sandbox, j->offset, CL_ROWS_MAX + 1);
 		break;
-	}
 	default:
 		break;
 	}
@@ -1428,7 +1564,7 @@ cl_is_request_job(const struct cl_job *j)
 static void
 cl_request_job(struct cl *c, struct cl_job *j)
 {
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_res res;
 	int e;
 
@@ -1451,7 +1587,7 @@ cl_request_job(struct cl *c, struct cl_job *j)
 		break;
 	default:
 		if ((e = cl_req_sql(c, &q, j)) != 0) {
-			free(q.s);
+			cl_batch_free(&q);
 			cl_job_fail(c, j, e, "out of memory, or text the database cannot hold");
 			return;
 		}
@@ -1506,7 +1642,7 @@ cl_watch_requests(struct cl *c)
 {
 	bool on = atomic_load(&c->watch);
 	char why[CL_WHY_MAX];
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_res res;
 	struct cl_req *rows = NULL;
 	struct cl_msg *m;
@@ -1522,10 +1658,9 @@ cl_watch_requests(struct cl *c)
 	if (!on || !c->want_requests)
 		return;
 	c->want_requests = false;
-	cl_sql_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND broker <> %s"
-	    " AND expires_at > " CL_NOW_SQL " AND broker IN ", c->name_lit);
-	cl_live_sql(c, &q);
-	cl_sql_add(&q, " ORDER BY asked_at, id LIMIT %d", CL_ROWS_MAX);
+	cl_add(&q, "SELECT " CL_REQ_COLS " FROM cb_requests WHERE state = 'pending' AND broker <> $1"
+	    " AND expires_at > " CL_NOW_SQL " AND broker IN " CL_LIVE("$2")
+	    " ORDER BY asked_at, id LIMIT $3", "sui", c->name, c->stale_ns / 1000000u, CL_ROWS_MAX);
 	if (cl_run(c, &q, &res, why, sizeof(why)) != 0)
 		return;
 	if (res.n == 1)
@@ -1566,7 +1701,7 @@ cl_watch_requests(struct cl *c)
 static void
 cl_put_sandboxes(struct cl *c)
 {
-	struct cl_sql q = { 0 };
+	struct cl_batch q = { 0 };
 	struct cl_res res;
 	char why[CL_WHY_MAX];
 
@@ -1583,27 +1718,20 @@ cl_put_sandboxes(struct cl *c)
 	pthread_mutex_unlock(&c->mu);
 	if (c->sbx_sent || !c->pg)
 		return;
-	cl_sql_add(&q, "BEGIN;DELETE FROM cb_sandboxes WHERE broker = %s;", c->name_lit);
+	cl_add(&q, "BEGIN", "");
+	cl_add(&q, "DELETE FROM cb_sandboxes WHERE broker = $1", "s", c->name);
 	for (size_t i = 0; i < c->nsbx_cur; i++) {
 		const struct cl_sbx *s = &c->sbx_cur[i];
-		char *l1 = cl_lit(c, s->id), *l2 = cl_lit(c, s->tier), *l3 = cl_lit(c, s->command);
-		char *l4 = cl_lit(c, s->workspace);
 
-		if (l1 && l2 && l3 && l4)
-			cl_sql_add(&q, "INSERT INTO cb_sandboxes VALUES(%s, %s, %s, %s, %s, %" PRIu64 ", %"
-			    PRIu64 ", %" PRIu64 ") ON CONFLICT DO NOTHING;", c->name_lit, l1, l2, l3, l4,
-			    s->started, s->pid, s->owner);
-		cl_pq.PQfreemem(l1);
-		cl_pq.PQfreemem(l2);
-		cl_pq.PQfreemem(l3);
-		cl_pq.PQfreemem(l4);
+		cl_add(&q, "INSERT INTO cb_sandboxes VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
+		    " ON CONFLICT DO NOTHING", "sttttuuu", c->name, s->id, s->tier, s->command,
+		    s->workspace, s->started, s->pid, s->owner);
 	}
-	cl_sql_add(&q, "COMMIT;");
-	/* A failed write is tried again at the next turn (or connect). */
+	cl_add(&q, "COMMIT", "");
+	/* A failed write is tried again at the next turn (or connect); one
+	 * that failed in the database was rolled back (cl_pipe). */
 	if (cl_run(c, &q, &res, why, sizeof(why)) == 0)
 		c->sbx_sent = true;
-	else if (c->pg)
-		cb_ignore(cl_exec(c, "ROLLBACK;", "rollback"));
 	cl_res_clear(&res);
 }
 
@@ -1620,13 +1748,17 @@ cl_notice(void *arg, const char *msg)
 static int
 cl_draw_num(struct cl *c)
 {
-	char sql[CL_NAME_MAX * 4 + 200];
+	struct cl_batch q = { 0 };
 	struct cl_res res;
 	int r;
 
-	snprintf(sql, sizeof(sql), "INSERT INTO cb_broker_ids(name) VALUES(%s) ON CONFLICT DO NOTHING;"
-	    "SELECT num FROM cb_broker_ids WHERE name = %s;", c->name_lit, c->name_lit);
-	if ((r = cl_query(c, sql, &res)) != 0)
+	cl_add(&q, "INSERT INTO cb_broker_ids(name) VALUES($1) ON CONFLICT DO NOTHING", "s", c->name);
+	cl_add(&q, "SELECT num FROM cb_broker_ids WHERE name = $1", "s", c->name);
+	if (q.oom) {
+		cl_batch_free(&q);
+		return CB_ENOMEM;
+	}
+	if ((r = cl_pipe(c, &q, &res)) != 0)
 		return r;
 	if (res.n == 2 && cl_pq.PQresultStatus(res.r[1]) == PGRES_TUPLES_OK && cl_pq.PQntuples(res.r[1]) == 1)
 		atomic_store(&c->num, strtoull(cl_pq.PQgetvalue(res.r[1], 0, 0), NULL, 10));
@@ -1653,8 +1785,7 @@ cl_connect(struct cl *c)
 	/* The server's notices ("already exists, skipping") are not ours to
 	 * print: the broker's stderr is its log. */
 	cl_pq.PQsetNoticeProcessor(c->pg, cl_notice, NULL);
-	if (cl_pq.PQsetnonblocking(c->pg, 1) != 0 ||
-	    !(c->name_lit = cl_pq.PQescapeLiteral(c->pg, c->name, strlen(c->name)))) {
+	if (cl_pq.PQsetnonblocking(c->pg, 1) != 0) {
 		cl_down(c, "cannot use the connection");
 		return CB_ECLUSTER;
 	}
@@ -1758,17 +1889,15 @@ cl_fail_jobs(struct cl *c, struct cl_job *list)
 static void
 cl_read_heads(struct cl *c, struct cl_job *j)
 {
-	char sql[600];
 	struct cl_res res;
 	PGresult *pr;
 	int n;
 
-	snprintf(sql, sizeof(sql), "SELECT h.broker, encode(h.log_id,'hex'), h.seq, encode(h.hash,'hex'),"
+	if (cl_read1(c, &res, "SELECT h.broker, encode(h.log_id,'hex'), h.seq, encode(h.hash,'hex'),"
 	    " (extract(epoch from now() - h.at) * 1000)::bigint, coalesce(b.seen_at > now() -"
-	    " interval '%" PRIu64 " milliseconds', false) FROM cb_checkpoints h LEFT JOIN cb_brokers b"
-	    " ON b.name = h.broker ORDER BY h.broker, h.at DESC LIMIT %d", c->stale_ns / 1000000u,
-	    CL_HEADS_MAX);
-	if (cl_query(c, sql, &res) != 0) {
+	    " $1::bigint * interval '1 millisecond', false) FROM cb_checkpoints h LEFT JOIN cb_brokers b"
+	    " ON b.name = h.broker ORDER BY h.broker, h.at DESC LIMIT $2", "ui", c->stale_ns / 1000000u,
+	    CL_HEADS_MAX) != 0) {
 		cl_job_fail(c, j, CB_ECLUSTER, c->down_why);
 		return;
 	}
@@ -1947,11 +2076,14 @@ cl_main(void *arg)
 	}
 	/* Leaving: the others need not wait for us any more. */
 	if (c->pg) {
-		char sql[CL_NAME_MAX * 4 + 128];
+		struct cl_batch q = { 0 };
+		struct cl_res res;
+		char why[CL_WHY_MAX];
 
-		snprintf(sql, sizeof(sql), "DELETE FROM cb_brokers WHERE name = %s;"
-		    "DELETE FROM cb_sandboxes WHERE broker = %s;", c->name_lit, c->name_lit);
-		cb_ignore(cl_exec(c, sql, "leaving"));
+		cl_add(&q, "DELETE FROM cb_brokers WHERE name = $1", "s", c->name);
+		cl_add(&q, "DELETE FROM cb_sandboxes WHERE broker = $1", "s", c->name);
+		if (cl_run(c, &q, &res, why, sizeof(why)) == 0)
+			cl_res_clear(&res);
 	}
 	return NULL;
 }
@@ -2048,8 +2180,6 @@ cl_close(struct cl *c)
 	/* Both NULL when cl_open failed before libpq was loaded. */
 	if (c->pg)
 		cl_pq.PQfinish(c->pg);
-	if (c->name_lit)
-		cl_pq.PQfreemem(c->name_lit);
 	cl_free_list(c->in);
 	cl_free_list(c->retry);
 	cl_free_list(c->waiters);

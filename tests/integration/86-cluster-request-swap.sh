@@ -9,6 +9,9 @@
 # an earlier request's: the agent's new request, whose INSERT finds the id
 # taken, must not be approved by a decision on what the row showed.
 # The earlier life's rows are written here with psql, as it left them.
+# Every statement the brokers send is logged by the server
+# (log_statement=all; each line starts with its client's name): the values (an agent's reason and capability, the
+# brokers' names) travel as parameters, never inside a statement's text.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -18,6 +21,7 @@ trap cl_cleanup EXIT
 cl_need_pg "cluster request ids"
 cl_netns
 
+PG_OPTS="-c log_statement=all -c log_line_prefix=%a:"
 t_ok "a private PostgreSQL starts (unix socket only)" pg_start
 W="$T_TMP/ws"
 mkdir -p "$W"
@@ -93,4 +97,21 @@ t_ok "a request whose reason is not UTF-8 is listed on broker 2" wait_for 100 li
 t_is "... its reason with U+FFFD for the stray byte" \
 	"$(ctl 2 --json pending | jget '[r["reason"] for r in d if r["cap"] == "fs.read:/etc/passwd"][0] == "bad \ufffd byte"')" \
 	True
+
+# An agent's reason made to break out of a quoted literal: stored as
+# written, and sent as a parameter (the server's log shows it only among
+# a statement's parameters, never in a statement's text).
+MARK=zq9mark$$
+b_agent a3 1 task3
+agent_do a3 "capcall request fs.read:/etc/group --ttl 30 --reason \"o'k\\'); DROP TABLE cb_requests; -- $MARK\" >/dev/null 2>&1 & true"
+t_ok "a request whose reason tries SQL is listed on broker 2" wait_for 100 listed 2 fs.read:/etc/group
+t_is "... its reason stored as the agent wrote it" \
+	"$(pg_sql "SELECT reason FROM cb_requests WHERE capability = 'fs.read:/etc/group'")" \
+	"o'k\\'); DROP TABLE cb_requests; -- $MARK"
+t_ok "... and it reached the database as a parameter" grep -q "DETAIL:  parameters: .*$MARK" "$PGD/log"
+t_is "... never inside a statement's text" "$(grep -F "$MARK" "$PGD/log" | grep -v 'DETAIL:  parameters: ')" ""
+t_is "no statement the brokers sent carries a broker's name in its text" \
+	"$(grep -E '^capbroker:LOG:  (statement|execute [^:]*): ' "$PGD/log" | grep -F "$B1")" ""
+t_ok "the brokers' statements were logged (the check above saw them)" \
+	grep -q '^capbroker:LOG:  execute <unnamed>: INSERT INTO cb_requests' "$PGD/log"
 t_done

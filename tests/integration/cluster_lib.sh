@@ -12,6 +12,8 @@
 # pg_pause / pg_resume     SIGSTOP / SIGCONT them: the database stops
 #                          answering, as a cut network would leave it
 # pg_sql SQL               psql -tA on the cluster's database
+# PG_OPTS="-c NAME=VALUE ..." (set before pg_start): more server settings
+#                          (86 logs every statement: log_statement=all)
 # PG_NETNS=PID PG_LISTEN=ADDRS (set before pg_start): run the database in
 #                          the network namespace of PID, listening on TCP
 #                          there too (trust for 10.77.0.0/16, the test's
@@ -24,6 +26,7 @@ PG_USER=
 PGD=
 PG_NETNS=${PG_NETNS:-}
 PG_LISTEN=${PG_LISTEN:-}
+PG_OPTS=${PG_OPTS:-}
 
 pg_have() { [ -n "$PG_BIN" ] && [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ]; }
 
@@ -56,7 +59,7 @@ pg_restart() {
 	# listen_addresses='': no TCP at all; the socket lives in $PGD (with
 	# PG_LISTEN: TCP too, inside the namespace PG_NETNS only).
 	_pg_as "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w -t 30 \
-		-o "-k $PGD -c listen_addresses=$PG_LISTEN -c max_connections=40 -c shared_buffers=16MB" \
+		-o "-k $PGD -c listen_addresses=$PG_LISTEN -c max_connections=40 -c shared_buffers=16MB $PG_OPTS" \
 		start >/dev/null 2>&1
 }
 
