@@ -137,8 +137,13 @@ send_tree(int sock, int fd)
 {
 	char b = 'T';
 
-	if (wire_packet_send(sock, &b, 1, &fd, 1, MSG_NOSIGNAL) != 1)
-		stub_die(errno, "passing a bind tree");
+	if (wire_packet_send(sock, &b, 1, &fd, 1, MSG_NOSIGNAL) == 1)
+		return;
+	/* The stub is gone (another source failed and it said why): nothing
+	 * to add.  It never takes a tree from a helper that exits 1. */
+	if (errno == EPIPE || errno == ECONNRESET)
+		_exit(1);
+	stub_die(errno, "passing a bind tree");
 }
 
 static int
@@ -184,56 +189,103 @@ clone_helper(const struct stub_src *src, const char *what, uint64_t attr, int so
 	_exit(0);
 }
 
-static void
-capture_src(struct stub_src *src, const char *what, uint64_t attr, int min_fd)
-{
-	int sv[2], st;
+/* A source being cloned: its helper and the socket its tree comes on. */
+struct capture_job {
+	struct stub_src *src;
+	const char *what;
+	uint64_t attr;
 	pid_t pid;
+	int sock;
+};
 
-	if (src->dirfd < min_fd || src->fd < min_fd)
-		stub_die(0, "bind source %.200s: bad descriptor", what);
+static void
+capture_start(struct capture_job *j, int min_fd)
+{
+	int sv[2];
+
+	if (j->src->dirfd < min_fd || j->src->fd < min_fd)
+		stub_die(0, "bind source %.200s: bad descriptor", j->what);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
 		stub_die(errno, "socketpair");
-	pid = fork();
-	if (pid == -1)
+	j->pid = fork();
+	if (j->pid == -1)
 		stub_die(errno, "fork");
-	if (pid == 0) {
+	if (j->pid == 0) {
 		close(sv[0]);
-		clone_helper(src, what, attr, sv[1]);
+		clone_helper(j->src, j->what, j->attr, sv[1]);
 	}
 	close(sv[1]);
-	src->tree = recv_tree(sv[0]);
-	close(sv[0]);
-	while (waitpid(pid, &st, 0) == -1) {
+	j->sock = sv[0];
+}
+
+static void
+capture_reap(const struct capture_job *j)
+{
+	int st;
+
+	while (waitpid(j->pid, &st, 0) == -1) {
 		if (errno != EINTR)
 			stub_die(errno, "waitpid");
 	}
 	/* The helper has said why on the status descriptor already. */
-	if (src->tree == -1 && WIFEXITED(st) && WEXITSTATUS(st) == SBX_EXIT_SETUP)
+	if (j->src->tree == -1 && WIFEXITED(st) && WEXITSTATUS(st) == SBX_EXIT_SETUP)
 		_exit(SBX_EXIT_SETUP);
-	if (src->tree == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		stub_die(0, "bind source %.200s: the clone helper failed", what);
+	if (j->src->tree == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		stub_die(0, "bind source %.200s: the clone helper failed", j->what);
+}
+
+/* Take the tree; a helper that sent none is waited for now (its exit
+ * says why), one that did is reaped later (capture_reap): its exit is
+ * its mount namespace's teardown, which need not hold us up. */
+static void
+capture_finish(struct capture_job *j)
+{
+	struct stub_src *src = j->src;
+
+	src->tree = recv_tree(j->sock);
+	close(j->sock);
+	j->sock = -1;
+	if (src->tree == -1)
+		capture_reap(j);
 	close(src->fd);
 	if (src->dirfd != src->fd)
 		close(src->dirfd);
 	src->fd = src->dirfd = -1;
 }
 
+/* Up to STUB_CAPTURE_AHEAD helpers run at once: each waits for a CPU and
+ * copies a mount namespace, and those waits overlap (a low-tier sandbox
+ * has two sources, capcall and the Python client).  Every helper is
+ * reaped before we return, so none outlives the capture in the
+ * sandbox's pids cgroup.  Each helper checks its own source (the inode
+ * the broker opened) and the first failure ends the stub, as before;
+ * which of two failing sources is named first is no longer fixed. */
+#define STUB_CAPTURE_AHEAD 4
+
 void
 stub_capture_sources(struct stub_cfg *c)
 {
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	int min_fd = STUB_FD_CGROUP0 + c->ncgroup;
+	struct capture_job jobs[STUB_MAX_BINDS + 3];
+	size_t n = 0, started = 0, done = 0;
 
 	if (c->capcall != NULL)
-		capture_src(&c->capcall_src, c->capcall, ro, min_fd);
+		jobs[n++] = (struct capture_job){ &c->capcall_src, c->capcall, ro, -1, -1 };
 	if (c->pylib != NULL)
-		capture_src(&c->pylib_src, c->pylib, ro, min_fd);
+		jobs[n++] = (struct capture_job){ &c->pylib_src, c->pylib, ro, -1, -1 };
 	if (c->hosts != NULL)
-		capture_src(&c->hosts_src, c->hosts, ro, min_fd);
+		jobs[n++] = (struct capture_job){ &c->hosts_src, c->hosts, ro, -1, -1 };
 	for (size_t i = 0; i < c->nbinds; i++)
-		capture_src(&c->bsrc[i], c->binds[i].dst, c->binds[i].writable ?
-		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, min_fd);
+		jobs[n++] = (struct capture_job){ &c->bsrc[i], c->binds[i].dst,
+		    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, -1, -1 };
+	while (done < n) {
+		while (started < n && started - done < STUB_CAPTURE_AHEAD)
+			capture_start(&jobs[started++], min_fd);
+		capture_finish(&jobs[done++]);
+	}
+	for (size_t i = 0; i < n; i++)
+		capture_reap(&jobs[i]);
 }
 
 /* Take over a tree stub_capture_sources made. */

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# 90-stub-capture-many.sh - the stub clones its bind sources with several
+# helpers at once (stub_capture_sources, STUB_CAPTURE_AHEAD at a time):
+# more sources than that all arrive, each at its own place, read-only,
+# and no helper is left behind once the agent runs (a zombie would count
+# against the sandbox's pids limit).
+. "$(dirname "$0")/../lib.sh"
+L="$CB_BUILD/escape/launch"
+export CAPBROKER_STUB="$CB_BIN/capbroker-stub"
+if [ ! -x "$L" ] || [ ! -x "$CAPBROKER_STUB" ]; then
+	t_skip "sandbox launcher" "not built ($L, $CAPBROKER_STUB)"
+	t_done
+	exit
+fi
+
+n=11	# more than STUB_CAPTURE_AHEAD (4), not a multiple of it
+binds=() want="" cat_args=()
+for i in $(seq "$n"); do
+	mkdir -m 0755 "$T_TMP/src$i"
+	echo "content $i" >"$T_TMP/src$i/f"
+	binds+=(--ro-bind "$T_TMP/src$i" "/s$i")
+	cat_args+=("/s$i/f")
+	want="$want${want:+
+}content $i"
+done
+echo single >"$T_TMP/file"
+binds+=(--ro-bind "$T_TMP/file" /single)
+
+t_is "$n directory sources and a file, cloned by helpers at once, each at its place" \
+	"$("$L" "${binds[@]}" -- /bin/cat "${cat_args[@]}" /single)" "$want
+single"
+t_exit "... read-only, every one" 0 "$L" --tier high "${binds[@]}" -- /bin/sh -c \
+	"k=0; for f in /s*/f /single; do if (echo x >\$f) 2>/dev/null; then exit 1; fi; k=\$((k+1)); done; [ \$k = $((n + 1)) ]"
+t_exit "a missing source among many still fails closed" 125 "$L" "${binds[@]}" \
+	--ro-bind "$T_TMP/nonexistent" /x -- /bin/true
+
+# The outer stub (the launcher's child) has exactly one child while the
+# agent runs: pid 1 of the sandbox.  Every clone helper was reaped.
+"$L" --tier high "${binds[@]}" -- /bin/sleep 31340.$$ &
+lpid=$!
+for _ in $(seq 50); do pgrep -f "^/bin/sleep 31340\\.$$" >/dev/null && break; sleep 0.1; done
+outer=$(pgrep -P "$lpid" | head -n 1)
+kids=$( [ -n "$outer" ] && ps -o pid=,stat= --ppid "$outer" | wc -l)
+zombies=$( [ -n "$outer" ] && ps -o stat= --ppid "$outer" | grep -c '^Z')
+t_is "no clone helper outlives the capture (the outer stub's only child is pid 1)" "${kids:-x} ${zombies:-x}" "1 0"
+kill "$lpid" 2>/dev/null
+wait "$lpid" 2>/dev/null
+t_done
