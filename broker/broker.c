@@ -404,7 +404,9 @@ brk_open_log(struct brk *b, const struct brk_opts *o, char *why, size_t whylen)
 	ao.on_checkpoint_arg = b->st;
 	ao.dseq_base = st_dseq(b->st);
 	snprintf(path, sizeof(path), "%s/audit.jsonl", b->state_dir);
-	if (!o->new_audit_log && st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
+	/* An ephemeral state remembers no log (it was made empty just now). */
+	if (!o->new_audit_log && !o->ephemeral &&
+	    st_get_audit_head(b->st, head.log_id, &head.seq, head.hash) == 0)
 		ao.expect = &head;
 	if ((r = aud_open(path, st_keyring(b->st), &ao, &b->aud)) != 0) {
 		if (ao.expect && r == CB_EAUDIT)
@@ -450,6 +452,10 @@ brk_end_previous_run(struct brk *b, char *why, size_t whylen)
 		    .actor = "broker", .detail = detail });
 	}
 	cb_ignore(st_time_persist(b->st, cb_now()));
+	/* An ephemeral state has no previous run: nothing to end, nothing
+	 * elevated to revoke (its database was made empty by this start). */
+	if (b->opts.ephemeral)
+		return 0;
 	r = st_instance_end_all(b->st, cb_now(), &ids, &n);
 	for (size_t i = 0; i < n; i++)
 		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "revoke",

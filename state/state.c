@@ -494,52 +494,59 @@ out:
 }
 
 static int
+load_key_row(struct st *st, sqlite3_stmt *s, bool *have_signer)
+{
+	uint8_t kid[CAP_KID_LEN], pk[32], got[CAP_KID_LEN];
+	bool signing = sqlite3_column_int(s, 2) != 0;
+	bool retired = sqlite3_column_type(s, 3) != SQLITE_NULL;
+	int rc;
+
+	if (!blobcol(s, 0, kid, CAP_KID_LEN) || !blobcol(s, 1, pk, 32))
+		return CB_EKEY_FORMAT;
+	cap_kid_of(pk, got);
+	if (memcmp(got, kid, CAP_KID_LEN) != 0)
+		return CB_EKEY_FORMAT;
+	if (signing && !retired) {
+		struct cap_key *k = NULL;
+		char path[4096];
+
+		/* only the signing key's secret is loaded into memory */
+		key_path(st, kid, "key", path, sizeof(path));
+		if ((rc = cap_key_load(path, &k)) != 0) {
+			snprintf(st->errpath, sizeof(st->errpath), "%s", path);
+			return rc;
+		}
+		cap_key_id(k, got);
+		if (memcmp(got, kid, CAP_KID_LEN) != 0) {
+			cap_key_free(k);
+			return CB_EKEY_FORMAT;
+		}
+		if ((rc = cap_keyring_add(st->kr, k, true)) != 0)
+			return rc;
+		*have_signer = true;
+		return 0;
+	}
+	if ((rc = cap_keyring_add_public(st->kr, pk)) != 0)
+		return rc;
+	return retired ? cap_keyring_retire(st->kr, kid) : 0;
+}
+
+/* Every key of the table into the keyring (the signing key's secret from
+ * its file); none signing: a new one.  An ephemeral state was made empty
+ * by this very open: nothing to read (see st_open_flags). */
+static int
 load_keys(struct st *st)
 {
 	sqlite3_stmt *s = NULL;
 	bool have_signer = false;
-	int rc, step;
+	int rc = 0, step = SQLITE_DONE;
 
-	if ((rc = db_prep(st, "SELECT kid, pk, signing, retired_at FROM keys ORDER BY created_at, rowid",
-	    &s)) != 0)
-		return rc;
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		uint8_t kid[CAP_KID_LEN], pk[32], got[CAP_KID_LEN];
-		bool signing = sqlite3_column_int(s, 2) != 0;
-		bool retired = sqlite3_column_type(s, 3) != SQLITE_NULL;
-
-		if (!blobcol(s, 0, kid, CAP_KID_LEN) || !blobcol(s, 1, pk, 32)) {
-			rc = CB_EKEY_FORMAT;
-			goto out;
-		}
-		cap_kid_of(pk, got);
-		if (memcmp(got, kid, CAP_KID_LEN) != 0) {
-			rc = CB_EKEY_FORMAT;
-			goto out;
-		}
-		if (signing && !retired) {
-			struct cap_key *k = NULL;
-			char path[4096];
-
-			/* only the signing key's secret is loaded into memory */
-			key_path(st, kid, "key", path, sizeof(path));
-			if ((rc = cap_key_load(path, &k)) != 0) {
-				snprintf(st->errpath, sizeof(st->errpath), "%s", path);
-				goto out;
-			}
-			cap_key_id(k, got);
-			if (memcmp(got, kid, CAP_KID_LEN) != 0) {
-				cap_key_free(k);
-				rc = CB_EKEY_FORMAT;
-				goto out;
-			}
-			if ((rc = cap_keyring_add(st->kr, k, true)) != 0)
-				goto out;
-			have_signer = true;
-		} else {
-			if ((rc = cap_keyring_add_public(st->kr, pk)) != 0)
-				goto out;
-			if (retired && (rc = cap_keyring_retire(st->kr, kid)) != 0)
+	if (!st->ephemeral) {
+		if ((rc = db_prep(st, "SELECT kid, pk, signing, retired_at FROM keys "
+		    "ORDER BY created_at, rowid", &s)) != 0)
+			return rc;
+		while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+			if ((rc = load_key_row(st, s, &have_signer)) != 0)
 				goto out;
 		}
 	}
@@ -2311,12 +2318,16 @@ st_open_flags(const char *dir, int mode, struct st **out, char *why, size_t whyl
 	else if (rc != 0)
 		open_why(why, whylen, "keys in", path, rc == CB_EINTERNAL || rc == CB_EIO ?
 		    sqlite3_errmsg(st->db) : cb_strerror(rc));
-	if (rc == 0 && (rc = load_tokens(st)) != 0)
+	/* An ephemeral database was made empty a moment ago (from the image or
+	 * the schema) and nobody else can reach it: no token, no sequence, no
+	 * request to read back.  Skipping the reads skips preparing their
+	 * statements, most of an ephemeral open's SQL (docs/state.md). */
+	if (rc == 0 && !st->ephemeral && (rc = load_tokens(st)) != 0)
 		open_why(why, whylen, "tokens in", path, sqlite3_errmsg(st->db));
-	if (rc == 0 && ((rc = meta_get_locked(st, "dseq", &st->dseq)) != 0 ||
+	if (rc == 0 && !st->ephemeral && ((rc = meta_get_locked(st, "dseq", &st->dseq)) != 0 ||
 	    (rc = meta_get_locked(st, "hwm", &st->hwm)) != 0))
 		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
-	if (rc == 0 && (rc = expire_locked(st, st_now(st), NULL)) != 0)
+	if (rc == 0 && !st->ephemeral && (rc = expire_locked(st, st_now(st), NULL)) != 0)
 		open_why(why, whylen, "database", path, sqlite3_errmsg(st->db));
 	pthread_mutex_unlock(&st->mu);
 	if (rc != 0)

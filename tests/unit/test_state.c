@@ -573,6 +573,7 @@ test_ephemeral(void)
 	mkdir(sub("e"), 0700);
 	T_ERR(st_open_ephemeral(sub("e"), &st, NULL, 0), 0, "st_open_ephemeral");
 	T_OK(st_is_new(st), "an ephemeral state is always new");
+	T_OK(st_dseq(st) == 0 && st_time_hwm(st) == 0, "... starts at decision 0, no time seen");
 	T_ERR(cap_keyring_signer(st_keyring(st), kid1), 0, "... and has a signing key");
 	T_ERR(cap_sign(st_keyring(st), "test", msg, sizeof(msg), sig, skid), 0, "... that signs");
 	T_ERR(st_rotate_key(st, kid2), 0, "rotate-key works in memory");
