@@ -35,13 +35,24 @@ agent_start calm --tier medium --workspace "$W2"
 
 # The flooding agent: open()/close() of one workspace file as fast as it
 # can for 15 s, printing how many opens it was answered (survives a kill).
+# An open refused with EACCES is tried again: on a loaded machine the log's
+# writer can fall behind (a slow fdatasync) and the broker then refuses an
+# open for want of room in the log (audit-failed: back-pressure, nothing
+# done; docs/audit.md), which is not the budget this test is about.  That
+# every refusal was that is checked in the log below.
 "$CB" run --connect "$S/admin.sock" --id flood --tier medium --workspace "$W" --timeout 60 -- \
 	/usr/bin/python3 -c '
 import os, time
 open("f", "w").write("x")
-n, end = 0, time.time() + 15
+n, refused, end = 0, 0, time.time() + 15
 while time.time() < end:
-    os.close(os.open("f", os.O_RDONLY))
+    try:
+        os.close(os.open("f", os.O_RDONLY))
+    except PermissionError:
+        refused += 1
+        print("refused", refused, flush=True)
+        time.sleep(0.01)
+        continue
     n += 1
     if n % 200 == 0:
         print("ok", n, flush=True)
@@ -62,7 +73,7 @@ wait "$FPID"
 rc=$?
 t1=$(date +%s)
 t_is "the flooding agent is stopped (137)" "$rc" 137
-echo "# stopped after $((t1 - t0)) s; agent: $(tail -n 1 "$T_TMP/flood.out")"
+echo "# stopped after $((t1 - t0)) s; agent: $(grep '^ok' "$T_TMP/flood.out" | tail -n 1), $(grep -c '^refused' "$T_TMP/flood.out") opens refused"
 t_ok "... before its 15 s were up" test "$((t1 - t0))" -lt 15
 
 stopped() { grep -q '"sandbox":"flood","op":"sandbox.stop"' "$S/audit.jsonl"; }
@@ -87,6 +98,12 @@ t_is "one line says it is throttled" "$ft" 1
 t_is "one line says it was stopped, and why" "$fs" 1
 t_match "... naming the budget it spent" "$(grep '"sandbox":"flood"' "$S/audit.jsonl" | grep '"sandbox.throttled"')" \
 	'audit budget spent \(bytes of log; '
+# (deny lines of its opens: only for want of room in the log, above)
+refused_other() { # STATE SANDBOX: its fs.open denials for any other reason
+	grep "\"sandbox\":\"$2\",\"op\":\"fs.open\"" "$1/audit.jsonl" | grep '"decision":"deny"' |
+		grep -vc '"reason":"audit-failed"'
+}
+t_is "... no open of it refused for any other reason" "$(refused_other "$S" flood)" 0
 t_is "the other sandbox was never throttled" "$(grep -c '"sandbox":"calm","op":"sandbox.throttled"' "$S/audit.jsonl")" 0
 agent_do calm "cat a.txt"
 t_match "... and still reads" "$AOUT" "^hello"
@@ -96,10 +113,15 @@ srv_stop
 
 # The default budget lets honest work through: a loop of 300 cats.
 echo x >"$W/f"
+# (a cat refused for want of room in the log, as above, is tried again: up
+# to 50 times, 0.1 s apart; the log must then say audit-failed)
 timeout 60 "$CB" run --state "$T_TMP/s2" --id busy --tier medium --workspace "$W" -- /bin/sh -c \
-	'i=0; while [ $i -lt 300 ]; do cat f >/dev/null || exit 1; i=$((i+1)); done; echo done' \
+	'i=0; r=0; while [ $i -lt 300 ]; do
+		until cat f >/dev/null; do r=$((r+1)); [ $r -lt 50 ] || exit 1; sleep 0.1; done
+		i=$((i+1)); done; echo "done ($r refused)"' \
 	>"$T_TMP/busy.out" 2>&1
 t_is "with the default budget a loop of cat finishes" "$?" 0
+t_is "... no open refused but for want of room in the log" "$(refused_other "$T_TMP/s2" busy)" 0
 t_is "... and is never throttled" "$(grep -c '"op":"sandbox.throttled"' "$T_TMP/s2/audit.jsonl")" 0
 t_ok "... and each open has its line" test "$(grep -c '"op":"fs.open"' "$T_TMP/s2/audit.jsonl")" -ge 300
 t_done
