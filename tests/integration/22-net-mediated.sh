@@ -162,7 +162,7 @@ t_ok "capctl revoke returns" "$CTL" --state "$T_TMP/srv" revoke "$ID"
 agent_do n1 "curl -sS http://127.0.0.1:$P4/"
 t_is "the next connect after the revocation fails" "$ARC" 7
 t_ok "... denied in the audit log (no live token covers it)" \
-	grep -q "\"sandbox\":\"n1\",\"op\":\"net.connect\",\"resource\":\"127.0.0.1:$P4\".*\"decision\":\"deny\",\"reason\":\"not-covered\"" \
+	wait_for 200 grep -q "\"sandbox\":\"n1\",\"op\":\"net.connect\",\"resource\":\"127.0.0.1:$P4\".*\"decision\":\"deny\",\"reason\":\"not-covered\"" \
 	"$T_TMP/srv/audit.jsonl"
 agent_stop n1
 if [ -n "${HA:-}" ]; then

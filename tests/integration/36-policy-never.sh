@@ -67,5 +67,5 @@ t_is "... the agent holds the elevation" "$ARC" 0
 agent_do a1 "capcall net.connect localhost:9 </dev/null"
 t_is "connecting to the name that resolves into the never range is refused (77)" "$ARC" 77
 t_match "... by the never rule (exceeds policy), not by luck" "$AOUT" "exceeds policy"
-t_ok "... and audited so" grep -q '"op":"net.connect","resource":"localhost:9".*"decision":"deny","reason":"exceeds-policy"' "$S/audit.jsonl"
+t_ok "... and audited so" wait_for 200 grep -q '"op":"net.connect","resource":"localhost:9".*"decision":"deny","reason":"exceeds-policy"' "$S/audit.jsonl"
 t_done

@@ -58,7 +58,7 @@ t_exit "nobody cannot watch for requests (3)" 3 \
 chmod 0600 "$S/admin.sock"
 chmod 0700 "$S"
 chmod 0755 "$T_TMP"
-wait_for 50 grep -q '"actor":"uid:65534"' "$S/audit.jsonl"
+wait_for 200 at_least 3 "$S/audit.jsonl" '"op":"admin.refused","decision":"deny".*"actor":"uid:65534"'
 n=$(grep -c '"op":"admin.refused","decision":"deny".*"actor":"uid:65534"' "$S/audit.jsonl")
 t_is "each refusal is in the audit log with the peer's uid" "$n" 3
 

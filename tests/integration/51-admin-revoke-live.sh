@@ -26,7 +26,7 @@ agent_do a1 "capcall fs.read $W/f.txt"
 t_is "the very next read is denied (77)" "$ARC" 77
 t_match "... because the token is revoked" "$AOUT" "revoked"
 t_ok "... and the denial is audited with the token" \
-	grep -q "\"sandbox\":\"a1\",\"op\":\"fs.read\",\"resource\":\"$W/f.txt\",\"token\":\"$ID\",\"decision\":\"deny\",\"reason\":\"revoked\"" "$S/audit.jsonl"
+	wait_for 200 grep -q "\"sandbox\":\"a1\",\"op\":\"fs.read\",\"resource\":\"$W/f.txt\",\"token\":\"$ID\",\"decision\":\"deny\",\"reason\":\"revoked\"" "$S/audit.jsonl"
 agent_do a1 "capcall fs.read $W/f.txt"
 t_is "and it stays denied" "$ARC" 77
 

@@ -30,7 +30,7 @@ t_exit "a new sandbox is refused (125)" 125 timeout 10 \
 t_match "... and the client says why" "$(cat "$T_TMP/err")" "out of file descriptors|too many admin connections"
 kill "$FL"; wait "$FL" 2>/dev/null
 t_ok "after the flood the broker answers again" wait_for 50 "$CTL" --state "$S" status
-t_ok "the failed accepts are in the audit log" grep -q '"op":"admin.accept-failed"' "$S/audit.jsonl"
+t_ok "the failed accepts are in the audit log" wait_for 200 grep -q '"op":"admin.accept-failed"' "$S/audit.jsonl"
 "$CTL" --state "$S" --json status >"$T_TMP/st.json"
 t_ok "... and counted (status accept_failures)" "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d.get("accept_failures", 0) > 0 else 1)' "$T_TMP/st.json"
 srv_stop
@@ -61,7 +61,7 @@ db = sqlite3.connect(sys.argv[1])
 db.execute("INSERT INTO meta(k, v) VALUES(\"hwm\", ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v", (int(time.time()) + 3600,))
 db.commit()' "$S/state.db"
 srv_start "$S"
-t_ok "the clock behind the state's latest time is audited" grep -q '"op":"clock.backwards"' "$S/audit.jsonl"
+t_ok "the clock behind the state's latest time is audited" wait_for 200 grep -q '"op":"clock.backwards"' "$S/audit.jsonl"
 agent_start a1 --tier medium --workspace "$W"
 T1=$("$CTL" --state "$S" --json issue --sandbox a1 --cap "fs.read:$W/**" --ttl 600 | jget 'd["token"]')
 agent_do a1 "capcall --token $T1 fs.read $W/f"

@@ -185,7 +185,7 @@ t_is "no decision in time: the agent exits 75" "$ARC" 75
 t_match "... told no one decided in time" "$AOUT" "no one decided in time; expiry means deny"
 t_ok "... after about the request expiry (2 s)" test $(( $(date +%s) - start )) -le 5
 t_is "nothing is left pending" "$("$CTL" --state "$S" --json pending)" "[]"
-t_ok "the expiry is audited" grep -q '"sandbox":"e1","op":"expire","resource":"fs.read:/etc/hostname","decision":"deny"' "$S/audit.jsonl"
+t_ok "the expiry is audited" wait_for 200 grep -q '"sandbox":"e1","op":"expire","resource":"fs.read:/etc/hostname","decision":"deny"' "$S/audit.jsonl"
 srv_stop
 
 # -- a one-shot `capbroker run --approve admin` has an admin socket of its own -------------

@@ -79,7 +79,7 @@ t_match "... and the service answers" "$AOUT" "pong"
 approved "net.connect:10.1.2.3:$P" "10.1.2.3:$P"
 t_is "an approved token for db.corp.example's address is refused (77)" "$ARC" 77
 t_match "... by the never rule naming the host (exceeds policy)" "$AOUT" "exceeds policy"
-t_ok "... and audited so" grep -q "\"op\":\"net.connect\",\"resource\":\"10.1.2.3:$P\".*\"decision\":\"deny\",\"reason\":\"exceeds-policy\"" "$S/audit.jsonl"
+t_ok "... and audited so" wait_for 200 grep -q "\"op\":\"net.connect\",\"resource\":\"10.1.2.3:$P\".*\"decision\":\"deny\",\"reason\":\"exceeds-policy\"" "$S/audit.jsonl"
 
 approved "net.connect:[64:ff9b::a01:203]:$P" "[64:ff9b::a01:203]:$P"
 t_is "... so is one for its NAT64 form (77, not tried)" "$ARC" 77

@@ -143,7 +143,7 @@ t_is "a read on the file it had open fails too" "$ARC" 1
 agent_do a1 "echo again >a.txt"
 t_is "... and so does a write" "$ARC" 2
 t_is "the host file is unchanged" "$(head -n 1 "$W/a.txt")" "hello"
-t_ok "the revoked cat is audited as denied" grep -q "\"sandbox\":\"a1\",\"op\":\"fs\.[a-z]*\",\"resource\":\"$W/a.txt\".*\"decision\":\"deny\",\"reason\":\"not-covered\"" "$S/audit.jsonl"
+t_ok "the revoked cat is audited as denied" wait_for 200 grep -q "\"sandbox\":\"a1\",\"op\":\"fs\.[a-z]*\",\"resource\":\"$W/a.txt\".*\"decision\":\"deny\",\"reason\":\"not-covered\"" "$S/audit.jsonl"
 
 agent_start h1 --tier high
 HID=$("$CTL" --state "$S" --json list --sandbox h1 | jget 'd[0]["id"]')

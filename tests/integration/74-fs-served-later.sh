@@ -50,7 +50,7 @@ t_is "the workspace is still served" "$AOUT" "in the workspace"
 agent_do l1 "echo x >'$O/new.txt'"
 t_is "a read grant does not let the agent write there" "$ARC" 2
 t_is "... and nothing was written" "$(ls "$O")" "$(printf 'f.txt\nsub')"
-t_ok "the mount is audited" grep -q "\"sandbox\":\"l1\",\"op\":\"fs.serve\",\"resource\":\"$O\".*served at its host path" \
+t_ok "the mount is audited" wait_for 200 grep -q "\"sandbox\":\"l1\",\"op\":\"fs.serve\",\"resource\":\"$O\".*served at its host path" \
 	"$S/audit.jsonl"
 t_ok "capctl revoke returns" "$CTL" --state "$S" revoke "$ID"
 agent_do l1 "cat '$O/f.txt'"

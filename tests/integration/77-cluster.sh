@@ -95,7 +95,7 @@ t_match "... as revoked" "$AOUT" "revoked"
 t_match "the revocation is in the database" \
 	"$(pg_sql "SELECT count(*) FROM cb_revocations WHERE token = decode('$T1ID','hex')")" '^1$'
 t_ok "broker 3 audits it, naming broker 2" \
-	grep -q "\"op\":\"revoke\",\"resource\":\"$T1ID\".*by broker .*/s2 of the cluster" "$T_TMP/s3/audit.jsonl"
+	wait_for 200 grep -q "\"op\":\"revoke\",\"resource\":\"$T1ID\".*by broker .*/s2 of the cluster" "$T_TMP/s3/audit.jsonl"
 t_exit "an id no broker issued is refused (unknown id)" 2 ctl 2 revoke 0123456789abcdef0123456789abcdef
 t_ok "broker 2's log still verifies" ctl 2 audit verify
 
@@ -177,14 +177,14 @@ sleep 1.6
 read_with a3 live
 t_is "after the bound (1 s) broker 3 denies it" "$ARC" 77
 t_match "... saying the cluster is stale" "$AOUT" "cluster database is unreachable"
-t_ok "... and audits why" grep -q '"op":"cluster.stale"' "$T_TMP/s3/audit.jsonl"
+t_ok "... and audits why" wait_for 200 grep -q '"op":"cluster.stale"' "$T_TMP/s3/audit.jsonl"
 t_exit "broker 1 issues nothing meanwhile" 1 ctl 1 issue --sandbox task --cap "fs.read:$W/**"
 t_match "capctl status says so" "$(ctl 3 status)" "STALE"
 pg_resume
 t_ok "the database answers again: broker 3 catches up" wait_for 100 b_fresh 3
 read_with a3 live
 t_is "... and honours the token again" "$ARC/$AOUT" "0/fleet secret"
-t_ok "... noted in its log" grep -q '"op":"cluster.fresh"' "$T_TMP/s3/audit.jsonl"
+t_ok "... noted in its log" wait_for 200 grep -q '"op":"cluster.fresh"' "$T_TMP/s3/audit.jsonl"
 
 agent_stop a1
 agent_stop a3

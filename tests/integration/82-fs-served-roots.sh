@@ -45,7 +45,7 @@ agent_do r1 "chmod 0777 sub && chmod 0600 a.txt && echo ok"
 t_match "what is beneath the root is the agent's to change" "$AOUT" "^ok"
 t_is "... (a directory)" "$(stat -c %a "$W/sub")" 777
 t_is "... (a file)" "$(stat -c %a "$W/a.txt")" 600
-t_ok "the refused chmod is audited" grep -q "\"sandbox\":\"r1\",\"op\":\"fs.setattr\",\"resource\":\"$W\".*\"decision\":\"deny\",\"reason\":\"permission\".*keeps its mode" "$S/audit.jsonl"
+t_ok "the refused chmod is audited" wait_for 200 grep -q "\"sandbox\":\"r1\",\"op\":\"fs.setattr\",\"resource\":\"$W\".*\"decision\":\"deny\",\"reason\":\"permission\".*keeps its mode" "$S/audit.jsonl"
 chmod 0644 "$W/a.txt"
 
 # -- the root moved on the host ----------------------------------------------------

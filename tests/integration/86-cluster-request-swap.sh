@@ -83,7 +83,7 @@ t_ok "approving what broker 2 showed (readme) does not approve the agent's reque
 t_ok "... broker 1 audits no approval of /etc/hostname" \
 	sh -c "! grep -q '\"op\":\"approve\",\"resource\":\"fs.read:/etc/hostname\"' '$T_TMP/s1/audit.jsonl'"
 t_ok "... and says why it refused the decision" \
-	grep -q "\"op\":\"cluster.refused\",\"resource\":\"fs.read:$W/readme\".*request $R: the cluster's row" \
+	wait_for 200 grep -q "\"op\":\"cluster.refused\",\"resource\":\"fs.read:$W/readme\".*request $R: the cluster's row" \
 	"$T_TMP/s1/audit.jsonl"
 t_match "... capctl approve says the holder refused it" "$(cat "$T_TMP/approve.out")" "not the one shown here"
 t_ok "the agent's request is still pending on broker 1" \

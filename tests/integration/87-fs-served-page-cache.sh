@@ -57,6 +57,11 @@ ID=$("$CTL" --state "$S" --json list --sandbox c1 | jget 'd[0]["id"]')
 # -- cached by default --------------------------------------------------------
 agent_do c1 "cat big.bin | cksum; cat big.bin | cksum"
 t_is "a served file reads, twice" "$AOUT" "$SUM"$'\n'"$SUM"
+# The lines come through the file server's queue and the audit writer (two
+# threads): wait for the ones that must be there, then a moment more for a
+# second close line that must not.
+wait_for 200 at_least 2 "$S/audit.jsonl" "\"op\":\"fs.open\",\"resource\":\"$W/big.bin\""
+wait_for 200 at_least 1 "$S/audit.jsonl" "\"op\":\"fs.close\",\"resource\":\"$W/big.bin\""
 sleep 0.1
 t_is "... and the broker served it once: the second read came from the page cache" \
 	"$(grep -c "\"op\":\"fs.close\",\"resource\":\"$W/big.bin\"" "$S/audit.jsonl")" 1

@@ -144,14 +144,14 @@ t_is "... and every other token" "$ARC" 77
 t_match "... saying why" "$AOUT" "cluster database is unreachable"
 t_exit "broker 1 issues nothing while cut off" 1 ctl 1 issue --sandbox task --cap "fs.read:$W/**"
 t_match "capctl status says STALE" "$(ctl 1 status)" "STALE"
-t_ok "its log says since when and why" grep -q '"op":"cluster.stale"' "$T_TMP/s1/audit.jsonl"
+t_ok "its log says since when and why" wait_for 200 grep -q '"op":"cluster.stale"' "$T_TMP/s1/audit.jsonl"
 t_ok "host 1's link comes up" in_ns "${H[1]}" ip link set eth0 up
 t_ok "broker 1 reconnects and catches up" wait_for 150 b_fresh 1
 read_with a1 gone
 t_is "the token revoked during the cut is denied on broker 1" "$ARC" 77
 t_match "... as revoked" "$AOUT" "revoked"
 t_ok "... the revocation is in broker 1's log, naming broker 2" \
-	grep -q "\"op\":\"revoke\",\"resource\":\"$GONE\".*by broker .*/s2 of the cluster" "$T_TMP/s1/audit.jsonl"
+	wait_for 200 grep -q "\"op\":\"revoke\",\"resource\":\"$GONE\".*by broker .*/s2 of the cluster" "$T_TMP/s1/audit.jsonl"
 read_with a1 kept
 t_is "the other token is honoured again" "$ARC/$AOUT" "0/net secret"
 

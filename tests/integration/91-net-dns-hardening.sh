@@ -46,11 +46,11 @@ t_is "... the names of the other types were never looked up (the host's resolver
 	"$(grep -cE '^(mx|any)\.test\.invalid$|^txt\.other\.invalid$' "$T_TMP/asked")" 0
 t_is "... nor audited as lookups" \
 	"$(grep -cE '"op":"net.resolve","resource":"(mx|any)\.test\.invalid".*"decision":"allow"' "$T_TMP/srv/audit.jsonl")" 0
-t_ok "... but as denials (unsupported), with the type" grep -qE \
+t_ok "... but as denials (unsupported), with the type" wait_for 200 grep -qE \
 	'"op":"net.resolve","resource":"mx\.test\.invalid","decision":"deny","reason":"unsupported".*type 15' \
 	"$T_TMP/srv/audit.jsonl"
 t_ok "control: the A question was looked up and audited" \
-	grep -q '"op":"net.resolve","resource":"ok.test.invalid",.*"decision":"allow"' "$T_TMP/srv/audit.jsonl"
+	wait_for 200 grep -q '"op":"net.resolve","resource":"ok.test.invalid",.*"decision":"allow"' "$T_TMP/srv/audit.jsonl"
 
 # One A question (gethostbyname), so that what the first answer carries shows.
 agent_do d1 "python3 -c 'import socket; print(socket.gethostbyname(\"slow.test.invalid\"))'"
@@ -59,7 +59,7 @@ t_ok "control: the lookup reached the host's resolver (which revoked the token)"
 	grep -qx "slow.test.invalid" "$T_TMP/asked"
 t_match "control: the token is revoked" "$(cat "$T_TMP/revoked")" "^revoked $(cat "$T_TMP/tokid") "
 t_ok "... the answer is a denial in the audit, after the lookup" \
-	grep -q '"op":"net.resolve","resource":"slow.test.invalid","decision":"deny".*after its lookup' "$T_TMP/srv/audit.jsonl"
+	wait_for 200 grep -q '"op":"net.resolve","resource":"slow.test.invalid","decision":"deny".*after its lookup' "$T_TMP/srv/audit.jsonl"
 t_is "... and the address was never handed to the sandbox" "$(printf '%s' "$AOUT" | grep -c 10.9.9.9)" 0
 agent_stop d1
 t_done

@@ -98,7 +98,7 @@ t_match "... reading /etc/hostname" "$AOUT" "$HOST"
 t_ok "broker 1 audits the approval: who (uid) and where (broker 3)" \
 	grep -q "\"sandbox\":\"task\",\"op\":\"approve\",\"resource\":\"fs.read:/etc/hostname\",.*\"actor\":\"uid:$(id -u)\",\"detail\":\"ttl 30s, scope once; request $RID, decided on broker $B3 of the cluster\"" "$T_TMP/s1/audit.jsonl"
 t_ok "broker 3 audits that its administrator decided broker 1's request" \
-	grep -q "\"op\":\"cluster.approve\",\"resource\":\"fs.read:/etc/hostname\",.*\"detail\":\"request $RID of broker $B1: decided here, applied there\"" "$T_TMP/s3/audit.jsonl"
+	wait_for 200 grep -q "\"op\":\"cluster.approve\",\"resource\":\"fs.read:/etc/hostname\",.*\"detail\":\"request $RID of broker $B1: decided here, applied there\"" "$T_TMP/s3/audit.jsonl"
 t_is "the database records the decision and that it was applied" \
 	"$(pg_sql "SELECT state, decided_on = '$B3', applied_at IS NOT NULL, outcome FROM cb_requests WHERE id = $RID")" \
 	"approved|t|t|0"

@@ -41,7 +41,8 @@ adm_cleanup() {
 }
 trap adm_cleanup EXIT
 
-# wait_for TENTHS CMD...: retry CMD every 0.1 s
+# wait_for TENTHS CMD...: retry CMD every 0.1 s (CMD's arguments are
+# expanded once: to wait on a count, give a command that counts, at_least)
 wait_for() {
 	local n=$1; shift
 	while [ "$n" -gt 0 ]; do
@@ -51,6 +52,13 @@ wait_for() {
 	done
 	return 1
 }
+
+# at_least N FILE PATTERN: FILE has at least N lines grep matches PATTERN
+# (a basic regular expression).  For wait_for: the audit writer is a thread
+# (docs/audit.md), so an operation's line lands a moment after the broker
+# answered the agent, later still on a loaded machine; a test that checks
+# the log right after an operation waits for the line (bounded) first.
+at_least() { [ "$(grep -c -- "$3" "$2" 2>/dev/null)" -ge "$1" ]; }
 
 # adm_nofifos CMD...: exec CMD without the agents' FIFO write ends.
 adm_nofifos() {
