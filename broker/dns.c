@@ -129,6 +129,7 @@ static struct {
 static char brk_ld_why[256];
 static int brk_ld_err;
 static pthread_once_t brk_ld_once = PTHREAD_ONCE_INIT;
+static bool brk_ld_tried;	/* atomic: brk_ld_load has run (brk_ld_err says how) */
 
 static void
 brk_ld_load(void)
@@ -140,6 +141,47 @@ brk_ld_load(void)
 	/* The soname ldns/ldns.h belongs to (libldns3). */
 	brk_ld_err = cb_dl_load("libldns.so.3", syms, sizeof(syms) / sizeof(syms[0]), brk_ld_why,
 	    sizeof(brk_ld_why));
+	__atomic_store_n(&brk_ld_tried, true, __ATOMIC_RELEASE);
+}
+
+/* Has the load been tried (so that brk_dns_lib returns at once)?  Never
+ * waits: the loop asks this before anything that would call brk_dns_lib,
+ * whose first call waits for dlopen (libldns, libssl, libcrypto: 2 ms and
+ * more on a loaded host, all of it on the caller's thread). */
+static bool
+brk_dns_lib_tried(void)
+{
+	return __atomic_load_n(&brk_ld_tried, __ATOMIC_ACQUIRE);
+}
+
+/* A worker's job: load it (or wait, in pthread_once, for the worker that
+ * loads it).  dlopen reads the system's libraries as the broker's own
+ * user: a worker's file-system identity is never switched (setfsuid acts
+ * per thread), and no name in it comes from an agent. */
+static void
+brk_dns_lib_job(void *arg)
+{
+	(void)arg;
+	cb_ignore(brk_dns_lib(NULL));
+}
+
+static void
+brk_dns_lib_loaded(void *arg)
+{
+	(void)arg;
+}
+
+void
+brk_dns_preload(struct brk *b)
+{
+	static bool asked;	/* loop thread only */
+
+	if (asked || brk_dns_lib_tried())
+		return;
+	/* Not asked again if no worker could start: the first connection
+	 * to the resolver then loads it on a worker of its own. */
+	asked = true;
+	cb_ignore(brk_work(b, brk_dns_lib_job, brk_dns_lib_loaded, NULL));
 }
 
 int
@@ -415,6 +457,26 @@ brk_dconn_looked_up(void *arg)
 	brk_dconn_read(d->bev, d);	/* a query that waited in the buffer */
 }
 
+/* The library a connection waited for is loaded (or cannot be): serve it,
+ * or close it (its agent sees the connection end, as with a resolver that
+ * went away; later connections are refused, brk_dns_serve). */
+static void
+brk_dconn_lib_loaded(void *arg)
+{
+	struct brk_dconn *d = arg;
+
+	d->busy = false;
+	if (d->closing || d->s->dead || brk_dns_lib(NULL) != 0) {
+		brk_dconn_free(d);
+		return;
+	}
+	if (bufferevent_enable(d->bev, EV_READ) != 0) {
+		brk_dconn_free(d);
+		return;
+	}
+	brk_dconn_read(d->bev, d);	/* a query that waited in the buffer */
+}
+
 /* One query: refused, answered from the cache, or looked up (d->busy). */
 static bool
 brk_dconn_query(struct brk_dconn *d)
@@ -533,9 +595,10 @@ brk_dns_serve(struct brk_sbx *s, int sock)
 		close(sock);
 		return CB_EBUSY;
 	}
-	/* Loaded here, once, before the first query is read: a broker without
-	 * libldns refuses the connection instead of serving a dead one. */
-	if (brk_dns_lib(NULL) != 0) {
+	/* A broker without libldns refuses the connection instead of serving
+	 * a dead one, once the load has been tried (brk_dns_preload, or
+	 * below: never on the loop). */
+	if (brk_dns_lib_tried() && brk_dns_lib(NULL) != 0) {
 		close(sock);
 		return CB_EUNSUPPORTED;
 	}
@@ -556,6 +619,17 @@ brk_dns_serve(struct brk_sbx *s, int sock)
 	bufferevent_set_timeouts(d->bev, &idle, &idle);
 	/* a query is small: never buffer more than one and its length */
 	bufferevent_setwatermark(d->bev, EV_READ, 0, BRK_DNS_MSG_MAX + 2);
+	if (!brk_dns_lib_tried()) {
+		/* Still loading (the preload is on a worker), or never asked
+		 * for: the connection waits for it, unread, on a worker of its
+		 * own; the loop does not. */
+		if (brk_work(s->b, brk_dns_lib_job, brk_dconn_lib_loaded, d) != 0) {
+			brk_dconn_free(d);
+			return CB_ENOMEM;
+		}
+		d->busy = true;
+		return 0;
+	}
 	if (bufferevent_enable(d->bev, EV_READ) != 0) {
 		brk_dconn_free(d);
 		return CB_ENOMEM;

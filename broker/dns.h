@@ -37,6 +37,15 @@ struct brk_dnsq {
  * cannot be loaded.  Thread-safe. */
 int brk_dns_lib(const char **why) CB_WARN_UNUSED;
 
+/* Start loading libldns on a worker thread, once, if it is not loaded:
+ * called when a sandbox that can reach the resolver (medium and high tiers)
+ * is spawned, so that the load runs while the sandbox is being built and
+ * the agent's first lookup finds it there.  Loop thread only; never waits.
+ * A connection that comes before the load ends waits for it unread, on a
+ * worker (brk_dns_serve): brk_dns_lib's first call, a dlopen, never runs
+ * on the loop. */
+void brk_dns_preload(struct brk *b);
+
 /* Parse the DNS message m[0..n) with ldns: one question of class IN in a
  * standard query.  0 with *q filled (free with brk_dns_query_free);
  * CB_EPROTO otherwise (q holds nothing); CB_EUNSUPPORTED without libldns. */
@@ -55,8 +64,10 @@ bool brk_dns_is_resolver(const struct sockaddr *sa, socklen_t len);
 /* Serve DNS over TCP (RFC 7766: two-byte length, then the message) on
  * sock, the broker's end of a socketpair whose other end the agent's
  * connect() to the resolver got; sock is consumed.  0, CB_EBUSY (too many
- * of s's connections open), CB_EUNSUPPORTED (libldns cannot be loaded) or
- * CB_ENOMEM. */
+ * of s's connections open), CB_EUNSUPPORTED (libldns could not be loaded)
+ * or CB_ENOMEM.  Never waits for the library: while it is being loaded the
+ * connection is accepted and read only once it is there (closed if the
+ * load fails). */
 int brk_dns_serve(struct brk_sbx *s, int sock) CB_WARN_UNUSED;
 
 #endif

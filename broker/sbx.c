@@ -14,6 +14,7 @@
 #include "broker/chan.h"
 #include "broker/commit.h"
 #include "broker/dispatch.h"
+#include "broker/dns.h"
 #include "broker/fs_served.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
@@ -776,6 +777,10 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t w
 		brk_reap_later(s->b, &s->proc);
 		return r;
 	}
+	/* Its resolver's library loads on a worker while the sandbox is
+	 * built, not on the loop at its first lookup (dns.c). */
+	if (s->stier != SBX_TIER_LOW)
+		brk_dns_preload(s->b);
 	s->spawned = true;
 	return 0;
 }

@@ -3,8 +3,10 @@
  * completion on the loop, signalled through the wake pipe.
  *
  * Trust domain: broker.  A worker touches only the job it was given; it
- * never reads or writes files (ops_fs.c switches the loop thread's fs
- * identity and relies on that), and it blocks every signal.
+ * never reads or writes files for an agent (ops_fs.c switches the loop
+ * thread's fs identity and relies on that; the one file a worker opens is
+ * a system library, dns.c's dlopen of libldns, as the broker's own user),
+ * and it blocks every signal.
  */
 #include "broker/core.h"
 #include "broker/work.h"

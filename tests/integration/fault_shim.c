@@ -11,8 +11,13 @@
  * that the broker then sends through that pidfd is dropped: the stub lives
  * on until it ends by itself.  With CB_FAULT_CALL=pidfd_open it is the
  * launcher's pidfd_open() of such a process that fails instead (EMFILE),
- * and the SIGKILL then sent with kill() that is dropped.  Nothing else
- * changes.  Test code, never built into the product.
+ * and the SIGKILL then sent with kill() that is dropped.  With
+ * CB_FAULT_CALL=dlopen, the next dlopen() of a library whose name contains
+ * $CB_FAULT_MATCH writes "main" or "other" (the calling thread: the
+ * broker's loop runs on its main thread) to $CB_FAULT_ARM.pid and then
+ * takes $CB_FAULT_SLOW_MS milliseconds more, as a loaded host's disk and
+ * relocations might.  Nothing else changes.  Test code, never built into
+ * the product.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +37,7 @@ typedef struct event *(*event_new_fn)(struct event_base *, int, short,
 typedef int (*pidfd_send_signal_fn)(int, int, siginfo_t *, unsigned int);
 typedef int (*pidfd_open_fn)(pid_t, unsigned int);
 typedef int (*kill_fn)(pid_t, int);
+typedef void *(*dlopen_fn)(const char *, int);
 
 static int dropped_fd = -1;	/* the pidfd whose next SIGKILL is dropped */
 static pid_t dropped_pid = -1;	/* the pid whose next kill(SIGKILL) is dropped */
@@ -171,4 +177,28 @@ pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
 		return 0;
 	}
 	return real(pidfd, sig, info, flags);
+}
+
+void *
+dlopen(const char *file, int flags)
+{
+	static dlopen_fn real;
+	const char *arm = getenv("CB_FAULT_ARM"), *slow = getenv("CB_FAULT_SLOW_MS");
+
+	if (!real)
+		real = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+	if (file && fault_armed("dlopen") && strstr(file, getenv("CB_FAULT_MATCH")) &&
+	    unlink(arm) == 0) {
+		char path[4200];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.pid", arm);
+		if ((f = fopen(path, "we"))) {
+			fprintf(f, "%s\n", gettid() == getpid() ? "main" : "other");
+			fclose(f);
+		}
+		if (slow)
+			usleep((useconds_t)atoi(slow) * 1000);
+	}
+	return real(file, flags);
 }
