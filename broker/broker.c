@@ -650,6 +650,8 @@ brk_free(struct brk *b)
 		s->refs = 0;
 		brk_sbx_free(s);
 	}
+	/* Their file servers' last close lines, before the log closes. */
+	brk_fss_end_all(b);
 	brk_pool_free(b);
 	brk_reap_close(b);
 	brk_admin_close(b);

@@ -217,6 +217,8 @@ struct brk {
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
 	struct brk_pool *pool;		/* pre-built proc.exec sandboxes (pool.c), or NULL */
 	struct brk_reap *reaping;	/* stubs given up on, not yet reaped (reap.c) */
+	struct brk_fss *fss_ending;	/* file servers of freed sandboxes whose thread
+					 * has not ended yet (fs_served.c) */
 	/* The calls up, set by brk_new, so that no file calls one above it
 	 * (docs/architecture.md).  A channel had to close (chan.c):
 	 * brk_sbx_close_channel. */

@@ -79,6 +79,10 @@
  * between which the loop writes the server's queued audit lines. */
 #define BRK_FSS_SETTLE_MS 2000
 #define BRK_FSS_SETTLE_STEP_MS 10
+/* At shutdown, the stopped servers' threads get this long to end and
+ * report the files still open (their last invalidations: fsrv_free waits
+ * up to about 2 s for them). */
+#define BRK_FSS_END_MS 3000
 
 /* One fs.* capability of a live token, as the server thread judges it. */
 struct brk_fss_grant {
@@ -141,7 +145,9 @@ struct brk_fss_aud {
 };
 
 struct brk_fss {
-	struct brk_sbx *s;		/* loop thread only */
+	struct brk_sbx *s;		/* loop thread only; NULL once stopped */
+	struct brk *b;			/* loop thread only */
+	struct brk_fss *next_ending;	/* in b->fss_ending once stopped */
 	struct fsrv *srv;		/* server thread only, once started */
 	pthread_t thr;
 	int stop_pipe[2];
@@ -192,6 +198,7 @@ struct brk_fss {
 	struct brk_fss_aud *aq;
 	size_t naq;
 	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
+	bool ended;			/* the thread is done with f but for a last wake-up */
 	/* The sandbox's audit budget, as the server sees it (budget.c keeps
 	 * the bucket on the loop): throttled while the loop says it is spent;
 	 * queued, the bytes of the lines waiting in aq; avail, what the
@@ -643,18 +650,20 @@ brk_fss_gate(struct brk_fss *f)
  * op (a string that outlives the queue), decision, reason, token_id,
  * resource and detail are taken (copied); the line is always an agent's
  * operation (AUD_OP) in f's sandbox.  A full queue makes the agent's
- * operation wait for the loop (never the loop for the agent); a stopping
- * sandbox writes nothing more.  Its bytes count as queued until the loop
- * writes it and charges them to the sandbox (brk_audit_sbx). */
+ * operation wait for the loop (never the loop for the agent).  A stopping
+ * sandbox writes only late lines: the close of a file opened before (what
+ * an allowed open did, owed to the log; the loop drains until the thread
+ * ends, brk_fss_ending).  Its bytes count as queued until the loop writes
+ * it and charges them to the sandbox (brk_audit_sbx). */
 static void
-brk_fss_audit(struct brk_fss *f, const struct aud_rec *r)
+brk_fss_audit(struct brk_fss *f, const struct aud_rec *r, bool late)
 {
 	struct brk_fss_aud *a;
 	uint64_t one = 1;
 
-	while (f->naq == BRK_FSS_AUDQ_MAX && !f->stopping)
+	while (f->naq == BRK_FSS_AUDQ_MAX && (late || !f->stopping))
 		pthread_cond_wait(&f->cond, &f->mu);
-	if (f->stopping)
+	if (f->stopping && !late)
 		return;
 	a = &f->aq[f->naq];
 	memset(a, 0, sizeof(*a));
@@ -736,7 +745,7 @@ fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
 	}
 	if (r->detail == NULL)
 		r->detail = "served";
-	brk_fss_audit(f, r);
+	brk_fss_audit(f, r, false);
 }
 
 static int
@@ -822,7 +831,12 @@ fss_authz(void *arg, const struct fsrv_check *c)
 }
 
 /* The agent closed a file it read or wrote: one line with the byte counts
- * (none for an open that moved no data). */
+ * (none for an open that moved no data).  Also once the sandbox is
+ * stopping: a release that reaches the server after the stop, and every
+ * file still open when the server ends (fsrv_free: at_stop; the kernel
+ * drops the releases still queued when the last mount goes), each get
+ * their line, so that every open that moved data has exactly one close
+ * line (docs/fsrv.md). */
 static void
 fss_closed(void *arg, const struct fsrv_close *c)
 {
@@ -837,13 +851,14 @@ fss_closed(void *arg, const struct fsrv_close *c)
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
 			t = &f->trees[i];
-	if (t && !f->stopping) {
+	if (t) {
 		snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "",
 		    c->path[0] ? c->path : "(unlinked)");
-		snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written",
-		    (unsigned long long)c->nread, (unsigned long long)c->nwritten);
+		snprintf(detail, sizeof(detail), "served, %llu bytes read, %llu written%s",
+		    (unsigned long long)c->nread, (unsigned long long)c->nwritten,
+		    c->at_stop ? "; still open when the sandbox stopped" : "");
 		brk_fss_audit(f, &(struct aud_rec){ .op = "fs.close", .decision = AUD_NONE,
-		    .resource = path, .detail = detail });
+		    .resource = path, .detail = detail }, true);
 	}
 	pthread_mutex_unlock(&f->mu);
 }
@@ -869,7 +884,7 @@ fss_full(void *arg, unsigned tree, uint32_t names)
 	brk_fss_gate(f);
 	if (!f->stopping)
 		brk_fss_audit(f, &(struct aud_rec){ .op = "fs.names", .decision = AUD_NONE,
-		    .reason = CB_EBUSY, .resource = t->path, .detail = detail });
+		    .reason = CB_EBUSY, .resource = t->path, .detail = detail }, false);
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -881,9 +896,18 @@ fss_full(void *arg, unsigned tree, uint32_t names)
 static void
 brk_fss_write(struct brk_fss *f, const struct brk_fss_aud *a)
 {
-	cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_OP, .decision = a->d,
-	    .reason = a->reason, .op = a->op, .resource = a->resource,
-	    .token_id = a->has_tid ? a->tid : NULL, .actor = "agent", .detail = a->detail }));
+	struct aud_rec r = { .kind = AUD_OP, .decision = a->d, .reason = a->reason, .op = a->op,
+		.resource = a->resource, .token_id = a->has_tid ? a->tid : NULL, .actor = "agent",
+		.detail = a->detail };
+
+	/* Once the sandbox is gone (its last close lines), in its name, with
+	 * no budget left to charge: at most one line per file it had open. */
+	if (!f->s) {
+		r.sandbox = f->sid;
+		brk_audit(f->b, &r);
+		return;
+	}
+	cb_ignore(brk_audit_sbx(f->s, &r));
 }
 
 static void
@@ -912,7 +936,7 @@ brk_fss_drain(struct brk_fss *f)
 	for (size_t i = 0; i < n; i++) {
 		struct brk_fss_aud *a = &q[i];
 
-		if (a->d == AUD_DENY)
+		if (a->d == AUD_DENY && f->s)
 			brk_budget_deny(f->s, a->reason, a->op, a->resource, a->has_tid ? a->tid : NULL,
 			    a->detail);
 		else
@@ -989,8 +1013,11 @@ brk_fss_aud_tick(evutil_socket_t fd, short ev, void *arg)
 	brk_fss_budget(arg);	/* last: f may be gone after it */
 }
 
+static void brk_fss_ending(struct brk_fss *f);
+
 /* The server queued the first record of a batch (drain it a little later,
- * with whatever follows) or filled half the queue (drain now). */
+ * with whatever follows) or filled half the queue (drain now); once
+ * stopped, its last lines, or its end. */
 static void
 brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 {
@@ -1002,6 +1029,10 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 
 	(void)ev;
 	cb_ignore((int)read(fd, &v, sizeof(v)));
+	if (!f->s) {
+		brk_fss_ending(f);	/* f may be gone after it */
+		return;
+	}
 	pthread_mutex_lock(&f->mu);
 	n = f->naq;
 	grow = f->slots_new;
@@ -1067,7 +1098,7 @@ brk_fss_add_late(struct brk_fss *f)
 		else
 			brk_fss_audit(f, &(struct aud_rec){ .op = "fs.serve", .decision = AUD_DENY,
 			    .reason = e, .resource = t->path,
-			    .detail = "not served: the file server refused the tree" });
+			    .detail = "not served: the file server refused the tree" }, false);
 		pthread_mutex_unlock(&f->mu);
 	}
 }
@@ -1111,7 +1142,8 @@ brk_fss_main(void *arg)
 		while (read(f->stop_pipe[0], &c, 1) < 0 && errno == EINTR)
 			;
 	}
-	/* The connections end here; the agent sees ENOTCONN. */
+	/* The connections end here; the agent sees ENOTCONN.  Files still
+	 * open are reported (fss_closed, at_stop) and their lines queued. */
 	fsrv_free(f->srv);
 	f->srv = NULL;
 	pthread_mutex_lock(&f->mu);
@@ -1120,18 +1152,17 @@ brk_fss_main(void *arg)
 			close(f->late[i].root);
 		close(f->late[i].dev);
 	}
+	f->nlate = 0;
 	for (size_t i = 0; i < f->nfuse; i++)
 		if (f->uroot[i] >= 0)
 			close(f->uroot[i]);	/* no connection came for it */
-	brk_fss_grants_free(f->g, f->ng);
-	for (size_t i = 0; i < f->naq; i++)
-		free(f->aq[i].resource);
-	free(f->aq);
+	f->nfuse = 0;
+	/* The loop writes what is queued and frees f (brk_fss_ending): after
+	 * this wake-up the thread touches nothing of f. */
+	f->ended = true;
+	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
-	pthread_cond_destroy(&f->cond);
-	pthread_mutex_destroy(&f->mu);
-	close(f->stop_pipe[0]);
-	free(f);
+	cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
 	return NULL;
 }
 
@@ -2032,25 +2063,93 @@ brk_fss_stop(struct brk_sbx *s)
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
 	brk_fss_drain(f);
-	event_free(f->ev_aud);
 	event_free(f->ev_aud_tm);
 	event_free(f->ev_budget);
 	event_free(f->ev_exp);
-	free(f->aq_spare);	/* the thread frees aq */
+	f->ev_aud_tm = f->ev_budget = f->ev_exp = NULL;
 	if (f->ev_chan)
 		event_free(f->ev_chan);
 	f->ev_chan = NULL;
 	f->chan_ok = false;
 	brk_fss_binds_free(f);
-	close(f->aud_efd);
-	/* The thread frees everything itself once it has stopped: the loop
-	 * never waits for it (its last invalidations may take a moment), and
-	 * touches nothing of f once it has said stop. */
-	{
-		int wfd = f->stop_pipe[1];
+	/* The sandbox is about to be freed: from here f speaks in its id
+	 * (f->sid) only.  The loop never waits for the thread (its last
+	 * invalidations may take a moment); ev_aud brings its last close
+	 * lines and its end (brk_fss_ending). */
+	f->b = s->b;
+	f->s = NULL;
+	f->next_ending = f->b->fss_ending;
+	f->b->fss_ending = f;
+	cb_ignore((int)write(f->stop_pipe[1], "x", 1));
+	close(f->stop_pipe[1]);
+	f->stop_pipe[1] = -1;
+}
 
-		pthread_detach(f->thr);
-		cb_ignore((int)write(wfd, "x", 1));
-		close(wfd);
+/* A stopped server, after its thread has ended: unlinked and freed. */
+static void
+brk_fss_free_ended(struct brk_fss *f)
+{
+	for (struct brk_fss **p = &f->b->fss_ending; *p; p = &(*p)->next_ending)
+		if (*p == f) {
+			*p = f->next_ending;
+			break;
+		}
+	pthread_join(f->thr, NULL);
+	brk_fss_drain(f);	/* what it queued last */
+	brk_fss_grants_free(f->g, f->ng);
+	free(f->aq);
+	free(f->aq_spare);
+	event_free(f->ev_aud);
+	close(f->aud_efd);
+	close(f->stop_pipe[0]);
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+/* A stopped server's wake-up: write its last lines; free it once its
+ * thread has ended. */
+static void
+brk_fss_ending(struct brk_fss *f)
+{
+	bool ended;
+
+	brk_fss_drain(f);
+	pthread_mutex_lock(&f->mu);
+	ended = f->ended;
+	pthread_mutex_unlock(&f->mu);
+	if (ended)
+		brk_fss_free_ended(f);
+}
+
+void
+brk_fss_end_all(struct brk *b)
+{
+	uint64_t until = cb_mono_ns() + (uint64_t)BRK_FSS_END_MS * 1000000u;
+
+	while (b->fss_ending) {
+		struct brk_fss *f = b->fss_ending;
+		bool ended;
+
+		brk_fss_drain(f);
+		pthread_mutex_lock(&f->mu);
+		ended = f->ended;
+		pthread_mutex_unlock(&f->mu);
+		if (ended) {
+			brk_fss_free_ended(f);
+			continue;
+		}
+		if (cb_mono_ns() >= until) {
+			/* Left running (the process is ending); f stays
+			 * allocated for it. */
+			brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = f->sid,
+			    .reason = CB_ETIMEDOUT, .op = "fs.serve", .actor = "broker",
+			    .detail = "the file server did not end in time: the close lines of "
+			    "files still open may be missing" });
+			b->fss_ending = f->next_ending;
+			event_free(f->ev_aud);
+			continue;
+		}
+		usleep(BRK_FSS_SETTLE_STEP_MS * 1000);
 	}
 }

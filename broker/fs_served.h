@@ -76,8 +76,18 @@ void brk_fss_refresh_all(struct brk *b);
 
 /* Stop serving: from now on every operation is refused, the audit queue is
  * written, and the server thread ends on its own (closing the FUSE
- * connections: the agent sees ENOTCONN, never a hang).  Accepts a sandbox
- * without a server. */
+ * connections: the agent sees ENOTCONN, never a hang).  The close lines of
+ * files released after this, or still open when the thread ends (marked
+ * so), are written by the loop as they come, in the sandbox's name, and
+ * the rest is freed once the thread has ended; the loop never waits for
+ * it.  Accepts a sandbox without a server. */
 void brk_fss_stop(struct brk_sbx *s);
+
+/* The broker is shutting down (brk_free, after every sandbox is freed,
+ * before the log closes): wait for the threads of stopped servers to end,
+ * writing their last close lines, at most BRK_FSS_END_MS in all; one that
+ * does not end in time is left running (one line says its close lines may
+ * be missing). */
+void brk_fss_end_all(struct brk *b);
 
 #endif

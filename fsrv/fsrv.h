@@ -101,15 +101,20 @@ typedef int (*fsrv_authz_fn)(void *arg, const struct fsrv_check *c);
 
 /* A file the agent closed (its last descriptor went): how much it read and
  * wrote through this open.  path as in struct fsrv_check; "" when the name
- * is gone (unlinked while open). */
+ * is gone (unlinked while open).  at_stop: no release came for it before
+ * the server stopped (fsrv_free closed it: a connection aborted with the
+ * release still queued, or the agent's files still open). */
 struct fsrv_close {
 	unsigned tree;
 	const char *path;
 	uint64_t nread, nwritten;
+	bool at_stop;
 };
 
-/* Called on the serving thread at each release of an open file (optional;
- * with authz_arg).  Must be fast and must not call back into the server. */
+/* Called on the serving thread at each release of an open file, and by
+ * fsrv_free for each file still open then (at_stop), so that every open
+ * file is reported exactly once (optional; with authz_arg).  Must be fast
+ * and must not call back into the server. */
 typedef void (*fsrv_close_fn)(void *arg, const struct fsrv_close *c);
 
 /* Called on the serving thread (optional; with authz_arg) when a new name

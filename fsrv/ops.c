@@ -857,8 +857,25 @@ fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h)
 void
 fsrv_handles_close(struct fsrv_tree *t)
 {
-	while (t->handles != NULL)
-		fsrv_handle_free(t, t->handles);
+	while (t->handles != NULL) {
+		struct fsrv_handle *h = t->handles;
+
+		/* A file whose release never reached us is reported all the
+		 * same: one close per open, whatever the kernel managed to
+		 * send before the connection ended. */
+		if (h->dir == NULL && t->srv->cfg.on_close != NULL) {
+			char path[FSRV_PATH_MAX] = "";
+			struct fsrv_close c = { .tree = t->idx, .path = path, .nread = h->nread,
+				.nwritten = h->nwritten, .at_stop = true };
+
+			pthread_mutex_lock(&t->srv->lock);
+			if (h->node == NULL || fsrv_node_path(h->node, path, sizeof(path)) != 0)
+				path[0] = '\0';
+			pthread_mutex_unlock(&t->srv->lock);
+			t->srv->cfg.on_close(t->srv->cfg.authz_arg, &c);
+		}
+		fsrv_handle_free(t, h);
+	}
 }
 
 static void

@@ -108,7 +108,8 @@ extern const struct fuse_custom_io fsrv_pt_io;
 int fsrv_pt_backing(struct fsrv_tree *t, int fd);
 void fsrv_pt_close(struct fsrv_tree *t, int id);
 
-/* Close every handle still open on t (the connection is going away). */
+/* Close every handle still open on t (the connection is going away),
+ * each file reported to on_close (at_stop) as a release would have. */
 void fsrv_handles_close(struct fsrv_tree *t);
 
 /* (ops.c) A server was made (1) or freed (-1): the process's servers

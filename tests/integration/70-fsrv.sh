@@ -197,12 +197,21 @@ t_ok "revoke everything" reload 2
 t_match "a cached open file no longer reads" "$(head -c 4 <&8 2>&1)" 'Permission denied'
 t_match "... nor opens" "$(cat "$M/big" 2>&1 >/dev/null)" 'Permission denied'
 exec 8<&-
+stop
+# Every open file is reported closed exactly once: at its release, or, still
+# open when the server stops, by the server itself (fsrv_free; the broker's
+# close lines, docs/fsrv.md).  Deterministic: fd 8 is this shell's.
+rm -f "$T_TMP/closes"
 printf 'rlwd .\n' >"$A"
-reload 3
+t_ok "a server reporting closes mounts" start --timeout 30 --closes "$T_TMP/closes"
+head -c 3 "$M/a.txt" >/dev/null
 exec 8<"$M/sub/hay.txt"
+head -c 2 <&8 >/dev/null
 kill "$spid"; wait "$spid"; rc=$?; spid=
 t_is "the server exits cleanly with a file still open (no leak under ASan)" "$rc" 0
 exec 8<&-
+t_is "a released file is reported once, a file open at the stop once (at-stop)" \
+	"$(sort "$T_TMP/closes" 2>&1)" "a.txt $(head -c 3 "$R/a.txt" | wc -c) 0 released"$'\n'"sub/hay.txt 2 0 at-stop"
 stop
 
 # As the tree's owner: created files belong to the owner, the owner's

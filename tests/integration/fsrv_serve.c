@@ -7,7 +7,7 @@
  *   fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]
  *              [--timeout SECONDS] [--cache-data] [--passthrough] [--owner UID:GID]
  *              [--restore-identity] [--max-nodes N] [--userns] [--chroot]
- *              [--verbose] [-- CMD ARGS...]
+ *              [--closes FILE] [--verbose] [-- CMD ARGS...]
  *
  * The allow-list: one rule a line, "CAPS PATH", CAPS letters of r (fs.read)
  * l (fs.list) w (fs.write) d (fs.delete) or "-" for nothing, PATH relative
@@ -23,6 +23,9 @@
  * namespace of its own: the mount fd crosses into it), with --chroot makes
  * the mount its root, and runs CMD; "@cat PATH" and "@race N PATH" are
  * built-ins for a chroot that has no programs.  The exit status is the command's.
+ * --closes appends a line per file closed (fsrv_cfg.on_close): "PATH READ
+ * WRITTEN released", or "... at-stop" for a file still open when the
+ * server stopped.
  *
  * Trust domain: test code, run as root on the host.
  */
@@ -52,7 +55,7 @@ struct rule {
 static struct rule rules[RULES_MAX];
 static size_t nrules;
 static unsigned long nloads;
-static const char *allow_file, *ready_file;
+static const char *allow_file, *ready_file, *closes_file;
 static bool verbose;
 
 static bool
@@ -121,6 +124,19 @@ authz(void *arg, const struct fsrv_check *c)
 		fprintf(stderr, "fsrv-serve: deny %s %s (%s)\n", fsrv_op_name(c->op),
 			c->path, fsrv_cap_name(c->need & ~have));
 	return CB_ENOTCOVERED;
+}
+
+static void
+on_close(void *arg, const struct fsrv_close *c)
+{
+	FILE *f = fopen(closes_file, "a");
+
+	(void)arg;
+	if (f == NULL)
+		return;
+	fprintf(f, "%s %llu %llu %s\n", c->path, (unsigned long long)c->nread,
+		(unsigned long long)c->nwritten, c->at_stop ? "at-stop" : "released");
+	fclose(f);
 }
 
 static int
@@ -254,7 +270,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: fsrv-serve --root DIR --allow FILE --mount DIR [--ready FILE]\n"
 			"       [--timeout S] [--cache-data] [--passthrough] [--owner UID:GID] [--restore-identity]\n"
-			"       [--max-nodes N] [--userns] [--chroot] [--verbose] [-- CMD ARGS...]\n");
+			"       [--max-nodes N] [--userns] [--chroot] [--closes FILE] [--verbose]\n"
+			"       [-- CMD ARGS...]\n");
 	exit(64);
 }
 
@@ -307,6 +324,9 @@ main(int argc, char **argv)
 			ready_file = argv[++i];
 		} else if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0) {
 			timeout = atof(argv[++i]);
+		} else if (i + 1 < argc && strcmp(argv[i], "--closes") == 0) {
+			closes_file = argv[++i];
+			cfg.on_close = on_close;
 		} else {
 			usage();
 		}
