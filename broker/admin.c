@@ -352,6 +352,32 @@ brk_revoke(struct brk *b, const uint8_t id[CAP_ID_LEN], const char *sandbox, con
 	return r;
 }
 
+/* The kernel has dropped the pages the sandboxes' file servers had cached
+ * for the grants lost (brk_fss_when_settled): the revocation is answered
+ * now, so that once capctl revoke returns the next read of a file already
+ * open reaches the check and fails.  The loop served everyone else
+ * meanwhile; this connection was not read. */
+static void
+adm_revoke_settled(void *arg)
+{
+	struct adm_wait *w = arg;
+	struct brk_admin *a = adm_wait_end(w);
+
+	if (a)
+		brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = w->count,
+		    .unconfirmed = w->unconfirmed[0] ? w->unconfirmed : NULL });
+	free(w);
+}
+
+/* Answer w's revocation (count tokens) once the pages are dropped. */
+static void
+adm_revoke_answer(struct adm_wait *w, size_t count)
+{
+	w->count = count;
+	if (brk_fss_when_settled(w->b, adm_revoke_settled, w) != 0)
+		adm_revoke_settled(w);	/* no memory to wait: answer now */
+}
+
 /* Committed in the cluster's database (and so, before this ran, applied
  * by every live broker, or they are past their staleness bound): now the
  * decision here, in the state and the log, as without a cluster, with the
@@ -476,20 +502,17 @@ adm_revoke_batch(struct brk *b)
 	brk_fss_refresh_all(b);
 answer:
 	for (size_t i = 0; i < n; i++) {
-		struct brk_admin *a = adm_wait_end(ws[i]);
 		int ri = r ? r : it[i].rc;
 		size_t count = it ? it[i].count : 0;
+		struct brk_admin *a;
 
-		if (a && ri)
-			brk_admin_err(a, ri, why[0] ? why : cb_strerror(ri));
-		else if (a) {
+		if (!ri) {
 			/* The stream may have applied it here first: count as when asked. */
-			if (count < ws[i]->count)
-				count = ws[i]->count;
-			brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE,
-			    .count = count,
-			    .unconfirmed = ws[i]->unconfirmed[0] ? ws[i]->unconfirmed : NULL });
+			adm_revoke_answer(ws[i], count < ws[i]->count ? ws[i]->count : count);
+			continue;
 		}
+		if ((a = adm_wait_end(ws[i])))
+			brk_admin_err(a, ri, why[0] ? why : cb_strerror(ri));
 		free(ws[i]);
 	}
 	free(it);
@@ -533,6 +556,7 @@ static void
 adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 {
 	struct brk *b = a->b;
+	struct adm_wait *w;
 	uint8_t id[CAP_ID_LEN];
 	size_t count = 0;
 	int r;
@@ -551,7 +575,12 @@ adm_revoke(struct brk_admin *a, const struct wire_adm_req *q)
 		brk_admin_err(a, r, r == CB_ENOENT ? "unknown token id" : brk_decide_why(b, r));
 		return;
 	}
-	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
+	if (!(w = adm_wait_begin(a))) {
+		/* No memory to wait: answered now (the pages go within ms). */
+		brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_REVOKE, .count = count });
+		return;
+	}
+	adm_revoke_answer(w, count);
 }
 
 /* ---- the cluster's views and decisions (docs/cluster.md) -------------- */

@@ -74,11 +74,11 @@
 /* Trees of one sandbox: those it starts with (SBX_MOUNTS_MAX) and those
  * granted while it runs. */
 #define BRK_FSS_TREES_MAX (SBX_MOUNTS_MAX + 32)
-/* A revocation waits this long at most for the kernel to drop a sandbox's
- * cached file pages (brk_fss_settle), in steps of BRK_FSS_SETTLE_STEP_MS
- * between which the loop writes the server's queued audit lines. */
+/* A revocation's acknowledgement waits this long at most for the kernel
+ * to drop a sandbox's cached file pages (brk_fss_settle_begin); the loop
+ * serves on meanwhile. */
 #define BRK_FSS_SETTLE_MS 2000
-#define BRK_FSS_SETTLE_STEP_MS 10
+#define BRK_FSS_END_STEP_MS 10	/* brk_fss_end_all looks this often */
 /* At shutdown, the stopped servers' threads get this long to end and
  * report the files still open (their last invalidations: fsrv_free waits
  * up to about 2 s for them). */
@@ -127,6 +127,19 @@ struct brk_fss_late {
 	unsigned slot;
 };
 
+/* An acknowledgement (a revocation's answer) waiting for n servers to have
+ * their pages dropped (brk_fss_when_settled), and its link in each. */
+struct brk_fss_wait {
+	void (*done)(void *arg);
+	void *arg;
+	unsigned n;
+};
+
+struct brk_fss_link {
+	struct brk_fss_wait *w;
+	struct brk_fss_link *next;
+};
+
 /* A bind of the sandbox, as brk_fss_servable needs it after the spawn. */
 struct brk_fss_bind {
 	char *src, *dst;
@@ -157,6 +170,12 @@ struct brk_fss {
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
 	struct event *ev_budget;	/* re-checks the audit budget while throttled */
 	struct event *ev_exp;		/* the next expiry of a grant (brk_fss_expiry) */
+	/* A loss's page drop (brk_fss_settle_begin), loop thread only: */
+	struct event *ev_settle;	/* its bound, BRK_FSS_SETTLE_MS */
+	uint64_t settle_mark;		/* the page invalidations it waits for */
+	bool settle_pending;		/* ... not all written yet */
+	bool settle_again;		/* one could not be queued: queued again, once */
+	struct brk_fss_link *waiters;	/* acknowledgements waiting for it */
 	bool budget_stopped;		/* loop only: stopped for its budget, never served again */
 	struct event *ev_chan;		/* pid 1's answers to later mounts */
 	bool chan_ok;			/* the sandbox runs: later mounts may be sent */
@@ -187,7 +206,7 @@ struct brk_fss {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	bool stopping;
-	bool settling;			/* the loop waits for pages to be dropped: the
+	bool settling;			/* a loss waits for pages to be dropped: the
 					 * audit budget does not hold requests (brk_fss_gate) */
 	struct brk_fss_grant *g;
 	size_t ng;
@@ -429,53 +448,143 @@ brk_fss_roots(struct brk_fss *f)
 		cb_ignore(fsrv_invalidate_all(f->srv));
 }
 
-static void brk_fss_drain(struct brk_fss *f);
-
-/*
- * After a grant was lost, with the kernel caching file data: return only
- * once the kernel has dropped the pages of every file the sandbox opened,
- * so that the revocation is acknowledged (brk_revoke calls this before it
- * answers; the cluster's revocations and the tick's expiries come here too)
- * only when no read of a served file can be answered from the page cache
- * any more: the next read of a file already open misses, reaches the
- * server and is refused by fss_authz, as with direct I/O.  The kernel
- * drops a page being read only once that read's request is answered, and
- * the server may be holding a request for the audit budget or a full
- * queue: while waiting, the budget holds nothing (settling) and the loop
- * writes the queued lines.  Bounded (BRK_FSS_SETTLE_MS): past it, one
- * line says the pages may outlive the revocation.
- */
+/* A waiter's server is done (pages dropped, bound reached, or stopped):
+ * the last one acknowledges. */
 static void
-brk_fss_settle(struct brk_fss *f)
+brk_fss_wait_one(struct brk_fss_wait *w)
 {
-	int e = CB_ETIMEDOUT;
-	bool again = false;
+	if (--w->n > 0)
+		return;
+	w->done(w->arg);
+	free(w);
+}
 
-	pthread_mutex_lock(&f->mu);
-	f->settling = true;
-	pthread_cond_broadcast(&f->cond);
-	pthread_mutex_unlock(&f->mu);
-	for (int i = 0; i < BRK_FSS_SETTLE_MS / BRK_FSS_SETTLE_STEP_MS; i++) {
-		e = fsrv_invalidate_settle(f->srv, BRK_FSS_SETTLE_STEP_MS);
-		if (e == CB_ENOMEM && !again) {
-			/* An invalidation was dropped (no memory): queue them all
-			 * again, once. */
-			again = true;
-			cb_ignore(fsrv_invalidate_all(f->srv));
-			continue;
-		}
-		if (e != CB_ETIMEDOUT)
-			break;
-		brk_fss_drain(f);
-	}
+/* The page drop of f's last loss is over: e 0 (dropped; also a stopping
+ * sandbox, whose agent is gone), or why not (the bound passed, an
+ * invalidation lost twice: one line says the pages may outlive the loss).
+ * Every acknowledgement waiting for f goes on. */
+static void
+brk_fss_settle_end(struct brk_fss *f, int e)
+{
+	struct brk_fss_link *l = f->waiters;
+
+	f->settle_pending = false;
+	f->waiters = NULL;
+	if (f->ev_settle)
+		evtimer_del(f->ev_settle);
 	pthread_mutex_lock(&f->mu);
 	f->settling = false;
 	pthread_mutex_unlock(&f->mu);
-	if (e != 0)
+	if (e != 0 && f->s)
 		cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .reason = e, .op = "fs.serve", .actor = "broker",
 		    .detail = "a grant was lost, but the kernel did not drop the cached file "
 		    "pages in time: they may be read until it does" }));
+	while (l) {
+		struct brk_fss_link *next = l->next;
+
+		brk_fss_wait_one(l->w);
+		free(l);
+		l = next;
+	}
+}
+
+/* Has the kernel dropped the pages f's last loss waits for?  Asked at
+ * each wake-up of f (fsrv's on_pages, fss_pages), without waiting. */
+static void
+brk_fss_settle_check(struct brk_fss *f)
+{
+	int e;
+
+	if (!f->settle_pending)
+		return;
+	e = fsrv_invalidate_reached(f->srv, f->settle_mark);
+	if (e == CB_ENOMEM && !f->settle_again) {
+		/* An invalidation was dropped (no memory): queue them all
+		 * again, once. */
+		f->settle_again = true;
+		cb_ignore(fsrv_invalidate_all(f->srv));
+		f->settle_mark = fsrv_invalidate_mark(f->srv);
+		e = fsrv_invalidate_reached(f->srv, f->settle_mark);
+	}
+	if (e != CB_ETIMEDOUT)
+		brk_fss_settle_end(f, e);
+}
+
+static void
+brk_fss_settle_over(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	brk_fss_settle_end(arg, CB_ETIMEDOUT);
+}
+
+/*
+ * After a grant was lost, with the kernel caching file data (the
+ * invalidations queued): from now on f's loss is "settling" until the
+ * kernel has dropped the pages of every file the sandbox opened, and an
+ * acknowledgement of the loss (capctl revoke's answer: brk_fss_when_
+ * settled) waits for that, so that it is given only when no read of a
+ * served file can be answered from the page cache any more: the next read
+ * of a file already open misses, reaches the server and is refused by
+ * fss_authz, as with direct I/O.  The loop does not wait: the notifier
+ * wakes it when it has written them (fss_pages), and it serves every
+ * other sandbox meanwhile (before, it waited here: 15-17 ms for a sandbox
+ * holding 5,000 cached files, up to the bound, stalling all the others).
+ * The kernel drops a page being read only once that read's request is
+ * answered, and the server may be holding a request for the audit budget:
+ * while settling, the budget holds nothing (brk_fss_gate).  Bounded
+ * (BRK_FSS_SETTLE_MS from the last loss): past it, one line says the pages
+ * may outlive the loss, and the acknowledgements go.
+ */
+static void
+brk_fss_settle_begin(struct brk_fss *f)
+{
+	static const struct timeval bound = { BRK_FSS_SETTLE_MS / 1000,
+		(BRK_FSS_SETTLE_MS % 1000) * 1000 };
+
+	f->settle_mark = fsrv_invalidate_mark(f->srv);
+	f->settle_again = false;
+	if (!f->settle_pending) {
+		pthread_mutex_lock(&f->mu);
+		f->settling = true;
+		pthread_cond_broadcast(&f->cond);
+		pthread_mutex_unlock(&f->mu);
+		f->settle_pending = true;
+	}
+	if (f->ev_settle)
+		evtimer_add(f->ev_settle, &bound);
+	brk_fss_settle_check(f);
+}
+
+int
+brk_fss_when_settled(struct brk *b, void (*done)(void *arg), void *arg)
+{
+	struct brk_fss_wait *w;
+
+	if (!(w = calloc(1, sizeof(*w))))
+		return CB_ENOMEM;
+	w->done = done;
+	w->arg = arg;
+	w->n = 1;	/* ours, until every server is linked */
+	for (struct brk_sbx *s = b->sbx; s; s = s->next) {
+		struct brk_fss *f = s->fss;
+		struct brk_fss_link *l;
+
+		if (!f || !f->settle_pending)
+			continue;
+		if (!(l = calloc(1, sizeof(*l)))) {
+			/* Out of memory: this one is not waited for (its
+			 * bound still writes a line if it passes). */
+			continue;
+		}
+		l->w = w;
+		l->next = f->waiters;
+		f->waiters = l;
+		w->n++;
+	}
+	brk_fss_wait_one(w);
+	return 0;
 }
 
 /* Refresh the snapshot again when the first of its grants expires: with
@@ -554,7 +663,7 @@ brk_fss_refresh(struct brk_sbx *s)
 		cb_ignore(fsrv_invalidate_all(f->srv));
 		/* Also without cache_data: a private mapping's pages are in
 		 * the page cache under direct I/O too. */
-		brk_fss_settle(f);
+		brk_fss_settle_begin(f);
 	}
 	brk_fss_expiry(f, cb_now());
 	/* A new grant's tree appears at its host path. */
@@ -863,6 +972,17 @@ fss_closed(void *arg, const struct fsrv_close *c)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* The notifier wrote page invalidations (fsrv_cfg.on_pages): wake the
+ * loop, which looks whether a loss's pages are all gone (brk_fss_aud_ready,
+ * brk_fss_settle_check).  The eventfd lives until the thread has ended. */
+static void
+fss_pages(void *arg)
+{
+	struct brk_fss *f = arg;
+
+	cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
+}
+
 /* The server holds as many names for this sandbox as it may
  * (defaults.served_names): a new one was refused (ENFILE).  One line an
  * episode (fsrv says it once until there is room again). */
@@ -1033,6 +1153,7 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 		brk_fss_ending(f);	/* f may be gone after it */
 		return;
 	}
+	brk_fss_settle_check(f);	/* the notifier may have written pages */
 	pthread_mutex_lock(&f->mu);
 	n = f->naq;
 	grow = f->slots_new;
@@ -1350,6 +1471,8 @@ brk_fss_discard(struct brk_fss *f)
 		event_free(f->ev_budget);
 	if (f->ev_exp)
 		event_free(f->ev_exp);
+	if (f->ev_settle)
+		event_free(f->ev_settle);
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
@@ -1551,6 +1674,7 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 	    !(f->ev_aud_tm = evtimer_new(f->s->b->base, brk_fss_aud_tick, f)) ||
 	    !(f->ev_budget = evtimer_new(f->s->b->base, brk_fss_budget_again, f)) ||
 	    !(f->ev_exp = evtimer_new(f->s->b->base, brk_fss_expiry_cb, f)) ||
+	    !(f->ev_settle = evtimer_new(f->s->b->base, brk_fss_settle_over, f)) ||
 	    event_add(f->ev_aud, NULL) != 0) {
 		snprintf(why, whylen, "the file server: %s", strerror(errno));
 		return CB_EIO;
@@ -1681,8 +1805,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	/* cache_data unless the policy opts out (fs_cache_data = false):
 	 * cached pages of an open file are read without a request while its
 	 * grants live; a revocation or expiry drops them before it is
-	 * acknowledged (brk_fss_settle; docs/fsrv.md). */
-	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed,
+	 * acknowledged (brk_fss_settle_begin; docs/fsrv.md). */
+	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed, .on_pages = fss_pages,
 		.max_handles_all = BRK_FSS_HANDLES, .on_full = fss_full,
 		.entry_timeout = BRK_FSS_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
@@ -2063,10 +2187,13 @@ brk_fss_stop(struct brk_sbx *s)
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
 	brk_fss_drain(f);
+	/* Its agent is gone: no page of it can be read any more. */
+	brk_fss_settle_end(f, 0);
 	event_free(f->ev_aud_tm);
 	event_free(f->ev_budget);
 	event_free(f->ev_exp);
-	f->ev_aud_tm = f->ev_budget = f->ev_exp = NULL;
+	event_free(f->ev_settle);
+	f->ev_aud_tm = f->ev_budget = f->ev_exp = f->ev_settle = NULL;
 	if (f->ev_chan)
 		event_free(f->ev_chan);
 	f->ev_chan = NULL;
@@ -2150,6 +2277,6 @@ brk_fss_end_all(struct brk *b)
 			event_free(f->ev_aud);
 			continue;
 		}
-		usleep(BRK_FSS_SETTLE_STEP_MS * 1000);
+		usleep(BRK_FSS_END_STEP_MS * 1000);
 	}
 }

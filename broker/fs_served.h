@@ -74,6 +74,14 @@ void brk_fss_refresh(struct brk_sbx *s);
 /* brk_fss_refresh for every sandbox (after a revocation; once a second). */
 void brk_fss_refresh_all(struct brk *b);
 
+/* After brk_fss_refresh_all: call done(arg) on the loop once the kernel
+ * has dropped the cached file pages of every grant lost so far (each
+ * server's loss, at most BRK_FSS_SETTLE_MS after it; a server that stops
+ * meanwhile counts as done), at once (before returning) when no page drop
+ * is under way.  The loop serves on meanwhile: a revocation's answer waits
+ * here, not the broker.  0, or CB_ENOMEM (done is not called). */
+int brk_fss_when_settled(struct brk *b, void (*done)(void *arg), void *arg) CB_WARN_UNUSED;
+
 /* Stop serving: from now on every operation is refused, the audit queue is
  * written, and the server thread ends on its own (closing the FUSE
  * connections: the agent sees ENOTCONN, never a hang).  The close lines of

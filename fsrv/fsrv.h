@@ -124,11 +124,17 @@ typedef void (*fsrv_close_fn)(void *arg, const struct fsrv_close *c);
  * into the server. */
 typedef void (*fsrv_full_fn)(void *arg, unsigned tree, uint32_t names);
 
+/* Called on the server's notifier thread (optional; with authz_arg) after
+ * it has written page invalidations: fsrv_invalidate_reached() may say
+ * yes now.  Must be fast and must not call into the server. */
+typedef void (*fsrv_pages_fn)(void *arg);
+
 struct fsrv_cfg {
 	fsrv_authz_fn authz;
 	void *authz_arg;
 	fsrv_close_fn on_close;	/* may be NULL */
 	fsrv_full_fn on_full;	/* may be NULL */
+	fsrv_pages_fn on_pages;	/* may be NULL */
 	double entry_timeout;	/* seconds the kernel may cache a name (0: no cache) */
 	double attr_timeout;	/* seconds it may cache attributes */
 	uint32_t max_nodes;	/* names the kernel may hold, all trees together
@@ -242,6 +248,18 @@ int fsrv_invalidate_path(struct fsrv *s, unsigned tree, const char *path);
  * the file changes or the connection ends: the caller should not report
  * the revocation complete). */
 int fsrv_invalidate_settle(struct fsrv *s, unsigned ms);
+
+/* The page invalidations queued so far (a count that only grows): a mark
+ * for fsrv_invalidate_reached().  Any thread. */
+uint64_t fsrv_invalidate_mark(struct fsrv *s);
+
+/* Without waiting, from any thread: 0 once the notifier has written every
+ * page invalidation queued before mark (the kernel has dropped those
+ * pages: no read of them is answered without a request), or the server
+ * is stopping; CB_ETIMEDOUT when not yet (fsrv_cfg.on_pages says when to
+ * ask again); CB_ENOMEM when an invalidation could not be queued since the
+ * last call (its pages stay cached: queue them again, take a new mark). */
+int fsrv_invalidate_reached(struct fsrv *s, uint64_t mark);
 
 /* Wait until every queued invalidation has reached the kernel, answering
  * requests of this server's trees meanwhile (a notification can wait for

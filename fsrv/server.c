@@ -36,6 +36,7 @@ fsrv_notifier(void *arg)
 	struct fsrv *s = arg;
 	struct fsrv_inval *q;
 	size_t n;
+	bool pages;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -48,6 +49,7 @@ fsrv_notifier(void *arg)
 		s->q = NULL;
 		s->nq = s->capq = 0;
 		s->busy = true;
+		pages = false;
 		pthread_mutex_unlock(&s->lock);
 		for (size_t i = 0; i < n; i++) {
 			struct fsrv_tree *t = s->trees[q[i].tree];
@@ -77,9 +79,14 @@ fsrv_notifier(void *arg)
 				s->data_done++;
 				pthread_cond_broadcast(&s->cond);
 				pthread_mutex_unlock(&s->lock);
+				pages = true;
 			}
 		}
 		free(q);
+		/* Once a batch, not once a page: a revocation of 5,000 cached
+		 * files is one wake-up of whoever waits without blocking. */
+		if (pages && s->cfg.on_pages != NULL)
+			s->cfg.on_pages(s->cfg.authz_arg);
 		pthread_mutex_lock(&s->lock);
 		s->busy = false;
 		pthread_cond_broadcast(&s->cond);
@@ -602,6 +609,32 @@ fsrv_invalidate_settle(struct fsrv *s, unsigned ms)
 		e = CB_ENOMEM;
 	else
 		e = 0;
+	s->data_lost = false;
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}
+
+uint64_t
+fsrv_invalidate_mark(struct fsrv *s)
+{
+	uint64_t m;
+
+	pthread_mutex_lock(&s->lock);
+	m = s->data_queued;
+	pthread_mutex_unlock(&s->lock);
+	return m;
+}
+
+int
+fsrv_invalidate_reached(struct fsrv *s, uint64_t mark)
+{
+	int e = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->data_lost)
+		e = CB_ENOMEM;
+	else if (s->data_done < mark && !s->stop)
+		e = CB_ETIMEDOUT;
 	s->data_lost = false;
 	pthread_mutex_unlock(&s->lock);
 	return e;

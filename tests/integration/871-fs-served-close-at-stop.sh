@@ -7,7 +7,7 @@
 # a loaded machine), and a file whose release the kernel dropped (queued
 # when the sandbox's last mount went) got none.
 #
-# Deterministic, not timed: release_shim.c, preloaded into the broker,
+# Deterministic, not timed: fuse_shim.c, preloaded into the broker,
 # hands every FUSE_RELEASE to the server 1.5 s late, so the releases of the
 # files the agent holds at its end come after the stop (or never: aborted
 # with the connection).  Before the fix: 0 of 2 close lines, in `run` and
@@ -21,9 +21,9 @@ if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
 	exit
 fi
 
-SHIM="$T_TMP/release_shim.so"
-t_ok "the release shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/release_shim.c" -ldl
+SHIM="$T_TMP/fuse_shim.so"
+t_ok "the shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
+	"$CB_TOP/tests/integration/fuse_shim.c" -ldl
 # A sanitized broker accepts a library preloaded before its runtime.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 W="$T_TMP/ws"
