@@ -79,6 +79,11 @@
  * serves on meanwhile. */
 #define BRK_FSS_SETTLE_MS 2000
 #define BRK_FSS_END_STEP_MS 10	/* brk_fss_end_all looks this often */
+/* What the kernel caches from an answer ends this long before the grants
+ * that allowed it expire (brk_fss_ttl): the kernel rounds a cache time up
+ * to its tick (4 ms at 250 Hz, 10 ms at 100 Hz), and the reply takes a
+ * moment to reach it. */
+#define BRK_FSS_EXP_MARGIN_MS 20
 /* At shutdown, the stopped servers' threads get this long to end and
  * report the files still open (their last invalidations: fsrv_free waits
  * up to about 2 s for them). */
@@ -857,6 +862,32 @@ fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
 	brk_fss_audit(f, r, false);
 }
 
+/*
+ * Lower *ttl to the life left to a grant that expires at exp, less
+ * BRK_FSS_EXP_MARGIN_MS.  A grant is honoured through its expiry second
+ * (fss_authz refuses once now > exp), so until exp + 1 on the wall clock
+ * (or the time floor, if the clock went back).  Why: with cached file data,
+ * a read of a cached page asks for the file's attributes again once they
+ * are stale (the kernel's auto_inval_data), and that request is checked;
+ * attributes that outlive the grant would let cached pages be read after
+ * its expiry, until the expiry's page drop lands (about 8 ms late, before:
+ * docs/fsrv.md).  Called with f->mu held.
+ */
+static void
+brk_fss_ttl(const struct brk_fss *f, double *ttl, uint64_t exp)
+{
+	struct timespec ts;
+	double now, left;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if ((double)f->floor > now)
+		now = (double)f->floor;
+	left = (double)exp + 1.0 - now - BRK_FSS_EXP_MARGIN_MS / 1000.0;
+	if (left < *ttl)
+		*ttl = left > 0 ? left : 0;
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -867,7 +898,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	const char *why = NULL, *mglob = NULL;
 	bool matched = false;
 	unsigned have = 0;
-	uint64_t now;
+	uint64_t now, first_exp = UINT64_MAX;
 	int e = 0;
 
 	pthread_mutex_lock(&f->mu);
@@ -913,8 +944,16 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		} else if (brk_fss_within(path, g->root)) {
 			/* A directory on the way to a grant may be looked up. */
 			have |= FSRV_CAP_SEE;
+		} else {
+			continue;
 		}
+		if (g->exp < first_exp)
+			first_exp = g->exp;
 	}
+	/* What the kernel keeps of this answer lives no longer than the
+	 * first of the grants that allowed it. */
+	if (c->ttl && first_exp != UINT64_MAX)
+		brk_fss_ttl(f, c->ttl, first_exp);
 	if (!e && (c->need & ~have) != 0)
 		e = CB_ENOTCOVERED;
 	if (!e && t->moved) {

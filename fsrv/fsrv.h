@@ -92,6 +92,14 @@ struct fsrv_check {
 	 * will not have on a given path (docs/fsrv.md: a grant's root). */
 	bool set_mode;
 	mode_t mode, cur_mode;
+	/* How long the kernel may cache the name and attributes this answer
+	 * gives (seconds; it starts at the configured timeouts): the caller
+	 * may lower *ttl, to the time the grants that allowed it have left.
+	 * Why it matters (docs/fsrv.md): with cache_data, a read of a cached
+	 * page asks for the attributes again once they are stale, and that
+	 * request is checked, so cached pages are read no longer than the
+	 * attributes live. */
+	double *ttl;
 };
 
 /* Returns 0 to allow, a negative CB_E* code to deny (the agent sees EACCES).

@@ -85,12 +85,22 @@ fsrv_check(fuse_req_t req, enum fsrv_op op, unsigned need, const char *path)
 	struct fsrv_tree *t = fsrv_t(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fsrv_check c = { .tree = t->idx, .op = op, .need = need, .path = path,
-		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid };
+		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid, .ttl = &t->ttl };
 
 	/* A slot without its root yet (fsrv_add_slot) serves nothing. */
 	if (t->root_fd < 0)
 		return EACCES;
 	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
+}
+
+/* A cache time for this request's answer: at most what its checks left
+ * (struct fsrv_check.ttl), never negative. */
+static double
+fsrv_ttl(const struct fsrv_tree *t, double configured)
+{
+	double v = t->ttl < configured ? t->ttl : configured;
+
+	return v > 0 ? v : 0;
 }
 
 /* The path of node ino (name == NULL) or of its child name, into buf.
@@ -301,8 +311,8 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	e.ino = n->id;
 	e.generation = n->gen;
 	e.attr = *st;
-	e.attr_timeout = t->srv->cfg.attr_timeout;
-	e.entry_timeout = t->srv->cfg.entry_timeout;
+	e.attr_timeout = fsrv_ttl(t, t->srv->cfg.attr_timeout);
+	e.entry_timeout = fsrv_ttl(t, t->srv->cfg.entry_timeout);
 	if (fi != NULL) {
 		fi->fh = (uint64_t)(uintptr_t)h;
 		cb_ignore(fsrv_open_mode(t, fi, h, st));
@@ -402,7 +412,7 @@ fsrv_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (e != 0)
 		fuse_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, t->srv->cfg.attr_timeout);
+		fuse_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
 }
 
 /* Apply the attribute changes of a setattr to the object at path. */
@@ -518,7 +528,7 @@ out:
 	if (e != 0)
 		fuse_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, t->srv->cfg.attr_timeout);
+		fuse_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
 }
 
 static void

@@ -402,6 +402,9 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	if (t->root_fd < 0 && t->slot)
 		fsrv_slot_take(s, t);
 	fsrv_identity(s, t->as_owner ? t : NULL);
+	/* The checks of this request may lower it (struct fsrv_check.ttl). */
+	t->ttl = s->cfg.attr_timeout > s->cfg.entry_timeout ? s->cfg.attr_timeout :
+		s->cfg.entry_timeout;
 	fuse_session_process_buf(t->se, &t->buf);
 	if (!s->cfg.keep_identity)
 		fsrv_identity(s, NULL);

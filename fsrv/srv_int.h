@@ -50,6 +50,7 @@ struct fsrv_tree {
 	 * see every request and reply (passthrough.c). */
 	int dev_fd;			/* the session's /dev/fuse (owned by the session) */
 	uint64_t cur_unique;		/* the request being answered */
+	double ttl;			/* its answer's cache time (fsrv_check may lower it) */
 	uint32_t cur_opcode;
 	bool pt_offered;		/* the kernel offered FUSE_PASSTHROUGH */
 	bool pt_on;			/* ... and we asked for it */
