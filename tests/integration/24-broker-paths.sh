@@ -166,6 +166,10 @@ t_is "a granted directory moved away and replaced: the new one is served" \
 S="$T_TMP/kept"; mkdir -p "$S/p/cur"; echo one >"$S/p/cur/a"
 kept() { # $1: what to do to the tree between the two reads
 	rm -f "$T_TMP/go"; mkfifo "$T_TMP/go"; exec 7<>"$T_TMP/go"
+	# Emptied here, not by the background run's redirection: that may come
+	# late (a loaded machine), and the wait below would see the last call's
+	# "one" and change the tree before this run's first read.
+	: >"$T_TMP/kept.out"
 	"$CB_BIN/capbroker" run --tier medium --workspace "$S" --grant "fs.read:$S/p/cur/**" -- \
 		sh -c 'capcall fs.read "$0/p/cur/a"; read x; capcall fs.read "$0/p/cur/a"' "$S" \
 		<"$T_TMP/go" >"$T_TMP/kept.out" 2>/dev/null &

@@ -75,7 +75,17 @@ srv_start() {
 	adm_nofifos "$CB" serve --state "$s" "$@" >>"$T_TMP/serve.log" 2>&1 &
 	SRV=$!
 	_adm_pids+=("$SRV")
-	wait_for 100 "$CTL" --state "$s" status
+	# Up to 30 s (a start on a loaded machine, under a sanitizer, may fsync
+	# its way slowly), but no longer than the broker lives: a refused start
+	# returns at once.
+	local n=300
+	while [ "$n" -gt 0 ]; do
+		"$CTL" --state "$s" status >/dev/null 2>&1 && return 0
+		kill -0 "$SRV" 2>/dev/null || return 1
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
 }
 srv_stop() { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
 srv_kill9() { kill -9 "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; }
@@ -88,6 +98,12 @@ agent_start() {
 	local id=$1 fd; shift
 	rm -f "$T_TMP/$id.in"
 	mkfifo "$T_TMP/$id.in"
+	# Emptied here, before the agent's first command is waited for: the
+	# redirections below happen in the background job, maybe late (a
+	# loaded machine), and an id used again in a test would meanwhile
+	# show the last agent's "@@N rc=" markers to agent_wait.
+	: >"$T_TMP/$id.out"
+	: >"$T_TMP/$id.err"
 	adm_nofifos "$CB" run --connect "$SRV_STATE/admin.sock" --id "$id" "$@" -- /bin/sh -c "$_AGENT_LOOP" \
 		<"$T_TMP/$id.in" >"$T_TMP/$id.out" 2>"$T_TMP/$id.err" &
 	APID[$id]=$!
