@@ -17,7 +17,11 @@ s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bi
 for _ in range(40):
     c,_=s.accept(); c.recv(100); c.sendall(b'pong\n'); c.close()
 " & done
-sleep 0.5
+# (python starts slowly on a loaded machine: wait until both listen)
+for _ in $(seq 100); do
+	[ -n "$(ss -Hltn "sport = :$P1")" ] && [ -n "$(ss -Hltn "sport = :$P2")" ] && break
+	sleep 0.1
+done
 trap 'kill $(jobs -p) 2>/dev/null; t_cleanup' EXIT
 
 run_agent() {

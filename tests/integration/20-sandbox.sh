@@ -39,7 +39,8 @@ t_is "... writes reach the host" "$(cat "$T_TMP/ro/new" 2>/dev/null)" new
 # Life cycle: killing the launcher kills the whole sandbox.
 "$L" --tier high -- /bin/sh -c "/bin/sleep 31337.$$ & /bin/sleep 31338.$$" &
 lpid=$!
-sleep 0.5
+# (the sandbox takes a moment to start, longer on a loaded machine)
+for _ in $(seq 100); do [ "$(pgrep -fc "sleep 3133[78]\\.$$")" = 2 ] && break; sleep 0.1; done
 t_ok "the agent's processes run" pgrep -f "sleep 3133[78]\\.$$"
 kstart=$(cut -d' ' -f22 "/proc/$lpid/stat" 2>/dev/null)
 kill -9 "$lpid"

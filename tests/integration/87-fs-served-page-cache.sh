@@ -101,8 +101,9 @@ agent_start c3 --tier medium --workspace "$W"
 ID=$("$CTL" --state "$S" --json list --sandbox c3 | jget 'd[0]["id"]')
 agent_do c3 "cat many/* | wc -l"
 t_is "5,000 files read (their pages cached)" "$(echo $AOUT)" 5000
-agent_send c3 "rm -f /tmp/spin.ready; python3 spin.py & while [ ! -e /tmp/spin.ready ]; do sleep 0.01; done; wait"
-sleep 0.5
+agent_send c3 "rm -f /tmp/spin.ready; python3 spin.py & while [ ! -e /tmp/spin.ready ]; do sleep 0.01; done; echo spinning; wait"
+# (python starts slowly on a loaded machine: the revocation comes once it spins)
+wait_for 300 grep -q '^spinning' "$T_TMP/c3.out"
 "$CTL" --state "$S" revoke "$ID" >/dev/null
 ACK=$(date +%s%N)
 agent_wait c3 "$ASEQ"

@@ -67,8 +67,10 @@ ID=$("$CTL" --state "$S" --json list --sandbox m1 | jget 'd[0]["id"]')
 agent_do m2 "exec 7<big.bin && head -c 4096 <&7 | wc -c"
 t_is "the other sandbox reads the same tree" "$AOUT" 4096
 
-agent_send m1 "python3 map.py 3 2>&1"
-sleep 1.5
+# The revocation comes once the pages are touched (map.py says so; python
+# starts slowly on a loaded machine), well within map.py's 5 s.
+agent_send m1 "python3 map.py 5 2>&1"
+wait_for 300 grep -q '^touched' "$T_TMP/m1.out"
 T0=$(date +%s%N)
 "$CTL" --state "$S" revoke "$ID" >/dev/null
 echo "# revoke took $(( ($(date +%s%N) - T0) / 1000000 )) ms"
@@ -121,8 +123,9 @@ agent_start d1 --tier medium --workspace "$W"
 ID=$("$CTL" --state "$S" --json list --sandbox d1 | jget 'd[0]["id"]')
 agent_do d1 "cat many/* | wc -l"
 t_is "direct I/O: 5,000 files read" "$(echo $AOUT)" 5000
-agent_send d1 "rm -f /tmp/spin.ready; python3 spin.py & while [ ! -e /tmp/spin.ready ]; do sleep 0.01; done; wait"
-sleep 0.5
+agent_send d1 "rm -f /tmp/spin.ready; python3 spin.py & while [ ! -e /tmp/spin.ready ]; do sleep 0.01; done; echo spinning; wait"
+# (python starts slowly on a loaded machine: the revocation comes once it spins)
+wait_for 300 grep -q '^spinning' "$T_TMP/d1.out"
 "$CTL" --state "$S" revoke "$ID" >/dev/null
 ACK=$(date +%s%N)
 agent_wait d1 "$ASEQ"
