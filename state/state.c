@@ -45,6 +45,8 @@ struct st {
 	bool new_ok;		/* --new-state: a new key beside an old log is wanted */
 	bool ephemeral;		/* in memory only: no file, no lock, no sync */
 	bool from_image;	/* ... started from the built empty database */
+	bool elevated;		/* an elevation row was ever written by this
+				 * process (an ephemeral state has no other) */
 };
 
 /* ---- SQLite helpers ------------------------------------------------ */
@@ -800,6 +802,7 @@ elevation_insert(struct st *st, const struct st_token *t)
 	sqlite3_stmt *s = NULL;
 	int rc;
 
+	st->elevated = true;	/* even if rolled back: only makes ending slower */
 	if ((rc = db_prep(st, "INSERT INTO elevations(token, instance) VALUES(?1, ?2)", &s)) != 0)
 		return rc;
 	sqlite3_bind_blob(s, 1, t->id, CAP_ID_LEN, SQLITE_STATIC);
@@ -1670,6 +1673,22 @@ out:
 	return rc;
 }
 
+static int
+instance_mark_ended(struct st *st, uint64_t inst, uint64_t now)
+{
+	sqlite3_stmt *u = NULL;
+	int rc;
+
+	if ((rc = db_prep(st, "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL",
+	    &u)) != 0)
+		return rc;
+	sqlite3_bind_int64(u, 1, i64(now));
+	sqlite3_bind_int64(u, 2, i64(inst));
+	rc = db_err(sqlite3_step(u));
+	sqlite3_finalize(u);
+	return rc;
+}
+
 int
 st_instance_end(struct st *st, uint64_t inst, uint64_t now, uint8_t (**ids)[CAP_ID_LEN], size_t *n)
 {
@@ -1680,10 +1699,16 @@ st_instance_end(struct st *st, uint64_t inst, uint64_t now, uint8_t (**ids)[CAP_
 	if (inst == 0)
 		return CB_EINVAL;
 	pthread_mutex_lock(&st->mu);
-	rc = instances_end_locked(st, &(struct st_inst_end){
-	    .sel = "SELECT token FROM elevations WHERE instance = ?1",
-	    .mark = "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL",
-	    .inst = inst, .now = now }, ids, n);
+	/* An ephemeral state holds only what this process wrote: without an
+	 * elevation ever written there is none to look for or revoke, and the
+	 * one statement left needs no transaction of its own. */
+	if (st->ephemeral && !st->elevated)
+		rc = instance_mark_ended(st, inst, now);
+	else
+		rc = instances_end_locked(st, &(struct st_inst_end){
+		    .sel = "SELECT token FROM elevations WHERE instance = ?1",
+		    .mark = "UPDATE instances SET ended_at = ?1 WHERE id = ?2 AND ended_at IS NULL",
+		    .inst = inst, .now = now }, ids, n);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }

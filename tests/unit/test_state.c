@@ -593,6 +593,31 @@ test_ephemeral(void)
 		closedir(d);
 	}
 	T_OK(entries == 0, "nothing was written to the directory (%d entries)", entries);
+	{
+		/* Ending an instance: without an elevation ever written the
+		 * state skips looking for one (instance_mark_ended); with one
+		 * it is found and revoked as in a state on disk. */
+		struct st_token e = tok(0xe3, -1, ST_UNLIMITED);
+		uint8_t (*ids)[CAP_ID_LEN] = NULL;
+		uint64_t i1 = 0, i2 = 0;
+		size_t n = 9;
+
+		T_ERR(st_instance_begin(st, "eph", 5000, &i1), 0, "an instance begins");
+		T_ERR(st_instance_end(st, i1, 5001, &ids, &n), 0, "... ends, no elevation written yet");
+		T_OK(n == 0 && ids == NULL, "... revoking nothing (%zu)", n);
+		T_ERR(st_instance_begin(st, "eph", 5002, &i2), 0, "a second instance begins");
+		e.elevated = true;
+		e.instance = i2;
+		T_ERR(st_token_add(st, &e), 0, "... an elevation recorded for it");
+		T_ERR(st_instance_end(st, i1, 5003, &ids, &n), 0, "ending the first again");
+		T_OK(n == 0, "... revokes nothing of the second's (%zu)", n);
+		free(ids);
+		ids = NULL;
+		T_ERR(st_instance_end(st, i2, 5004, &ids, &n), 0, "the second ends");
+		T_OK(n == 1 && memcmp(ids[0], e.id, CAP_ID_LEN) == 0, "... its elevation revoked (%zu)", n);
+		T_ERR(st_token_state(st, e.id), CB_EREVOKED, "... and it is");
+		free(ids);
+	}
 	T_ERR(st_open_ephemeral(sub("e"), &st2, NULL, 0), 0, "a second ephemeral state beside it");
 	T_ERR(st_token_state(st2, id_of(0xe1)), CB_ENOENT, "... shares nothing with the first");
 	st_close(st2);
