@@ -42,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sched.h>
+#include <signal.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -234,19 +235,32 @@ capture_reap(const struct capture_job *j)
 		stub_die(0, "bind source %.200s: the clone helper failed", j->what);
 }
 
-/* Take the tree; a helper that sent none is waited for now (its exit
- * says why), one that did is reaped later (capture_reap): its exit is
- * its mount namespace's teardown, which need not hold us up. */
+/* Take the tree of jobs[k].  A helper that sent none is waited for now
+ * (its exit says why), once every other helper started is reaped (those
+ * still at work, jobs[k + 1 .. started), killed first): none outlives the
+ * stub in the sandbox's cgroups.  One that sent its tree is reaped later
+ * (capture_reap): its exit is its mount namespace's teardown, which need
+ * not hold us up. */
 static void
-capture_finish(struct capture_job *j)
+capture_finish(struct capture_job *jobs, size_t k, size_t started)
 {
+	struct capture_job *j = &jobs[k];
 	struct stub_src *src = j->src;
 
 	src->tree = recv_tree(j->sock);
 	close(j->sock);
 	j->sock = -1;
-	if (src->tree == -1)
-		capture_reap(j);
+	if (src->tree == -1) {
+		for (size_t i = 0; i < started; i++) {
+			if (i == k)
+				continue;
+			if (i > k)
+				kill(jobs[i].pid, SIGKILL);
+			while (waitpid(jobs[i].pid, NULL, 0) == -1 && errno == EINTR)
+				;
+		}
+		capture_reap(j);	/* dies, saying why */
+	}
 	close(src->fd);
 	if (src->dirfd != src->fd)
 		close(src->dirfd);
@@ -282,7 +296,7 @@ stub_capture_sources(struct stub_cfg *c)
 	while (done < n) {
 		while (started < n && started - done < STUB_CAPTURE_AHEAD)
 			capture_start(&jobs[started++], min_fd);
-		capture_finish(&jobs[done++]);
+		capture_finish(jobs, done++, started);
 	}
 	for (size_t i = 0; i < n; i++)
 		capture_reap(&jobs[i]);

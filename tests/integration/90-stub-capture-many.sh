@@ -34,6 +34,25 @@ t_exit "... read-only, every one" 0 "$L" --tier high "${binds[@]}" -- /bin/sh -c
 t_exit "a missing source among many still fails closed" 125 "$L" "${binds[@]}" \
 	--ro-bind "$T_TMP/nonexistent" /x -- /bin/true
 
+# A helper that fails while others are at work: the stub itself, given a
+# FIFO as the second of five sources (the launcher would refuse one before
+# the stub, so this is the only way to reach the helper's own check).  It
+# fails closed with the helper's reason, and none of its helpers (forks of
+# the stub: the same command line, this test's id) is left running.
+mkfifo "$T_TMP/fifo"
+id="cbtest-capture-$$"
+(
+	exec 4>"$T_TMP/status" 5<"$T_TMP/src1" 6<"$T_TMP" 7<>"$T_TMP/fifo" 8<"$T_TMP/src2" \
+		9<"$T_TMP/src3" 10<"$T_TMP/src4"
+	exec "$CAPBROKER_STUB" --tier low --id "$id" --parent-pid $$ --ro-bind-fd 5 5 . /s1 \
+		--ro-bind-fd 6 7 fifo /f --ro-bind-fd 8 8 . /s2 --ro-bind-fd 9 9 . /s3 \
+		--ro-bind-fd 10 10 . /s4 -- /bin/true </dev/null >/dev/null 2>&1
+)
+rc=$?
+t_is "a source a helper refuses, among sources being cloned, fails the stub (125)" "$rc" 125
+t_match "... with the helper's reason" "$(cat "$T_TMP/status")" 'bind source is not a file or directory: /f'
+t_exit "... and no helper of it is left" 1 pgrep -f -- "--id $id "
+
 # The outer stub (the launcher's child) has exactly one child while the
 # agent runs: pid 1 of the sandbox.  Every clone helper was reaped.
 "$L" --tier high "${binds[@]}" -- /bin/sleep 31340.$$ &
