@@ -886,6 +886,13 @@ cmd_run(int argc, char **argv)
 		return EX_USAGE;
 	}
 	o.argv = argv + optind;
+	/* Said here, the same for both ways to run: a command no sandbox can
+	 * be given is a usage error (E2BIG), not a failed set-up. */
+	if (sbx_argv_check(o.argv) == CB_ETOOBIG) {
+		fprintf(stderr, "capbroker: the command is too long: at most %d words and %d bytes "
+		    "(docs/sandbox.md)\n", SBX_ARGV_MAX, SBX_ARGV_BYTES);
+		return EX_USAGE;
+	}
 	return o.connect ? run_connect(&o) : run_local(&o);
 }
 

@@ -38,6 +38,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* What the protocol lets an agent send is what a sandbox can be given: a
+ * command the decoder accepts never fails at the launcher (launch.c) or
+ * in a pooled sandbox's hand-over (the stub) instead. */
+_Static_assert(WIRE_ARGV_MAX == SBX_ARGV_MAX, "proc.exec's argv limit is the sandbox's");
+
 #define BRK_PROC_CHUNK	16384	/* bytes read from a child's output at a time */
 #define BRK_PROC_TIMEOUT_S 60
 #define BRK_PROC_BINDS 8
@@ -477,6 +482,18 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	bool pooled;
 	int e;
 
+	for (size_t i = 0; i < q->argc; i++)
+		argv[i] = (char *)q->argv[i];
+	argv[q->argc] = NULL;
+	/* A command no sandbox can run is refused before a use is spent or
+	 * a pooled sandbox taken (E2BIG: too-big).  Unreachable through the
+	 * protocol today (its 64 KiB request is under SBX_ARGV_BYTES), kept
+	 * so that the two can never disagree silently. */
+	if ((e = sbx_argv_check(argv)) != 0) {
+		brk_deny(s, q, e, q->argv[0], h->tok->c.id, e == CB_ETOOBIG ?
+		    "more words or bytes than a sandbox's command may have" : NULL);
+		return;
+	}
 	lim = pol_tier_limits(pol_tier_get(s->pol->pol, POL_TIER_LOW));
 	timeout = q->timeout_ms ? ((uint64_t)q->timeout_ms + 999) / 1000 : BRK_PROC_TIMEOUT_S;
 	if (timeout > lim->wall)
@@ -491,9 +508,6 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
 		return;
 	}
-	for (size_t i = 0; i < q->argc; i++)
-		argv[i] = (char *)q->argv[i];
-	argv[q->argc] = NULL;
 	snprintf(id, sizeof(id), "%.50s-x%u", s->id, ++seq % 100000);
 	cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = id, .argv = argv, .binds = binds,
 		.nbinds = brk_proc_visible(s, q->argv[0], binds, ids, store), .broker_fd = -1,

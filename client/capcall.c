@@ -221,6 +221,11 @@ exit_for(const struct cc_conn *c, int err)
 		return EX_TEMPFAIL;
 	if (err <= CB_ECAP_OP && err >= CB_ECAP_TOOLONG)
 		return EX_USAGE;
+	/* E2BIG: what was asked cannot be carried (more than WIRE_ARGV_MAX
+	 * words, a request over 64 KiB, more input than one request holds):
+	 * the command line's fault, as too many arguments are. */
+	if (err == CB_ETOOBIG)
+		return EX_USAGE;
 	return EX_FAIL;
 }
 

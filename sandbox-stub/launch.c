@@ -41,7 +41,20 @@
 #define CB_LIBEXECDIR "/usr/local/libexec/capbroker"
 #endif
 #define STUB_NAME "capbroker-stub"
-#define SBX_MAX_ARGS 1024
+/* The most words build_args writes besides the command, every list at the
+ * maximum check_config lets through: the stub itself, --setup-error,
+ * --tier, --id, --parent-pid, --broker-fd, --cgroups, --in-cgroup (13);
+ * five per bind, two per --exec-allow; four for each of capcall, pylib and
+ * hosts; three per mount; --pty, --notify, --report-exit, --mount-later;
+ * two per slot, --fuse-slots N, two per --fuse-at; --chdir DIR; three per
+ * --setenv and two per --unsetenv; the seven limits with their values;
+ * "--" or --pool.  So the command always has its SBX_ARGV_MAX words,
+ * whatever the options (before, the options ate into one shared 1024 and
+ * a `run` failed from about 985 words on, depending on its binds). */
+#define SBX_OPT_WORDS	(13 + 5 * STUB_MAX_BINDS + 2 * STUB_MAX_EXEC + 4 * 3 + \
+	3 * SBX_MOUNTS_MAX + 4 + 2 * SBX_SLOTS_MAX + 2 + 2 * SBX_MOUNTS_MAX + 2 + \
+	5 * SBX_ENV_MAX + 2 * 7 + 1)
+#define SBX_ARGBUF_WORDS	(SBX_OPT_WORDS + SBX_ARGV_MAX)
 
 static const char *const tier_names[] = { "low", "medium", "high" };
 
@@ -477,9 +490,11 @@ struct srcfds {
 };
 
 struct argbuf {
-	char *argv[SBX_MAX_ARGS];
+	char *argv[SBX_ARGBUF_WORDS + 1];
 	size_t n;
-	char nums[16 + SBX_MOUNTS_MAX][32];
+	/* --parent-pid, --cgroups, --fuse-slots and the seven limits, and
+	 * one per mount and per slot: every number build_args writes. */
+	char nums[10 + SBX_MOUNTS_MAX + SBX_SLOTS_MAX][32];
 	size_t nnums;
 	struct srcfds src[SBX_SRC_MAX];
 	size_t nsrc;
@@ -637,7 +652,7 @@ open_sources(const struct sbx_config *cfg, struct argbuf *a)
 static int
 arg(struct argbuf *a, const char *s)
 {
-	if (a->n + 1 >= SBX_MAX_ARGS)
+	if (a->n >= SBX_ARGBUF_WORDS)
 		return CB_ETOOBIG;
 	a->argv[a->n++] = (char *)s;
 	a->argv[a->n] = NULL;
@@ -657,15 +672,33 @@ arg_num(struct argbuf *a, const char *opt, uint64_t v)
 	return arg(a, a->nums[a->nnums++]);
 }
 
+int
+sbx_argv_check(char *const argv[])
+{
+	size_t n, bytes = 0;
+
+	if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
+		return CB_EINVAL;
+	for (n = 0; argv[n] != NULL; n++) {
+		if (n == SBX_ARGV_MAX)
+			return CB_ETOOBIG;
+		bytes += strnlen(argv[n], SBX_ARGV_BYTES) + 1;
+		if (bytes > SBX_ARGV_BYTES)
+			return CB_ETOOBIG;
+	}
+	return 0;
+}
+
 static int
 check_config(const struct sbx_config *cfg)
 {
+	int rc;
+
 	if (cfg == NULL || sbx_tier_name(cfg->tier) == NULL || cfg->id == NULL)
 		return CB_EINVAL;
 	/* A pooled sandbox gets its command at hand-over, never before. */
-	if (cfg->pool ? cfg->argv != NULL :
-	    (cfg->argv == NULL || cfg->argv[0] == NULL || cfg->argv[0][0] == '\0'))
-		return CB_EINVAL;
+	if (cfg->pool ? cfg->argv != NULL : (rc = sbx_argv_check(cfg->argv)) != 0)
+		return cfg->pool ? CB_EINVAL : rc;
 	if (strlen(cfg->id) > SBX_ID_MAX || cfg->id[0] == '\0' ||
 	    strspn(cfg->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	    "0123456789._-") != strlen(cfg->id))
@@ -1424,7 +1457,7 @@ sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg)
 	}
 	for (i = 0; i < a->n; i++)
 		len += strlen(a->argv[i]) + 1;
-	if (len > 256 * 1024) {		/* the stub's STUB_HANDOVER_MAX */
+	if (len > STUB_HANDOVER_MAX || a->n > STUB_HANDOVER_ARGS) {
 		rc = CB_ETOOBIG;
 		goto out;
 	}
@@ -1439,8 +1472,11 @@ sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg)
 		memcpy(msg + len, a->argv[i], k);
 		len += k;
 	}
+	/* EMSGSIZE: a host whose AF_UNIX send buffer (wmem_default) is below
+	 * STUB_HANDOVER_MAX: too big for this sandbox; the caller may start a
+	 * fresh one, whose command line has no such bound. */
 	if (send(p->status_fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
-		rc = CB_EIO;
+		rc = errno == EMSGSIZE ? CB_ETOOBIG : CB_EIO;
 out:
 	free(msg);
 	free(a);
@@ -1524,6 +1560,11 @@ sbx_start_refusal(int rc, char *why, size_t whylen)
 	if (rc == CB_ENOENT && sbx_find_stub(path, sizeof(path), tried, sizeof(tried)) != 0)
 		snprintf(why, whylen, "cannot start the sandbox: the sandbox helper %s was not found "
 		    "(looked for %s)", STUB_NAME, tried);
+	else if (rc == CB_ETOOBIG)
+		snprintf(why, whylen, "cannot start the sandbox: %s (a command of at most %d words "
+		    "and %d bytes; at most %d binds, %d allowed programs, %d --setenv and %d "
+		    "--unsetenv)", cb_strerror(rc), SBX_ARGV_MAX, SBX_ARGV_BYTES, STUB_MAX_BINDS,
+		    STUB_MAX_EXEC, SBX_ENV_MAX, SBX_ENV_MAX);
 	else
 		snprintf(why, whylen, "cannot start the sandbox: %s%s%s", cb_strerror(rc),
 		    rc == CB_EIO ? ": " : "", rc == CB_EIO ? strerror(errno) : "");

@@ -50,6 +50,17 @@ enum sbx_tier {
 #define SBX_ID_MAX		64		/* sandbox id: [A-Za-z0-9._-]{1,64} */
 #define SBX_AGENT_FD		3		/* CAPBROKER_FD inside the sandbox */
 #define SBX_ENV_MAX		64		/* most --setenv, and most --unsetenv */
+/* The command a sandbox runs (sbx_config.argv: the program and its
+ * arguments): at most SBX_ARGV_MAX words of SBX_ARGV_BYTES bytes in all
+ * (each counted with its NUL), whatever else the configuration holds: the
+ * launcher's and the stub's own tables are sized for this much command
+ * beside every option at its maximum, on the command line and in a pooled
+ * sandbox's hand-over alike.  Beyond it: CB_ETOOBIG (sbx_argv_check).
+ * The agent protocol's WIRE_ARGV_MAX is the same number (broker/ops_proc.c
+ * asserts it); its 64 KiB request keeps an agent's command well under the
+ * bytes. */
+#define SBX_ARGV_MAX		1024
+#define SBX_ARGV_BYTES		(128 * 1024)
 #define SBX_ROOT_AGENT_ID	65534		/* the agent's uid and gid when started by root */
 
 /* Exit statuses of the sandbox besides the agent's own. */
@@ -236,6 +247,13 @@ struct sbx_proc {
  * then calls sbx_proc_close.  Otherwise out->pid is -1 and nothing is
  * left open. */
 int sbx_spawn_start(const struct sbx_config *cfg, struct sbx_proc *out) CB_WARN_UNUSED;
+
+/* Is argv (NULL-terminated) a command a sandbox can be given: 1 to
+ * SBX_ARGV_MAX words of SBX_ARGV_BYTES bytes in all?  0, CB_EINVAL (NULL or
+ * empty), CB_ETOOBIG (over either limit).  sbx_spawn_start and
+ * sbx_pool_handover check it too; a caller that would spend something (a
+ * pooled sandbox) on a command checks it first. */
+int sbx_argv_check(char *const argv[]) CB_WARN_UNUSED;
 
 /* Where the stub is: $CAPBROKER_STUB, else capbroker-stub next to the
  * running program, else LIBEXECDIR.  0 with its path in buf, CB_ENOENT (or

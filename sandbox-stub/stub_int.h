@@ -22,6 +22,17 @@
 #define STUB_MAX_ENV		SBX_ENV_MAX
 #define STUB_MAX_CGROUPS	2
 
+/* A pooled sandbox's hand-over (launch.c sends it, stub_main.c reads it):
+ * one SEQPACKET message of NUL-terminated strings, the per-exec options and
+ * the command.  Its strings: the command's SBX_ARGV_MAX words beside every
+ * option it may carry at its maximum (--id, --chdir and their values, the
+ * four limits and theirs, "--", and SBX_ENV_MAX --setenv NAME VALUE and
+ * --unsetenv NAME).  Its bytes: the command's SBX_ARGV_BYTES and 64 KiB of
+ * options, which is also under the 208 KiB (wmem_default) that one
+ * AF_UNIX datagram may be on a stock kernel (a larger one is EMSGSIZE). */
+#define STUB_HANDOVER_ARGS	(SBX_ARGV_MAX + 15 + 5 * SBX_ENV_MAX)
+#define STUB_HANDOVER_MAX	(SBX_ARGV_BYTES + 64 * 1024)
+
 /* Descriptor layout the launcher gives the stub. */
 #define STUB_FD_BROKER		SBX_AGENT_FD	/* 3: the agent's socket (optional) */
 #define STUB_FD_STATUS		4		/* report: "ready ..." or "fail ..." */

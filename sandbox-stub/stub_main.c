@@ -1069,9 +1069,6 @@ recv_listener(int notify_sock)
 	return pk.fds[0];
 }
 
-#define STUB_HANDOVER_MAX	(256 * 1024)	/* bytes of one hand-over, at most */
-#define STUB_HANDOVER_ARGS	1024		/* strings in it, at most */
-
 static void handover_parse(struct stub_cfg *c, char *msg, size_t len);
 
 /* Read the hand-over pid 1 forwards on go (its length, then its bytes)

@@ -21,7 +21,11 @@
 #define WIRE_REPLY_MAX	(200 * 1024)	/* largest reply packet */
 #define WIRE_DATA_MAX	(56 * 1024)	/* inline bytes in one write/read */
 #define WIRE_OUT_MAX	(64 * 1024)	/* proc.exec output kept per stream */
-#define WIRE_ARGV_MAX	64
+/* proc.exec's argv (and a run request's): the program and its arguments.
+ * The sandbox's own SBX_ARGV_MAX (broker/ops_proc.c asserts they agree):
+ * every command the decoder accepts fits the launcher and a pooled
+ * sandbox's hand-over; the request's 64 KiB bounds its bytes. */
+#define WIRE_ARGV_MAX	1024
 /* Capabilities in one derive request: CAP_MAX_CAPS, which wire/ cannot
  * include (caps/ is built on wire/); broker/ops_tok.c asserts they agree. */
 #define WIRE_CAPS_MAX	32

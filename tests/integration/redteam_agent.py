@@ -476,8 +476,9 @@ def mode_proc(w):
     check("a relative program is refused", denied(r), desc(r))
     r = call("proc.exec", argv=["/usr/bin/../bin/sh", "-c", "id"])
     check("a program path with .. is refused", denied(r), desc(r))
-    r = call("proc.exec", argv=["/usr/bin/env"] + ["x"] * 64)
-    check("65 argv entries are refused by the decoder", denied(r, "protocol", "too-big"), desc(r))
+    r = call("proc.exec", argv=["/usr/bin/env"] + ["x"] * 1024)
+    check("1025 argv entries (WIRE_ARGV_MAX + 1) are refused by the decoder",
+          denied(r, "protocol", "too-big"), desc(r))
     r = call("proc.exec", argv=[])
     check("an empty argv is refused", denied(r), desc(r))
     t0 = time.monotonic()

@@ -124,6 +124,61 @@ test_config_checks(void)
 	sbx_proc_close(NULL);
 }
 
+/* The command's limits hold whatever else the configuration holds: every
+ * list the launcher turns into stub options at its maximum, and a command
+ * of SBX_ARGV_MAX words still runs (before, the options took their share of
+ * one 1024-word table); one word or byte more is CB_ETOOBIG. */
+static void
+test_argv_limits(void)
+{
+	static char *argv[SBX_ARGV_MAX + 2];
+	static char *allow[256];
+	static const char *env[2 * SBX_ENV_MAX], *unenv[SBX_ENV_MAX];
+	static char names[2 * SBX_ENV_MAX][16];
+	static char big[SBX_ARGV_BYTES];
+	char *two[] = { "/bin/true", big, NULL };
+	struct sbx_config c;
+	struct sbx_proc p;
+	char why[256];
+	int rc;
+
+	argv[0] = "/bin/true";
+	for (size_t i = 1; i < SBX_ARGV_MAX; i++)
+		argv[i] = "x";
+	argv[SBX_ARGV_MAX] = NULL;
+	for (size_t i = 0; i < sizeof(allow) / sizeof(allow[0]); i++)
+		allow[i] = "/bin/true";
+	for (size_t i = 0; i < SBX_ENV_MAX; i++) {
+		snprintf(names[i], sizeof(names[i]), "CB_SET%zu", i);
+		snprintf(names[SBX_ENV_MAX + i], sizeof(names[0]), "CB_UNSET%zu", i);
+		env[2 * i] = names[i];
+		env[2 * i + 1] = "v";
+		unenv[i] = names[SBX_ENV_MAX + i];
+	}
+	T_ERR(sbx_argv_check(argv), 0, "SBX_ARGV_MAX words pass the check");
+	c = config(SBX_TIER_MEDIUM, argv);
+	c.exec_allow = (const char *const *)allow;
+	c.nexec_allow = sizeof(allow) / sizeof(allow[0]);
+	c.setenv = env;
+	c.nsetenv = SBX_ENV_MAX;
+	c.unsetenv = unenv;
+	c.nunsetenv = SBX_ENV_MAX;
+	c.chdir = "/";
+	rc = sbx_spawn(&c, &p, why, sizeof(why));
+	T_ERR(rc, 0, "a command of SBX_ARGV_MAX words runs beside maximal option lists (%s)", why);
+	if (rc == 0)
+		T_OK(reap(&p) == 0, "... and exits 0");
+	argv[SBX_ARGV_MAX] = "x";
+	argv[SBX_ARGV_MAX + 1] = NULL;
+	T_ERR(sbx_argv_check(argv), CB_ETOOBIG, "one word more is too big");
+	T_ERR(sbx_spawn_start(&c, &p), CB_ETOOBIG, "... and refused at the start");
+	T_OK(p.pid == -1 && p.pidfd == -1, "... before anything is spawned");
+	memset(big, 'a', sizeof(big) - 1);
+	T_ERR(sbx_argv_check(two), CB_ETOOBIG, "more than SBX_ARGV_BYTES is too big");
+	big[sizeof(big) - 1 - sizeof("/bin/true")] = '\0';
+	T_ERR(sbx_argv_check(two), 0, "... exactly SBX_ARGV_BYTES is not");
+}
+
 static void
 test_run(void)
 {
@@ -469,6 +524,7 @@ main(void)
 	test_names();
 	test_status();
 	test_config_checks();
+	test_argv_limits();
 	test_run();
 	test_fuse_report();
 	test_spawn_into();

@@ -159,18 +159,23 @@ test_hostile(void)
 	T_ERR(req(buf, len), CB_EPROTO, "unknown flag bits refused");
 	BUILD(wire_put_u64(&e, "id", 1); wire_put_str(&e, "op", "proc.exec"); wire_arr_begin(&e, "argv"); wire_put_u64(&e, NULL, 3); wire_arr_end(&e));
 	T_ERR(req(buf, len), CB_EPROTO, "argv element of the wrong type refused");
-	wire_enc_init(&e, buf, sizeof(buf));
-	wire_map_begin(&e, NULL);
-	wire_put_u64(&e, "id", 1);
-	wire_put_str(&e, "op", "proc.exec");
-	wire_arr_begin(&e, "argv");
-	for (int i = 0; i < WIRE_ARGV_MAX + 1; i++)
-		wire_put_str(&e, NULL, "");
-	wire_arr_end(&e);
-	wire_map_end(&e);
-	if (wire_enc_finish(&e, &len) != 0)
-		abort();
-	T_ERR(req(buf, len), CB_ETOOBIG, "argv longer than the maximum refused");
+	{
+		/* One empty string a byte: room for WIRE_ARGV_MAX + 1 of them. */
+		static uint8_t big[WIRE_ARGV_MAX + 256];
+
+		wire_enc_init(&e, big, sizeof(big));
+		wire_map_begin(&e, NULL);
+		wire_put_u64(&e, "id", 1);
+		wire_put_str(&e, "op", "proc.exec");
+		wire_arr_begin(&e, "argv");
+		for (int i = 0; i < WIRE_ARGV_MAX + 1; i++)
+			wire_put_str(&e, NULL, "");
+		wire_arr_end(&e);
+		wire_map_end(&e);
+		if (wire_enc_finish(&e, &len) != 0)
+			abort();
+		T_ERR(req(big, len), CB_ETOOBIG, "argv longer than the maximum refused");
+	}
 	wire_enc_init(&e, buf, sizeof(buf));
 	wire_map_begin(&e, NULL);
 	wire_map_end(&e);

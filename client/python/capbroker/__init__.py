@@ -50,7 +50,7 @@ ENV_FD = "CAPBROKER_FD"
 REQ_MAX = 64 * 1024         # WIRE_REQ_MAX
 REPLY_MAX = 200 * 1024      # WIRE_REPLY_MAX
 DATA_MAX = 56 * 1024        # WIRE_DATA_MAX
-ARGV_MAX = 64               # WIRE_ARGV_MAX
+ARGV_MAX = 1024             # WIRE_ARGV_MAX
 MAX_FDS = 8                 # room to receive (and close) a few stray fds
 
 CREATE, TRUNC, APPEND, EXCL, _MEDIATED = 0x01, 0x02, 0x04, 0x08, 0x10
