@@ -104,11 +104,28 @@ help(void)
 
 #define RELAY_BUF	65536	/* bytes of the agent's stdio moved at a time */
 
+/* One of our outputs (stdout, stderr) as the relay writes the agent's to
+ * it.  Never a blocking write on the loop: with `run`'s own broker the loop
+ * is the broker's, and a reader of our output that stops reading (a pager,
+ * a stopped terminal, a full pipe) would otherwise stop the broker with it
+ * (its admin socket, revocations, the file server's grants, the tick).
+ * What cannot be written now waits in buf while the agent's pipe is not
+ * read: the back-pressure reaches the agent, not the broker. */
+struct relay_sink {
+	int fd;				/* ours, or a non-blocking reopening of it */
+	bool own;			/* fd was opened here (closed by relay_free) */
+	bool sock;			/* a socket: send(MSG_DONTWAIT) */
+	struct event *ev_w;		/* fd writable again */
+	char buf[RELAY_BUF];
+	size_t len, off;		/* read from the agent, not yet written */
+};
+
 struct relay {
 	struct event_base *base;
 	int in_src, in_dst;		/* our stdin -> agent stdin */
 	int out_src, err_src;		/* agent stdout/stderr -> ours */
 	struct event *ev_in, *ev_in_w, *ev_out, *ev_err;
+	struct relay_sink out, err;	/* ours: stdout, stderr */
 	char inbuf[RELAY_BUF];
 	size_t inlen, inoff;
 	bool out_eof, err_eof, exited;
@@ -176,15 +193,71 @@ relay_maybe_done(struct relay *r)
 	}
 }
 
+/* Our output fd as a sink.  A pipe, FIFO or terminal is opened again
+ * through /proc/self/fd with O_NONBLOCK: a description of our own, so the
+ * flag never reaches the shell or whoever else shares ours (setting it on
+ * a shared terminal breaks the shell after us).  A socket is written with
+ * MSG_DONTWAIT.  A regular file (whose writes do not wait on a reader),
+ * or one that cannot be opened again, is written as it is. */
 static void
-relay_pump(evutil_socket_t fd, short ev, void *arg, int to, bool *eof, struct event *e)
+relay_sink_open(struct relay_sink *k, int ours)
 {
-	struct relay *r = arg;
-	char buf[RELAY_BUF];
+	struct stat st;
+	char path[32];
+	int fd;
+
+	k->fd = ours;
+	if (fstat(ours, &st) != 0)
+		return;
+	if (S_ISSOCK(st.st_mode)) {
+		k->sock = true;
+		return;
+	}
+	if (!S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", ours);
+	if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) >= 0) {
+		k->fd = fd;
+		k->own = true;
+	}
+}
+
+/* Write what k holds; what does not go now waits for fd to be writable,
+ * and the agent's pipe (its event rd) is not read meanwhile.  Nothing is
+ * written while an approval prompt owns the terminal (run_prompt). */
+static void
+relay_sink_flush(struct relay *r, struct relay_sink *k, struct event *rd, bool eof)
+{
+	while (k->off < k->len && !r->prompting) {
+		ssize_t w = k->sock ? send(k->fd, k->buf + k->off, k->len - k->off,
+		    MSG_DONTWAIT | MSG_NOSIGNAL) : write(k->fd, k->buf + k->off, k->len - k->off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			event_del(rd);
+			event_add(k->ev_w, NULL);
+			return;
+		}
+		if (w <= 0)
+			k->off = k->len;	/* our reader went away: drop the rest */
+		else
+			k->off += (size_t)w;
+	}
+	if (k->off < k->len)
+		return;			/* held for the prompt */
+	k->len = k->off = 0;
+	event_del(k->ev_w);		/* (no system call when it was not added) */
+	if (!eof && !r->prompting)
+		event_add(rd, NULL);	/* (nor when rd is still added) */
+}
+
+static void
+relay_pump(evutil_socket_t fd, struct relay *r, struct relay_sink *k, bool *eof, struct event *e)
+{
 	ssize_t n;
 
-	(void)ev;
-	n = read(fd, buf, sizeof(buf));
+	n = read(fd, k->buf, sizeof(k->buf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -193,7 +266,9 @@ relay_pump(evutil_socket_t fd, short ev, void *arg, int to, bool *eof, struct ev
 		relay_maybe_done(r);
 		return;
 	}
-	write_all(to, buf, (size_t)n);
+	k->len = (size_t)n;
+	k->off = 0;
+	relay_sink_flush(r, k, e, *eof);
 }
 
 static void
@@ -201,7 +276,8 @@ relay_out(evutil_socket_t fd, short ev, void *arg)
 {
 	struct relay *r = arg;
 
-	relay_pump(fd, ev, arg, STDOUT_FILENO, &r->out_eof, r->ev_out);
+	(void)ev;
+	relay_pump(fd, r, &r->out, &r->out_eof, r->ev_out);
 }
 
 static void
@@ -209,7 +285,28 @@ relay_err(evutil_socket_t fd, short ev, void *arg)
 {
 	struct relay *r = arg;
 
-	relay_pump(fd, ev, arg, STDERR_FILENO, &r->err_eof, r->ev_err);
+	(void)ev;
+	relay_pump(fd, r, &r->err, &r->err_eof, r->ev_err);
+}
+
+static void
+relay_out_w(evutil_socket_t fd, short ev, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)fd;
+	(void)ev;
+	relay_sink_flush(r, &r->out, r->ev_out, r->out_eof);
+}
+
+static void
+relay_err_w(evutil_socket_t fd, short ev, void *arg)
+{
+	struct relay *r = arg;
+
+	(void)fd;
+	(void)ev;
+	relay_sink_flush(r, &r->err, r->ev_err, r->err_eof);
 }
 
 static void
@@ -300,13 +397,17 @@ relay_start(struct relay *r, struct event_base *base, int in_dst, int out_src, i
 	r->err_src = err_src;
 	fcntl(out_src, F_SETFL, O_NONBLOCK);
 	r->ev_out = event_new(base, out_src, EV_READ | EV_PERSIST, relay_out, r);
+	relay_sink_open(&r->out, STDOUT_FILENO);
+	r->out.ev_w = event_new(base, r->out.fd, EV_WRITE | EV_PERSIST, relay_out_w, r);
 	if (err_src >= 0) {
 		fcntl(err_src, F_SETFL, O_NONBLOCK);
 		r->ev_err = event_new(base, err_src, EV_READ | EV_PERSIST, relay_err, r);
+		relay_sink_open(&r->err, STDERR_FILENO);
+		r->err.ev_w = event_new(base, r->err.fd, EV_WRITE | EV_PERSIST, relay_err_w, r);
 	} else {
 		r->err_eof = true;
 	}
-	if (!r->ev_out || (err_src >= 0 && !r->ev_err))
+	if (!r->ev_out || !r->out.ev_w || (err_src >= 0 && (!r->ev_err || !r->err.ev_w)))
 		return CB_ENOMEM;
 	event_add(r->ev_out, NULL);
 	if (r->ev_err)
@@ -350,6 +451,12 @@ relay_free(struct relay *r)
 		event_free(r->ev_out);
 	if (r->ev_err)
 		event_free(r->ev_err);
+	for (struct relay_sink *k = &r->out; k <= &r->err; k++) {
+		if (k->ev_w)
+			event_free(k->ev_w);
+		if (k->own)
+			close(k->fd);
+	}
 	if (r->in_dst >= 0)
 		close(r->in_dst);
 	if (r->out_src >= 0)
@@ -423,17 +530,19 @@ run_prompt(void *arg, bool open)
 			event_add(r->ev_in, NULL);
 	}
 
-	if (r->ev_out && !r->out_eof) {
-		if (open)
-			event_del(r->ev_out);
-		else
-			event_add(r->ev_out, NULL);
+	/* Held output stays held (relay_sink_flush writes nothing while
+	 * prompting) and is written once the prompt closes. */
+	if (r->ev_out && open) {
+		event_del(r->ev_out);
+		event_del(r->out.ev_w);
+	} else if (r->ev_out) {
+		relay_sink_flush(r, &r->out, r->ev_out, r->out_eof);
 	}
-	if (r->ev_err && !r->err_eof) {
-		if (open)
-			event_del(r->ev_err);
-		else
-			event_add(r->ev_err, NULL);
+	if (r->ev_err && open) {
+		event_del(r->ev_err);
+		event_del(r->err.ev_w);
+	} else if (r->ev_err) {
+		relay_sink_flush(r, &r->err, r->ev_err, r->err_eof);
 	}
 }
 
