@@ -1238,9 +1238,9 @@ adm_run_exit(struct brk_sbx *s, void *arg)
 static void
 adm_run(struct brk_admin *a, const struct wire_adm_req *q)
 {
-	struct brk_sbx_spec spec = { .owner = a->uid, .actor = a->actor, .id = q->sandbox,
-		.tier = q->tier, .workspace = q->workspace, .ttl = q->ttl, .timeout = q->timeout,
-		.grants = q->grants, .ngrants = q->ngrants, .ro_binds = q->ro_binds,
+	struct brk_sbx_spec spec = { .owner = a->uid, .owner_gid = a->gid, .actor = a->actor,
+		.id = q->sandbox, .tier = q->tier, .workspace = q->workspace, .ttl = q->ttl,
+		.timeout = q->timeout, .grants = q->grants, .ngrants = q->ngrants, .ro_binds = q->ro_binds,
 		.nro_binds = q->nro_binds, .chdir = q->chdir, .want_pty = q->pty,
 		.serve_workspace = q->serve_workspace,
 		.setenv = q->setenv, .nsetenv = q->nsetenv / 2, .unsetenv = q->unsetenv,

@@ -95,6 +95,8 @@ struct brk_sbx_spec {
 	const char *const *ro_binds;	/* SRC[:DST] */
 	size_t nro_binds;
 	uid_t owner;
+	gid_t owner_gid;		/* ... and the group it runs as: its --ro-bind
+					 * sources are opened as owner:owner_gid */
 	const char *actor;		/* audit actor: "uid:N" */
 	bool want_pty;			/* the agent's stdio: a pty of its own */
 	const char *chdir;		/* where the agent starts (inside); NULL: /tmp */

@@ -681,7 +681,7 @@ run_local(struct run_opts *o)
 	spec = (struct brk_sbx_spec){ .id = o->id, .tier = o->tier, .workspace = o->workspace,
 		.serve_workspace = o->workspace != NULL, .argv = o->argv, .grants = o->grants, .ngrants = o->ngrants, .ttl = o->ttl,
 		.timeout = o->timeout, .ro_binds = o->binds, .nro_binds = o->nbinds,
-		.owner = getuid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
+		.owner = getuid(), .owner_gid = getgid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
 		.setenv = o->setenv, .nsetenv = o->nsetenv, .unsetenv = o->unsetenv,
 		.nunsetenv = o->nunsetenv };
 	if ((e = brk_sbx_create(b, &spec, &s, why, sizeof(why))) != 0) {

@@ -26,7 +26,6 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -678,12 +677,13 @@ brk_ro_bind(const struct brk_sbx_spec *spec, const char *ro, struct sbx_bind *bd
 		snprintf(why, whylen, "--ro-bind '%s': destination %s refused: %s", ro, bd->dst, no);
 		return CB_EINVAL;
 	}
+	/* The group is the one the caller runs as (SO_PEERCRED), not looked
+	 * up: getpwuid() asks NSS, which may be a directory server across the
+	 * network, and this runs on the loop. */
 	if (spec->owner != 0) {
-		const struct passwd *pw = getpwuid(spec->owner);
-
 		bd->as_caller = true;
 		bd->as_uid = spec->owner;
-		bd->as_gid = pw ? pw->pw_gid : (gid_t)65534;	/* nogroup */
+		bd->as_gid = spec->owner_gid;
 	}
 	return 0;
 }

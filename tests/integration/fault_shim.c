@@ -16,13 +16,18 @@
  * $CB_FAULT_MATCH writes "main" or "other" (the calling thread: the
  * broker's loop runs on its main thread) to $CB_FAULT_ARM.pid and then
  * takes $CB_FAULT_SLOW_MS milliseconds more, as a loaded host's disk and
- * relocations might.  Nothing else changes.  Test code, never built into
- * the product.
+ * relocations might.  With CB_FAULT_CALL=nss, while $CB_FAULT_ARM exists,
+ * every getpwuid, getpwnam, getgrgid and getgrnam appends "main NAME" or
+ * "other NAME" to $CB_FAULT_ARM.pid (a user database may be a directory
+ * server: no such call may run on the loop).  Nothing else changes.  Test
+ * code, never built into the product.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,4 +206,47 @@ dlopen(const char *file, int flags)
 			usleep((useconds_t)atoi(slow) * 1000);
 	}
 	return real(file, flags);
+}
+
+/* Record an NSS call (CB_FAULT_CALL=nss) and find the real one. */
+static void *
+nss_seen(const char *name)
+{
+	const char *arm = getenv("CB_FAULT_ARM");
+
+	if (fault_armed("nss")) {
+		char path[4200];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s.pid", arm);
+		if ((f = fopen(path, "ae"))) {
+			fprintf(f, "%s %s\n", gettid() == getpid() ? "main" : "other", name);
+			fclose(f);
+		}
+	}
+	return dlsym(RTLD_NEXT, name);
+}
+
+struct passwd *
+getpwuid(uid_t uid)
+{
+	return ((struct passwd *(*)(uid_t))nss_seen("getpwuid"))(uid);
+}
+
+struct passwd *
+getpwnam(const char *name)
+{
+	return ((struct passwd *(*)(const char *))nss_seen("getpwnam"))(name);
+}
+
+struct group *
+getgrgid(gid_t gid)
+{
+	return ((struct group *(*)(gid_t))nss_seen("getgrgid"))(gid);
+}
+
+struct group *
+getgrnam(const char *name)
+{
+	return ((struct group *(*)(const char *))nss_seen("getgrnam"))(name);
 }
