@@ -66,6 +66,10 @@ int brk_reload(struct brk *b, const char *actor, char *why, size_t whylen) CB_WA
 void brk_free(struct brk *b);
 int brk_loop(struct brk *b);
 void brk_stop(struct brk *b, int code);
+/* The exit status of `serve` refused its name in the cluster (another
+ * live broker holds it, docs/cluster.md): the contract's "broker could
+ * not be set up" (125, SBX_EXIT_SETUP). */
+#define BRK_EXIT_NAME_HELD	125
 
 /* The loop, for the program's own events (signals, the stdio relay). */
 struct event_base *brk_base(struct brk *b);

@@ -29,6 +29,7 @@
 
 static void brk_fleet_decisions(void *arg, const struct cl_req *r, size_t n);
 static void brk_fleet_requests(void *arg, const struct cl_req *r, size_t n);
+static void brk_fleet_held(void *arg, bool fatal, const char *why);
 
 bool
 brk_fleet_on(const struct brk *b)
@@ -448,7 +449,8 @@ brk_fleet_open(struct brk *b, char *why, size_t whylen)
 	r = cl_open(&(struct cl_opts){ .conninfo = conninfo, .name = b->cl_name,
 	    .stale_ms = b->cl_stale_ns / 1000000u,
 	    .sink = { .batch = brk_fleet_batch, .link = brk_fleet_link,
-	    .decisions = brk_fleet_decisions, .requests = brk_fleet_requests, .arg = b } }, &b->cl);
+	    .decisions = brk_fleet_decisions, .requests = brk_fleet_requests,
+	    .held = brk_fleet_held, .arg = b } }, &b->cl);
 	if (r == CB_EUNSUPPORTED) {
 		snprintf(why, whylen, "cluster: cannot load libpq: %s", cl_lib_why());
 		return r;
@@ -648,6 +650,27 @@ brk_fleet_requests(void *arg, const struct cl_req *r, size_t n)
 
 	for (size_t i = 0; i < n && b->cl_request_arrived; i++)
 		b->cl_request_arrived(b, &r[i]);
+}
+
+/* Another live broker process holds our name (docs/cluster.md, "One name,
+ * one broker").  At start it is refused: the broker stops with the exit
+ * status of a broker that could not be set up (125, as `run` says it), and
+ * says why; later (this process held the name, then was away longer than
+ * the bound while a clone took it) it stays in the cluster's log and on
+ * stderr, and the link stays down: the broker fails closed. */
+static void
+brk_fleet_held(void *arg, bool fatal, const char *why)
+{
+	struct brk *b = arg;
+	char detail[CL_WHY_MAX + 96];
+
+	snprintf(detail, sizeof(detail), "%s%s", why, fatal ? "; refusing to start" :
+	    "; failing closed until it stops");
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "cluster.conflict", .actor = "broker",
+	    .reason = CB_EEXIST, .detail = detail });
+	fprintf(stderr, "capbroker: cluster: broker %s: %s\n", b->cl_name, detail);
+	if (fatal)
+		brk_stop(b, BRK_EXIT_NAME_HELD);
 }
 
 static void

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -100,7 +101,7 @@ cl_pq_load_once(void)
 	    sizeof(cl_pq_why));
 }
 
-enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB, CL_MSG_DECISIONS, CL_MSG_REQUESTS };
+enum cl_msg_type { CL_MSG_BATCH, CL_MSG_LINK, CL_MSG_JOB, CL_MSG_DECISIONS, CL_MSG_REQUESTS, CL_MSG_HELD };
 
 struct cl_msg {
 	enum cl_msg_type type;
@@ -109,6 +110,7 @@ struct cl_msg {
 	size_t n;
 	uint64_t fresh_ns;
 	bool up;
+	bool fatal;			/* CL_MSG_HELD: the broker must stop */
 	char why[CL_WHY_MAX];
 	struct cl_job *job;
 	struct cl_msg *next;
@@ -160,6 +162,8 @@ struct cl {
 	atomic_bool watch;			/* loop -> thread: someone watches for requests */
 	struct cl_mark head;		/* the audit head to record (under mu) */
 	struct cl_mark head_sent;	/* the thread's own: the last recorded */
+	uint8_t instance[CL_INSTANCE_LEN];	/* this process's, random */
+	char instance_hex[2 * CL_INSTANCE_LEN + 1];
 	/* the thread's own */
 	PGconn *pg;
 	uint64_t cursor;		/* changes read up to */
@@ -179,6 +183,9 @@ struct cl {
 	uint64_t next_beat, next_ack;
 	int was_up;			/* -1 unknown, 0 down, 1 up */
 	bool want_catchup, want_acks;
+	bool claimed;			/* this process held its name once */
+	uint64_t held_since;		/* another live broker holds our name since (0: no) */
+	bool held_told;
 	char down_why[CL_WHY_MAX];
 };
 
@@ -223,6 +230,16 @@ static const char cl_schema_requests[] =
 	"CREATE TABLE IF NOT EXISTS cb_sandboxes(broker text NOT NULL, id text NOT NULL,"
 	" tier text NOT NULL, command text NOT NULL, workspace text NOT NULL, started bigint NOT NULL,"
 	" pid bigint NOT NULL, owner bigint NOT NULL, PRIMARY KEY(broker, id));"
+	"COMMIT;";
+
+/* The third step: each broker process's instance token, so that two
+ * processes under one name (cloned hosts with the same hostname and state
+ * directory) are told apart ("One name, one broker" in docs/cluster.md).
+ * Idempotent, under the same lock. */
+static const char cl_schema_instance[] =
+	"BEGIN;"
+	"SELECT pg_advisory_xact_lock(" CL_LOCK_KEY ");"
+	"ALTER TABLE cb_brokers ADD COLUMN IF NOT EXISTS instance bytea;"
 	"COMMIT;";
 
 /* ---- the queues ------------------------------------------------------- */
@@ -1018,15 +1035,71 @@ cl_catchup(struct cl *c)
 	}
 }
 
+/* Another live process holds our name: we write nothing under it and
+ * serve nothing in the cluster's name (the link is down: after the bound
+ * we fail closed).  A process that never held it (a start) may be a
+ * restart after a crash, whose predecessor's row ages out within the
+ * bound: it tries again, and only a name still held after the bound and
+ * a second (the other keeps reporting: a clone) is refused for good
+ * (CL_MSG_HELD, fatal: the broker stops).  A process that held it before
+ * lost it while it was away longer than the bound: said once, and tried
+ * again until the other stops.  CB_EEXIST, with the link dropped. */
+static int
+cl_held(struct cl *c)
+{
+	uint64_t now = cb_mono_ns();
+	struct cl_res res;
+	char who[128] = "";
+	struct cl_msg *m;
+	bool fatal;
+
+	if (cl_read1(c, &res, "SELECT encode(instance, 'hex'), (extract(epoch from now() - seen_at)"
+	    " * 1000)::bigint, (extract(epoch from now() - started_at))::bigint FROM cb_brokers"
+	    " WHERE name = $1", "s", c->name) == 0) {
+		if (res.n == 1 && cl_pq.PQresultStatus(res.r[0]) == PGRES_TUPLES_OK &&
+		    cl_pq.PQntuples(res.r[0]) == 1)
+			snprintf(who, sizeof(who), " (instance %.8s, started %.12s s ago, reported %.12s ms ago)",
+			    cl_pq.PQgetvalue(res.r[0], 0, 0), cl_pq.PQgetvalue(res.r[0], 0, 2),
+			    cl_pq.PQgetvalue(res.r[0], 0, 1));
+		cl_res_clear(&res);
+	}
+	if (!c->held_since)
+		c->held_since = now;
+	fatal = !c->claimed && now - c->held_since >= c->stale_ns + 1000000000u;
+	snprintf(c->down_why, sizeof(c->down_why), "another live broker holds this broker's name in "
+	    "the cluster%s: a host with the same hostname and state directory (cloned?); this "
+	    "instance is %.8s", who, c->instance_hex);
+	if ((fatal || (c->claimed && !c->held_told)) && (m = calloc(1, sizeof(*m)))) {
+		c->held_told = true;
+		m->type = CL_MSG_HELD;
+		m->fatal = fatal;
+		snprintf(m->why, sizeof(m->why), "%s", c->down_why);
+		cl_post(c, m);
+	}
+	if (c->pg)
+		cl_down(c, c->down_why);
+	return CB_EEXIST;
+}
+
 /* Tell the others where we are (heartbeat and applied number). */
+/* ... and claim our name: the row is ours when it carries our instance,
+ * or none (a broker of an earlier version), or when whoever wrote it is
+ * not live (it stopped without leaving: a crash, or a host cut off for
+ * longer than the bound).  A name another live process holds is left as
+ * it is, and no row comes back. */
 static const char cl_sql_seen[] =
-	"INSERT INTO cb_brokers(name, applied, seen_at) VALUES($1, $2, now())"
-	" ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now()";
+	"INSERT INTO cb_brokers(name, applied, seen_at, instance) VALUES($1, $2, now(), $3)"
+	" ON CONFLICT (name) DO UPDATE SET applied = EXCLUDED.applied, seen_at = now(),"
+	" started_at = CASE WHEN cb_brokers.instance IS NOT DISTINCT FROM EXCLUDED.instance"
+	" THEN cb_brokers.started_at ELSE now() END, instance = EXCLUDED.instance"
+	" WHERE cb_brokers.instance IS NULL OR cb_brokers.instance = EXCLUDED.instance"
+	" OR cb_brokers.seen_at <= now() - $4::bigint * interval '1 millisecond' RETURNING 1";
 /* Never back: a head lower than the one recorded (a log and state rolled
  * back together) leaves the record as it was, and `audit verify --cluster`
  * finds the log short of it. */
 static const char cl_sql_head[] =
-	"INSERT INTO cb_checkpoints(broker, log_id, seq, hash, at) VALUES($1, $2, $3, $4, now())"
+	"INSERT INTO cb_checkpoints(broker, log_id, seq, hash, at) SELECT $1, $2, $3, $4, now()"
+	" WHERE EXISTS (SELECT 1 FROM cb_brokers WHERE name = $1 AND instance = $5)"	/* held */
 	" ON CONFLICT (broker, log_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash,"
 	" at = now() WHERE cb_checkpoints.seq < EXCLUDED.seq";
 
@@ -1051,9 +1124,11 @@ cl_report(struct cl *c)
 	 * flush each. */
 	cl_add(&q, "BEGIN", "");
 	cl_add(&q, "SET LOCAL synchronous_commit TO off", "");
-	cl_add(&q, cl_sql_seen, "su", c->name, applied);
+	cl_add(&q, cl_sql_seen, "suxu", c->name, applied, c->instance, (size_t)CL_INSTANCE_LEN,
+	    c->stale_ns / 1000000u + CL_ACK_MARGIN_MS);
 	if (head)
-		cl_add(&q, cl_sql_head, "sxux", c->name, h.log_id, (size_t)16, h.seq, h.hash, (size_t)32);
+		cl_add(&q, cl_sql_head, "sxuxx", c->name, h.log_id, (size_t)16, h.seq, h.hash, (size_t)32,
+		    c->instance, (size_t)CL_INSTANCE_LEN);
 	if (moved)
 		cl_add(&q, "NOTIFY cb_applied", "");
 	cl_add(&q, "COMMIT", "");
@@ -1061,7 +1136,15 @@ cl_report(struct cl *c)
 		snprintf(c->down_why, sizeof(c->down_why), "reporting to the cluster: %.200s", why);
 		return r;
 	}
+	/* BEGIN, SET, the claim: its row, or none when the name is held */
+	if (res.n < 3 || cl_pq.PQntuples(res.r[2]) != 1) {
+		cl_res_clear(&res);
+		return cl_held(c);
+	}
 	cl_res_clear(&res);
+	c->claimed = true;
+	c->held_since = 0;
+	c->held_told = false;
 	c->applied_sent = applied;
 	if (head)
 		c->head_sent = h;
@@ -1791,8 +1874,16 @@ cl_connect(struct cl *c)
 	}
 	if ((r = cl_exec(c, cl_schema, "creating the cluster's tables")) != 0 ||
 	    (r = cl_exec(c, cl_schema_requests, "creating the cluster's request tables")) != 0 ||
-	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;LISTEN cb_request;", "listening")) != 0 ||
-	    (r = cl_draw_num(c)) != 0) {
+	    (r = cl_exec(c, cl_schema_instance, "adding the brokers' instances")) != 0 ||
+	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;LISTEN cb_request;", "listening")) != 0) {
+		if (c->pg)
+			cl_down(c, c->down_why);
+		return CB_ECLUSTER;
+	}
+	/* Our name first: nothing is written under a name another live
+	 * process holds (cl_held). */
+	c->applied_sent = UINT64_MAX;	/* report at once */
+	if ((r = cl_report(c)) != 0 || (r = cl_draw_num(c)) != 0) {
 		if (c->pg)
 			cl_down(c, c->down_why);
 		return CB_ECLUSTER;
@@ -1826,8 +1917,7 @@ cl_connect(struct cl *c)
 	}
 	if (!c->pg)
 		return CB_ECLUSTER;
-	c->applied_sent = UINT64_MAX;	/* report at once */
-	if ((r = cl_report(c)) != 0 || (r = cl_catchup(c)) != 0) {
+	if ((r = cl_catchup(c)) != 0) {
 		if (c->pg)
 			cl_down(c, c->down_why);
 		return CB_ECLUSTER;
@@ -2010,7 +2100,8 @@ cl_main(void *arg)
 
 		if (!c->pg && cl_connect(c) != 0) {
 			cl_fail_jobs(c, cl_take(c));
-			cl_wait_in(c, CL_RETRY_MS);
+			/* our name held elsewhere: asked again with each heartbeat */
+			cl_wait_in(c, c->held_since ? (int)(c->beat_ns / 1000000u) : CL_RETRY_MS);
 			continue;
 		}
 		/* a NOTIFY read during a query waits in libpq, not on the socket */
@@ -2080,8 +2171,13 @@ cl_main(void *arg)
 		struct cl_res res;
 		char why[CL_WHY_MAX];
 
-		cl_add(&q, "DELETE FROM cb_brokers WHERE name = $1", "s", c->name);
-		cl_add(&q, "DELETE FROM cb_sandboxes WHERE broker = $1", "s", c->name);
+		/* Only our own row, and our sandboxes only when no other
+		 * process holds the name (one that was refused it leaves the
+		 * holder's alone). */
+		cl_add(&q, "DELETE FROM cb_brokers WHERE name = $1 AND instance = $2", "sx", c->name,
+		    c->instance, (size_t)CL_INSTANCE_LEN);
+		cl_add(&q, "DELETE FROM cb_sandboxes WHERE broker = $1 AND NOT EXISTS (SELECT 1 FROM"
+		    " cb_brokers WHERE name = $1)", "s", c->name);
 		if (cl_run(c, &q, &res, why, sizeof(why)) == 0)
 			cl_res_clear(&res);
 	}
@@ -2118,6 +2214,14 @@ cl_open(const struct cl_opts *o, struct cl **out)
 	if (!(c->conninfo = strdup(o->conninfo)) || !(c->name = strdup(o->name)))
 		goto out;
 	c->stale_ns = o->stale_ms * 1000000u;
+	/* This process's token in cb_brokers: random, so that a clone of the
+	 * host (same name, same state) never draws the same one. */
+	if (getrandom(c->instance, sizeof(c->instance), 0) != (ssize_t)sizeof(c->instance)) {
+		r = CB_EINTERNAL;
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(c->instance); i++)
+		snprintf(c->instance_hex + 2 * i, 3, "%02x", c->instance[i]);
 	/* Four heartbeats per bound: one lost round trip does not make a
 	 * broker stale; at most one a second keeps an idle cluster quiet. */
 	c->beat_ns = c->stale_ns / 4;
@@ -2243,6 +2347,10 @@ cl_dispatch(struct cl *c)
 		case CL_MSG_REQUESTS:
 			if (c->sink.requests)
 				c->sink.requests(c->sink.arg, m->reqs, m->n);
+			break;
+		case CL_MSG_HELD:
+			if (c->sink.held)
+				c->sink.held(c->sink.arg, m->fatal, m->why);
 			break;
 		case CL_MSG_JOB:
 			if (m->job->done)

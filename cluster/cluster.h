@@ -44,6 +44,7 @@
  * and the broker that holds a request can be read off its id. */
 #define CL_RID_SPAN	1000000000ull
 #define CL_HEADS_MAX	1024	/* audit heads read back at most (every broker, every log) */
+#define CL_INSTANCE_LEN	16	/* a broker process's random token in cb_brokers */
 
 struct cl;
 
@@ -140,6 +141,12 @@ struct cl_sink {
 	/* Requests other brokers recorded since the last call, while
 	 * cl_watch() is on (for `capctl watch`): each told once. */
 	void (*requests)(void *arg, const struct cl_req *r, size_t n);
+	/* Another live broker process holds this broker's name (a host
+	 * cloned with its state): the link writes nothing under it and stays
+	 * down, so the broker fails closed at the bound.  fatal: this process
+	 * never held the name, and it was still held after the bound and a
+	 * second (not a crashed predecessor's row): the broker must stop. */
+	void (*held)(void *arg, bool fatal, const char *why);
 	void *arg;
 };
 
