@@ -1049,7 +1049,7 @@ cl_held(struct cl *c)
 {
 	uint64_t now = cb_mono_ns();
 	struct cl_res res;
-	char who[128] = "";
+	char who[80] = "";	/* what the format below can fill, no more */
 	struct cl_msg *m;
 	bool fatal;
 
