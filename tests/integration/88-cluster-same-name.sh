@@ -85,7 +85,7 @@ I3=$(inst)
 kill -CONT "${BPID[1]}"
 t_ok "broker 1, resumed, fails closed" wait_for 100 b1_stale
 t_ok "... and says that its name is held" \
-	grep -q '"op":"cluster.conflict".*failing closed until it stops' "$T_TMP/s1/audit.jsonl"
+	wait_for 200 grep -q '"op":"cluster.conflict".*failing closed until it stops' "$T_TMP/s1/audit.jsonl"
 t_is "... while the clone keeps the name (one row, its instance)" "$(rows) $(inst)" "1 $I3"
 t_ok "... and the clone stays fresh" clone_fresh
 kill -TERM "$CPID"
