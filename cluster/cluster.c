@@ -41,6 +41,7 @@
 #define CL_RETRY_MS	250	/* between connection attempts */
 #define CL_ACK_POLL_MS	20	/* re-check of waiting revocations without a NOTIFY */
 #define CL_ACK_MARGIN_MS 200	/* beyond the bound: a revoke waits that much longer for a silent broker */
+#define CL_PRUNE_EVERY_S 60	/* between two prunings of cb_requests by one broker */
 #define CL_TXN_JOBS	256	/* jobs written in one transaction */
 #define CL_TXN_BYTES	(1u << 20)
 #define CL_NPARAM	12	/* parameters of one statement at most */
@@ -181,6 +182,7 @@ struct cl {
 	struct cl_key *keys;		/* ours: published again on every connect */
 	size_t nkeys;
 	uint64_t next_beat, next_ack;
+	uint64_t next_prune;		/* 0: at the first heartbeat */
 	int was_up;			/* -1 unknown, 0 down, 1 up */
 	bool want_catchup, want_acks;
 	bool claimed;			/* this process held its name once */
@@ -2061,6 +2063,28 @@ cl_write_all(struct cl *c, struct cl_job *list)
 		cl_fail_jobs(c, list);
 }
 
+/*
+ * Finished requests leave cb_requests CL_REQ_KEEP_S after their expiry,
+ * whoever held them (a broker that never comes back leaves its rows too).
+ * Past its expiry a row can no longer be decided (CL_DECIDE wants
+ * expires_at ahead) nor listed, and its holder has closed the request in
+ * its own state, at the latest at that expiry on its clock: a decision it
+ * still finds unapplied there is refused (expired, or its sandbox gone).
+ * So only the answers about it change: "already approved by ..." becomes
+ * "no broker of the cluster holds request N".  Every broker prunes, once a
+ * minute and at its first heartbeat; the statement is the same for all,
+ * so two at once delete each row once.  A failure waits for the next turn.
+ */
+static void
+cl_prune(struct cl *c)
+{
+	struct cl_res res;
+
+	if (cl_read1(c, &res, "DELETE FROM cb_requests WHERE expires_at < extract(epoch from now())::bigint"
+	    " - $1::bigint", "u", (uint64_t)CL_REQ_KEEP_S) == 0)
+		cl_res_clear(&res);
+}
+
 static void
 cl_notifies(struct cl *c)
 {
@@ -2159,6 +2183,10 @@ cl_main(void *arg)
 		if (c->pg && c->want_decisions) {
 			c->want_decisions = false;
 			cb_ignore(cl_decisions(c));
+		}
+		if (c->pg && now >= c->next_prune) {
+			c->next_prune = now + (uint64_t)CL_PRUNE_EVERY_S * 1000000000u;
+			cl_prune(c);
 		}
 		if (c->pg)
 			cl_put_sandboxes(c);

@@ -45,6 +45,10 @@
 #define CL_RID_SPAN	1000000000ull
 #define CL_HEADS_MAX	1024	/* audit heads read back at most (every broker, every log) */
 #define CL_INSTANCE_LEN	16	/* a broker process's random token in cb_brokers */
+/* How long a request stays in cb_requests after its expiry (decided,
+ * applied, lapsed or never heard of again): a day, for `capctl pending`'s
+ * "already approved by ..." and for an administrator's SQL. */
+#define CL_REQ_KEEP_S	86400
 
 struct cl;
 

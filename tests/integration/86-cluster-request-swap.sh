@@ -9,6 +9,7 @@
 # an earlier request's: the agent's new request, whose INSERT finds the id
 # taken, must not be approved by a decision on what the row showed.
 # The earlier life's rows are written here with psql, as it left them.
+# Requests that expired more than a day ago are pruned.
 # Every statement the brokers send is logged by the server
 # (log_statement=all; each line starts with its client's name): the values (an agent's reason and capability, the
 # brokers' names) travel as parameters, never inside a statement's text.
@@ -114,4 +115,28 @@ t_is "no statement the brokers sent carries a broker's name in its text" \
 	"$(grep -E '^capbroker:LOG:  (statement|execute [^:]*): ' "$PGD/log" | grep -F "$B1")" ""
 t_ok "the brokers' statements were logged (the check above saw them)" \
 	grep -q '^capbroker:LOG:  execute <unnamed>: INSERT INTO cb_requests' "$PGD/log"
+
+# Finished requests leave cb_requests a day (CL_REQ_KEEP_S) after their
+# expiry, whatever their state and whoever held them; younger ones stay.
+# Every broker prunes once a minute and at its start: broker 2 restarts.
+now=$(date +%s)
+old_row() { # ID BROKER STATE EXPIRES [APPLIED]
+	pg_sql "INSERT INTO cb_requests(broker, id, sandbox, command, capability, reason, ttl, asked_at,
+		expires_at, state, applied_at) VALUES('$2', $1, 'gone', '/bin/sh', 'fs.read:/etc/motd',
+		'old', 30, $(($4 - 30)), $4, '$3', ${5:-NULL})" >/dev/null
+}
+old_row 7000000001 "$B1" approved $((now - 86400 - 60)) $((now - 86400 - 80))
+old_row 7000000002 "$B1" denied $((now - 86400 - 60))
+old_row 7000000003 "gone:/var/lib/capbroker" pending $((now - 86400 - 60))
+old_row 7000000004 "$B1" expired $((now - 3600)) $((now - 3600))
+kill -TERM "${BPID[2]}"
+wait "${BPID[2]}"
+t_ok "broker 2 restarts" b_start 2
+pruned() { test "$(pg_sql "SELECT count(*) FROM cb_requests WHERE id BETWEEN 7000000001 AND 7000000003")" = 0; }
+t_ok "requests that expired more than a day ago are pruned (approved, denied, a dead broker's pending)" \
+	wait_for 100 pruned
+t_is "... one that expired an hour ago stays" \
+	"$(pg_sql "SELECT count(*) FROM cb_requests WHERE id = 7000000004")" 1
+t_is "... and so do the pending ones" "$(pg_sql "SELECT count(*) FROM cb_requests WHERE state = 'pending'
+	AND capability IN ('fs.read:/etc/passwd', 'fs.read:/etc/group')")" 2
 t_done
