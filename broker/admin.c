@@ -623,11 +623,14 @@ adm_view_done(void *arg, const struct cl_job *j)
 			const struct cl_sbx *c = &j->sbxs[i];
 			struct brk_sbx *s = strcmp(c->broker, b->cl_name) == 0 ? brk_sbx_find(b, c->id) : NULL;
 
-			/* live counts only for ours; other brokers' are theirs */
+			/* Ours live; other brokers' as they last published them
+			 * with their sandboxes (a second or so old). */
 			wire_adm_sbx_put(&e, &(struct wire_adm_sbx){ .id = c->id, .tier = c->tier,
 			    .command = c->command, .workspace = c->workspace, .started = c->started,
-			    .pid = c->pid, .owner = c->owner, .tokens = s ? s->nheld : 0,
-			    .requests = s ? s->nreq : 0, .broker = c->broker });
+			    .pid = c->pid, .owner = c->owner,
+			    .tokens = s ? s->nheld : c->tokens == UINT64_MAX ? WIRE_ADM_COUNT_UNKNOWN : c->tokens,
+			    .requests = s ? s->nreq : c->requests == UINT64_MAX ? WIRE_ADM_COUNT_UNKNOWN :
+			    c->requests, .broker = c->broker });
 		} else {
 			const struct cl_tok *t = &j->toks[i];
 			char hex[2 * CAP_ID_LEN + 1], phex[2 * CAP_ID_LEN + 1];

@@ -691,7 +691,8 @@ brk_fleet_sandboxes(struct brk *b)
 
 	if (!b->cl)
 		return;
-	/* Published when the set changed (a hash of ids and start times). */
+	/* Published when the set changed (a hash of ids, start times and
+	 * counts). */
 	for (struct brk_sbx *s = b->sbx; s; s = s->next) {
 		if (s->dead)
 			continue;
@@ -699,6 +700,9 @@ brk_fleet_sandboxes(struct brk *b)
 		for (const char *p = s->id; *p; p++)
 			sig = (sig ^ (uint8_t)*p) * 1099511628211ull;
 		sig = (sig ^ s->started_at) * 1099511628211ull;
+		/* the counts too: other brokers' views show them */
+		sig = (sig ^ s->nheld) * 1099511628211ull;
+		sig = (sig ^ s->nreq) * 1099511628211ull;
 	}
 	if (sig == b->cl_sbx_sig)
 		return;
@@ -714,6 +718,8 @@ brk_fleet_sandboxes(struct brk *b)
 		v[k].started = s->started_at;
 		v[k].pid = (uint64_t)(s->spawned ? s->proc.pid : 0);
 		v[k].owner = s->owner;
+		v[k].tokens = s->nheld;
+		v[k].requests = s->nreq;
 		k++;
 	}
 	if (cl_set_sandboxes(b->cl, v, k) == 0)

@@ -14,25 +14,42 @@
 #include "client/capctl_int.h"
 
 static void
+ctl_count(uint64_t v, char *buf, size_t len)
+{
+	if (v == WIRE_ADM_COUNT_UNKNOWN)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%" PRIu64, v);
+}
+
+static void
 ctl_sandbox_one(struct ctl *c, const struct wire_adm_sbx *s, json_t *arr)
 {
 	char tb[32];
 
+	char nt[24], nr[24];
+
+	/* A count another broker did not publish (an earlier version): null,
+	 * "-", never a made-up 0. */
 	if (c->json) {
-		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "id", J(s->id), "tier",
+		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:o,s:I}", "id", J(s->id), "tier",
 		    J(s->tier), "command", J(s->command), "workspace", J(s->workspace), "started",
-		    (json_int_t)s->started, "pid", (json_int_t)s->pid, "tokens", (json_int_t)s->tokens,
-		    "requests", (json_int_t)s->requests, "owner", (json_int_t)s->owner);
+		    (json_int_t)s->started, "pid", (json_int_t)s->pid, "tokens",
+		    s->tokens == WIRE_ADM_COUNT_UNKNOWN ? json_null() : json_integer((json_int_t)s->tokens),
+		    "requests", s->requests == WIRE_ADM_COUNT_UNKNOWN ? json_null() :
+		    json_integer((json_int_t)s->requests), "owner", (json_int_t)s->owner);
 
 		if (o && s->broker)
 			json_object_set_new(o, "broker", J(s->broker));
 		cb_ignore(json_array_append_new(arr, o));
 		return;
 	}
+	ctl_count(s->tokens, nt, sizeof(nt));
+	ctl_count(s->requests, nr, sizeof(nr));
 	ctl_text(stdout, s->id);
-	printf("%*s %-8s %8" PRIu64 " %-20s %6" PRIu64 " %8" PRIu64 "  ",
+	printf("%*s %-8s %8" PRIu64 " %-20s %6s %8s  ",
 	    strlen(s->id) < 20 ? (int)(20 - strlen(s->id)) : 0, "", s->tier, s->pid,
-	    ctl_time(s->started, tb, sizeof(tb)), s->tokens, s->requests);
+	    ctl_time(s->started, tb, sizeof(tb)), nt, nr);
 	if (c->cluster) {
 		ctl_text(stdout, s->broker ? s->broker : "-");
 		printf("  ");

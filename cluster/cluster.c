@@ -244,6 +244,16 @@ static const char cl_schema_instance[] =
 	"ALTER TABLE cb_brokers ADD COLUMN IF NOT EXISTS instance bytea;"
 	"COMMIT;";
 
+/* The fourth: the counts of each sandbox's tokens and pending requests,
+ * published with it, so that every broker's --cluster views show them
+ * (NULL: a broker of an earlier version did not publish them). */
+static const char cl_schema_counts[] =
+	"BEGIN;"
+	"SELECT pg_advisory_xact_lock(" CL_LOCK_KEY ");"
+	"ALTER TABLE cb_sandboxes ADD COLUMN IF NOT EXISTS tokens bigint,"
+	" ADD COLUMN IF NOT EXISTS requests bigint;"
+	"COMMIT;";
+
 /* ---- the queues ------------------------------------------------------- */
 
 static void
@@ -1545,8 +1555,8 @@ cl_view(struct cl *c, struct cl_job *j)
 		    CL_ROWS_MAX + 1);
 		break;
 	case CL_GET_SANDBOXES:
-		cl_add(&q, "SELECT broker, id, tier, command, workspace, started, pid, owner"
-		    " FROM cb_sandboxes WHERE broker IN " CL_LIVE("$1")
+		cl_add(&q, "SELECT broker, id, tier, command, workspace, started, pid, owner,"
+		    " tokens, requests FROM cb_sandboxes WHERE broker IN " CL_LIVE("$1")
 		    " ORDER BY broker, started, id OFFSET $2 LIMIT $3", "uui", c->stale_ns / 1000000u,
 		    j->offset, CL_ROWS_MAX + 1);
 		break;
@@ -1587,6 +1597,10 @@ cl_view(struct cl *c, struct cl_job *j)
 			s->started = cl_u64col(pr, i, 5);
 			s->pid = cl_u64col(pr, i, 6);
 			s->owner = cl_u64col(pr, i, 7);
+			/* a broker of an earlier version published none: its own
+			 * view shows them (UINT64_MAX: not known here) */
+			s->tokens = cl_pq.PQgetisnull(pr, i, 8) ? UINT64_MAX : cl_u64col(pr, i, 8);
+			s->requests = cl_pq.PQgetisnull(pr, i, 9) ? UINT64_MAX : cl_u64col(pr, i, 9);
 		}
 	} else if (rows && j->op == CL_GET_TOKENS) {
 		if (!(j->toks = calloc((size_t)rows, sizeof(*j->toks))))
@@ -1808,9 +1822,10 @@ cl_put_sandboxes(struct cl *c)
 	for (size_t i = 0; i < c->nsbx_cur; i++) {
 		const struct cl_sbx *s = &c->sbx_cur[i];
 
-		cl_add(&q, "INSERT INTO cb_sandboxes VALUES($1, $2, $3, $4, $5, $6, $7, $8)"
-		    " ON CONFLICT DO NOTHING", "sttttuuu", c->name, s->id, s->tier, s->command,
-		    s->workspace, s->started, s->pid, s->owner);
+		cl_add(&q, "INSERT INTO cb_sandboxes(broker, id, tier, command, workspace, started, pid,"
+		    " owner, tokens, requests) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+		    " ON CONFLICT DO NOTHING", "sttttuuuuu", c->name, s->id, s->tier, s->command,
+		    s->workspace, s->started, s->pid, s->owner, s->tokens, s->requests);
 	}
 	cl_add(&q, "COMMIT", "");
 	/* A failed write is tried again at the next turn (or connect); one
@@ -1877,6 +1892,7 @@ cl_connect(struct cl *c)
 	if ((r = cl_exec(c, cl_schema, "creating the cluster's tables")) != 0 ||
 	    (r = cl_exec(c, cl_schema_requests, "creating the cluster's request tables")) != 0 ||
 	    (r = cl_exec(c, cl_schema_instance, "adding the brokers' instances")) != 0 ||
+	    (r = cl_exec(c, cl_schema_counts, "adding the sandboxes' counts")) != 0 ||
 	    (r = cl_exec(c, "LISTEN cb_change;LISTEN cb_applied;LISTEN cb_decision;LISTEN cb_request;", "listening")) != 0) {
 		if (c->pg)
 			cl_down(c, c->down_why);

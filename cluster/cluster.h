@@ -104,6 +104,9 @@ struct cl_sbx {
 	char command[CL_TEXT_MAX + 1];
 	char workspace[CL_PATH_MAX];
 	uint64_t started, pid, owner;
+	/* the tokens it holds and its pending requests, as its broker last
+	 * published them (at most a second or so old) */
+	uint64_t tokens, requests;
 };
 
 /* A token of some broker (cb_tokens). */

@@ -123,6 +123,9 @@ struct wire_adm_sbx {
 	uint64_t started, pid, tokens, requests, owner;
 	const char *broker;		/* a --cluster view: the broker running it */
 };
+/* tokens, requests in a --cluster view: the broker running the sandbox
+ * did not publish them (a broker of an earlier version) */
+#define WIRE_ADM_COUNT_UNKNOWN	UINT64_MAX
 
 /* One elevation request: an entry of a pending reply, a request event. */
 struct wire_adm_elev {

@@ -11,7 +11,9 @@
 #  - requests of two brokers get distinct ids (both states number from 1);
 #  - an approve on broker 2 and a deny on broker 3 of the same request at
 #    the same instant: exactly one wins, and the agent gets that one;
-#  - `capctl --cluster sandboxes` and `list --cluster` show every broker's;
+#  - `capctl --cluster sandboxes` and `list --cluster` show every broker's,
+#    with each sandbox's counts (tokens held, requests sent) as its broker
+#    has them;
 #  - a revoke while broker 3 is stopped names broker 3 as unconfirmed;
 #  - broker 1 killed: its pending request is no longer listed after the
 #    bound, and an approval of it is refused.
@@ -182,6 +184,19 @@ t_is "capctl --cluster sandboxes on broker 2 shows broker 1's and broker 3's, ea
 	"$(sbx_view)" "$want"
 t_match "... and as a table with a BROKER column" "$(ctl 2 sandboxes --cluster)" "task .*$B1"
 t_is "capctl sandboxes without --cluster: broker 2's own (none)" "$(ctl 2 --json sandboxes)" "[]"
+# counts N ID [--cluster]: "TOKENS REQUESTS" of sandbox ID as broker N lists it
+counts() {
+	ctl "$1" ${3:-} --json sandboxes |
+		jget '(["%s %s" % (s["tokens"], s["requests"]) for s in d if s["id"] == sys.argv[2]] + [""])[0]' "$2"
+}
+# same_counts ID N: broker 2's --cluster view shows what broker N shows for its own
+same_counts() { local own; own=$(counts "$2" "$1"); [ -n "$own" ] && [ "$own" = "$(counts 2 "$1" --cluster)" ]; }
+t_ok "broker 2's --cluster view counts task's tokens and requests as broker 1 does" wait_for 50 same_counts task 1
+t_ok "... and other's as broker 3 does" wait_for 50 same_counts other 3
+C0=$(counts 2 task --cluster)
+t_match "... task holds tokens and sent requests (not a 0 made up for another broker's sandbox)" \
+	"$C0" '^[1-9][0-9]* [1-9][0-9]*$'
+t_match "... shown in the table too" "$(ctl 2 sandboxes --cluster | grep '^task ')" " ${C0% *} +${C0#* } +$B1"
 TOKS=$(ctl 2 list --cluster --json)
 t_is "capctl list --cluster on broker 2 shows the elevated token minted on broker 1" \
 	"$(printf '%s' "$TOKS" | jget '[(t["sandbox"], t["broker"]) for t in d if t["elevated"] and t["caps"] == ["fs.read:/etc/hostname"]][0]')" \
@@ -207,6 +222,9 @@ agent_send a1 "capcall request fs.read:/etc/hosts --ttl 30 --reason orphan"
 rid_on 3 fs.read:/etc/hosts
 RO=$RID
 t_match "a request pending on broker 1" "$RO" '^[0-9]+$'
+t_ok "broker 2's --cluster view follows task's counts" wait_for 50 same_counts task 1
+C1=$(counts 2 task --cluster)
+t_ok "... which grew meanwhile (${C0#* } requests, now ${C1#* })" test "${C1#* }" -gt "${C0#* }"
 kill -9 "${BPID[1]}"
 wait "${BPID[1]}" 2>/dev/null
 sleep 2.5
