@@ -4,6 +4,10 @@
  *
  *   fsrv-io read4k PATH N    open + read 4 KiB + close
  *   fsrv-io read1m PATH N    open + read 1 MiB (whole) + close
+ *   fsrv-io cold1m PATH N    open + drop the file's cached pages
+ *                            (POSIX_FADV_DONTNEED) + read 1 MiB + close: on a
+ *                            FUSE mount every read then reaches the server
+ *   fsrv-io openclose PATH N open + close
  *   fsrv-io stat PATH N      stat
  *
  * Trust domain: benchmark code on the host.
@@ -39,6 +43,12 @@ once(const char *mode, const char *path, char *buf)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	if (strcmp(mode, "openclose") == 0) {
+		close(fd);
+		return 0;
+	}
+	if (strcmp(mode, "cold1m") == 0)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (strcmp(mode, "read4k") == 0) {
 		n = read(fd, buf, 4096);
 		total = n;
@@ -58,7 +68,7 @@ main(int argc, char **argv)
 	double t0;
 
 	if (argc != 4 || buf == NULL || (n = atol(argv[3])) <= 0) {
-		fprintf(stderr, "usage: fsrv-io read4k|read1m|stat PATH N\n");
+		fprintf(stderr, "usage: fsrv-io read4k|read1m|cold1m|openclose|stat PATH N\n");
 		return 64;
 	}
 	for (long i = 0; i < n / 10 + 1; i++)	/* warm up: caches, lookups */

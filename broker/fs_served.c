@@ -1543,7 +1543,7 @@ static int
 brk_fss_tree_mount(struct brk_fss_tree *t, uid_t agent, int *root, int *dev, char *why,
     size_t whylen)
 {
-	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
+	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent, .readahead = true };
 	int r;
 
 	*dev = -1;
@@ -1676,7 +1676,7 @@ brk_fss_nslots(const struct brk_fss *f)
 static void
 brk_fss_make_slots(struct brk_fss *f, uid_t agent)
 {
-	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent };
+	struct fsrv_mount_opts mo = { .user_id = agent, .group_id = agent, .readahead = true };
 
 	for (size_t i = 0, n = brk_fss_nslots(f); i < n; i++) {
 		int dev = open("/dev/fuse", O_RDWR | O_CLOEXEC), mnt = -1, r = CB_EUNSUPPORTED;

@@ -283,6 +283,7 @@ struct fsrv_mount_opts {
 	gid_t group_id;
 	bool allow_other;	/* ... unless this is set */
 	bool read_only;
+	bool readahead;		/* raise the connection's readahead to max_read (root) */
 };
 
 /*
@@ -294,6 +295,11 @@ struct fsrv_mount_opts {
  * Needs CAP_SYS_ADMIN in the user namespace that owns the caller's mount
  * namespace, and dev_fd must have been opened in that user namespace (the
  * kernel refuses a /dev/fuse opened elsewhere with EINVAL).
+ * With o->readahead, the connection's readahead (its bdi's read_ahead_kb
+ * in sysfs, which only init-namespace root may write) is raised from the
+ * kernel's 128 KiB to max_read, so that a cold sequential read asks the
+ * server for 512 KiB at a time instead of 128 KiB; best effort (the mount
+ * works without it).
  * CB_EPERM, CB_EUNSUPPORTED (no fsopen or no fuse), CB_EIO (errno has
  * detail).
  */

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int
@@ -29,6 +30,38 @@ fsrv_mount_err(int e)
 	default:
 		return CB_EIO;
 	}
+}
+
+/*
+ * Raise the readahead of the FUSE connection behind mount fd m to one
+ * max_read (FSRV_READ_MAX).  The kernel gives every FUSE connection a bdi
+ * of its own, named after the mount's anonymous device (0:N), with the
+ * default 128 KiB: a cold 1 MiB read is then eight read requests (each a
+ * wake-up of the server, a check and a splice) where two do.  The device
+ * comes from statx with an empty mask, which FUSE answers from the super
+ * block without a request (the server may not be serving yet, and the
+ * mount is not ours to use: user_id is the agent's).  What we write is a
+ * property of this connection alone, gone with it; the INIT reply asks
+ * for the same (ops.c, fsrv_init), so the order of the two does not
+ * matter.  Best effort: without it reads are only smaller.  Cached pages
+ * still come only from checked reads, and a revocation drops them all.
+ */
+static void
+fsrv_mount_readahead(int m)
+{
+	struct statx sx;
+	char path[96], kb[16];
+	int fd, n;
+
+	if (statx(m, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) != 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", sx.stx_dev_major,
+	    sx.stx_dev_minor);
+	n = snprintf(kb, sizeof(kb), "%u", FSRV_READ_MAX / 1024u);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return;
+	cb_ignore((int)write(fd, kb, (size_t)n));
+	close(fd);
 }
 
 int
@@ -66,6 +99,8 @@ fsrv_mount_detached(int dev_fd, const struct fsrv_mount_opts *o, int *mnt_fd)
 		e = fsrv_mount_err(errno);
 		goto out;
 	}
+	if (o->readahead)
+		fsrv_mount_readahead(m);
 	*mnt_fd = m;
 out:
 	if (fs >= 0) {

@@ -1216,6 +1216,10 @@ fsrv_init(void *userdata, struct fuse_conn_info *conn)
 	}
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* Readahead up to one max_read: the kernel keeps the smaller of this
+	 * and its connection's read_ahead_kb, which a root mounter raises to
+	 * the same (mount.c, fsrv_mount_readahead). */
+	conn->max_readahead = FSRV_READ_MAX;
 }
 
 const struct fuse_lowlevel_ops fsrv_ops = {

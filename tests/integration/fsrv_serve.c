@@ -286,7 +286,8 @@ main(int argc, char **argv)
 	struct fsrv *s = NULL;
 	/* This thread only serves (the child runs the command). */
 	struct fsrv_cfg cfg = { .authz = authz, .keep_identity = true };
-	struct fsrv_mount_opts mo = { .user_id = geteuid(), .group_id = getegid() };
+	struct fsrv_mount_opts mo = { .user_id = geteuid(), .group_id = getegid(),
+				      .readahead = true };
 	sigset_t ss;
 	unsigned tree;
 	int rootfd, dev, mnt, sfd, rc = 0, e;
