@@ -501,7 +501,8 @@ def bench_revoke():
 
 # ---- the broker-served file system (issue 14) -------------------------------------
 
-FUSE_OPS = (("read4k", 1e3), ("read1m", 1e3), ("stat", 1e3), ("git", 1e6), ("catloop", 1e3))
+FUSE_OPS = (("read4k", 1e3), ("read1m", 1e3), ("stat", 1e3), ("git", 1e6), ("catloop", 1e3),
+            ("cold1m", 1e3))
 
 
 def bench_fuse():
@@ -784,6 +785,9 @@ ROWS = [
         ("open+read 1 MiB+close, host", "fuse.host.read1m"),
         ("open+read 1 MiB+close, passthrough_ll", "fuse.passthrough_ll.read1m"),
         ("open+read 1 MiB+close, broker mount in sandbox", "fuse.broker.read1m"),
+        ("1 MiB, cold (mount's pages dropped), passthrough_ll", "fuse.passthrough_ll.cold1m"),
+        ("1 MiB, cold (mount's pages dropped), fsrv-serve --cache-data", "fuse.harness_cache.cold1m"),
+        ("1 MiB, cold (mount's pages dropped), broker mount in sandbox", "fuse.broker.cold1m"),
         ("stat, host", "fuse.host.stat"),
         ("stat, broker mount in sandbox", "fuse.broker.stat"),
         ("git status (5,000 files), host", "fuse.host.git"),

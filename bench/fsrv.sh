@@ -9,7 +9,10 @@
 #                             FSRV_BENCH_QUICK=1 for fewer repetitions)
 #
 # Rows: open+read(4 KiB)+close, open+read(1 MiB)+close, stat of a cached
-# name, and `git status` in a 5,000-file repository.  Columns: the host,
+# name, and `git status` in a 5,000-file repository; and cold1m, the 1 MiB
+# read with the mount's cached pages of the file dropped first (fadvise),
+# so that every read reaches the server (no host figure: the host's own
+# cold read would be a disk read).  Columns: the host,
 # fsrv (default: direct I/O, every read checked), fsrv-c (cache_data: the
 # kernel keeps file pages, dropped on revocation) and passthrough_ll
 # (single-threaded, cache=always, long timeouts; fsrv runs with the same
@@ -81,6 +84,7 @@ n4k=$([ "$q" = 1 ] && echo 2000 || echo 20000)
 n1m=$([ "$q" = 1 ] && echo 100 || echo 1000)
 nst=$([ "$q" = 1 ] && echo 5000 || echo 50000)
 ngit=$([ "$q" = 1 ] && echo 3 || echo 7)
+ncold=$([ "$q" = 1 ] && echo 50 || echo 300)
 
 io() { taskset -c "$CPU" "$B/bench/fsrv-io" "$@"; }
 # median of ngit runs of git status, in ms
@@ -104,6 +108,7 @@ for where in host fsrv fsrvc pll; do
 	v[$where.read1m]=$(io read1m "$d/f1m" "$n1m")
 	v[$where.stat]=$(io stat "$d/f4k" "$nst")
 	v[$where.git]=$(gitst "$d/repo")
+	[ $where = host ] || v[$where.cold1m]=$(io cold1m "$d/f1m" "$ncold")
 done
 # The broker's own file server, from inside a sandbox (pinned like the rest).
 CBB=${CB_BIN:-$PWD/bin}
@@ -119,6 +124,7 @@ for col in broker brokerd brokerp; do
 	v[$col.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
 	v[$col.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
 	v[$col.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
+	[ $col = broker ] && v[$col.cold1m]=$(inbox /opt/cbbench/fsrv-io cold1m "$R/f1m" "$ncold")
 	v[$col.git]=$(inbox /bin/sh -c 'git -C repo status --porcelain >/dev/null; for i in $(seq '"$ngit"'); do
 		t0=$(date +%s%N); git -C repo status --porcelain >/dev/null; t1=$(date +%s%N)
 		echo $(( (t1 - t0) / 1000 )); done' | sort -n |
@@ -155,6 +161,8 @@ for k in read4k read1m stat git; do
 done
 printf '%-16s %8s %8s %9s\n' "catloop (us)" "${v[host.catloop]}" "${v[broker.catloop]}" \
 	"$(r "${v[broker.catloop]}" "${v[host.catloop]}")"
+printf '%-16s %8s %8s %8s %8s %8s   (cold: the mount'"'"'s pages dropped before each read)\n' \
+	"cold1m (us)" - "${v[fsrv.cold1m]}" "${v[fsrvc.cold1m]}" "${v[pll.cold1m]}" "${v[broker.cold1m]}"
 printf '\n%-16s %8s %8s %8s %11s %11s   (the policy: fs_cache_data = false, fs_passthrough)\n' \
 	row host direct passthr direct/host passthr/host
 for k in read4k read1m stat git; do
