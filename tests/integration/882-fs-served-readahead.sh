@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 88-fs-served-readahead.sh - a served tree's FUSE connection reads ahead
+# 882-fs-served-readahead.sh - a served tree's FUSE connection reads ahead
 # one max_read (512 KiB), not the kernel's default 128 KiB: a root broker
 # raises its bdi's read_ahead_kb when it mounts (fsrv/mount.c,
 # fsrv_mount_readahead; docs/fsrv.md, "Bounds"), so a cold 1 MiB read is two
