@@ -176,7 +176,11 @@ adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 	struct brk *b = a->b;
 	struct aud_stats as;
 
-	(void)q;
+	/* capctl audit reads the file next: a decision the agent was already
+	 * answered must be in it (the writer is asynchronous, docs/audit.md).
+	 * A failed log is no refusal here; audit_healthy says so. */
+	if (q->flush)
+		cb_ignore(aud_flush(b->aud));
 	aud_stats(b->aud, &as);
 	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_STATUS, .state = b->state_dir,
 	    .pid = (uint64_t)getpid(), .sandboxes = b->nsbx, .audit_healthy = aud_healthy(b->aud),

@@ -35,6 +35,7 @@ ctl_audit_path(struct ctl *c, char *path, size_t len, bool *online)
 		return r;
 	*online = true;
 	ctl_begin(c, &rq, WIRE_ADM_STATUS);
+	rq.flush = true;	/* every decision made so far is in the file we read */
 	if ((r = ctl_call(c, &rq, &m)) != CTL_OK)
 		return r;
 	snprintf(path, len, "%s/audit.jsonl", m.state);

@@ -59,6 +59,7 @@ static const struct wire_adm_key wire_adm_keys[] = {
 	{ "unsetenv", WA_STRV, WA_F(unsetenv), WA_F(nunsetenv), WIRE_ADM_ENV_MAX, CB_EINVAL, NULL, false },
 	{ "serve_workspace", WA_BOOL, WA_F(serve_workspace), WA_NONE, 0, 0, NULL, false },
 	{ "cluster", WA_BOOL, WA_F(cluster), WA_NONE, 0, 0, NULL, false },
+	{ "flush", WA_BOOL, WA_F(flush), WA_NONE, 0, 0, NULL, false },
 #undef WA_F
 };
 
@@ -72,13 +73,14 @@ enum {
 	WA_WORKSPACE = 1u << 12, WA_TIMEOUT = 1u << 13, WA_GRANTS = 1u << 14,
 	WA_RO_BINDS = 1u << 15, WA_CHDIR = 1u << 16, WA_PTY = 1u << 17, WA_SETENV = 1u << 18,
 	WA_UNSETENV = 1u << 19, WA_SERVE_WORKSPACE = 1u << 20, WA_CLUSTER = 1u << 21,
+	WA_FLUSH = 1u << 22,
 };
 
 static const struct {
 	const char *name;
 	uint32_t keys;
 } wire_adm_cmds[WIRE_ADM_COUNT] = {
-	[WIRE_ADM_STATUS] = { "status", 0 },
+	[WIRE_ADM_STATUS] = { "status", WA_FLUSH },
 	[WIRE_ADM_ISSUE] = { "issue", WA_SANDBOX | WA_CAPS | WA_TTL | WA_USES },
 	[WIRE_ADM_REVOKE] = { "revoke", WA_TID },
 	[WIRE_ADM_LIST] = { "list", WA_OFFSET | WA_SANDBOX | WA_CLUSTER },

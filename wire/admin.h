@@ -78,6 +78,8 @@ struct wire_adm_req {
 	bool serve_workspace;		/* run: the workspace was named (serve it) */
 	bool cluster;			/* list, sandboxes: of every broker of the cluster;
 					 * audit-verify: also against the cluster's record */
+	bool flush;			/* status: reply once every audit record appended
+					 * so far is on disk (capctl audit) */
 	const char *why;		/* after a failed decode: what was wrong, or NULL */
 };
 

@@ -118,6 +118,11 @@ test_hostile(void)
 	len = raw(buf, sizeof(buf), "kill", "cluster", 'u', 0);
 	T_OK(wire_adm_decode(d, buf, len, &out) == CB_EPROTO && out.why && strstr(out.why, "\"cluster\""),
 	    "kill refuses the views' key cluster, naming it");
+	len = raw(buf, sizeof(buf), "status", "flush", 'b', 0);
+	T_OK(wire_adm_decode(d, buf, len, &out) == 0 && out.cmd == WIRE_ADM_STATUS && out.flush,
+	    "status takes flush");
+	len = raw(buf, sizeof(buf), "kill", "flush", 'b', 0);
+	T_ERR(wire_adm_decode(d, buf, len, &out), CB_EPROTO, "kill refuses status's flush");
 	len = raw(buf, sizeof(buf), "status", "argv", 'v', 1);
 	T_ERR(wire_adm_decode(d, buf, len, &out), CB_EPROTO, "status refuses argv");
 	len = raw(buf, sizeof(buf), "audit-verify", "cluster", 'b', 0);
