@@ -195,6 +195,10 @@ bool aud_healthy(const struct aud_log *log);
 /* Healthy and with room reserved for more records: an operation may act
  * (its record will fit).  See aud_opts.reserve_bytes. */
 bool aud_room(const struct aud_log *log);
+/* aud_room, waiting up to wait_ms (not full_wait_ms) for the writer to
+ * make room: for threads that are not the broker's loop, which may be slow
+ * rather than refuse when the disk is only busy. */
+bool aud_room_wait(const struct aud_log *log, unsigned wait_ms);
 
 /* The last decision sequence the log held when it was opened (the dseq
  * of its last line that carries one; 0 if none): the broker compares it

@@ -631,6 +631,12 @@ aud_healthy(const struct aud_log *log)
 bool
 aud_room(const struct aud_log *log)
 {
+	return log != NULL && aud_room_wait(log, log->o.full_wait_ms);
+}
+
+bool
+aud_room_wait(const struct aud_log *log, unsigned wait_ms)
+{
 	struct aud_log *l = (struct aud_log *)log;	/* the mutex, not the data */
 	bool ok;
 
@@ -649,7 +655,7 @@ aud_room(const struct aud_log *log)
 		 * burst from many sandboxes), not because the disk said no:
 		 * wake the writer and wait for it, bounded, as aud_append does,
 		 * rather than refuse an operation on a disk with room. */
-		struct timespec dl = deadline_ms(l->o.full_wait_ms);
+		struct timespec dl = deadline_ms(wait_ms);
 
 		pthread_cond_signal(&l->work);
 		while (reserve_left(l) < AUD_ROOM_MIN && !l->disk_full && !atomic_load(&l->failed) &&

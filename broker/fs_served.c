@@ -88,6 +88,8 @@
  * report the files still open (their last invalidations: fsrv_free waits
  * up to about 2 s for them). */
 #define BRK_FSS_END_MS 3000
+#define BRK_FSS_ROOM_WAIT_MS 5000	/* a server thread waits this long for the log's room
+					 * (the loop: full_wait_ms), as aud_flush does */
 
 /* One fs.* capability of a live token, as the server thread judges it. */
 struct brk_fss_grant {
@@ -219,6 +221,8 @@ struct brk_fss {
 	const struct pol_inst *inst;	/* valid until stopping */
 	struct aud_log *aud;		/* the broker's log (aud_room is thread-safe);
 					 * valid until stopping */
+	struct aud_log *room_log;	/* the same, set once before the threads start
+					 * and never cleared: read without f->mu */
 	struct brk_fss_aud *aq;
 	size_t naq;
 	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
@@ -901,6 +905,14 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	uint64_t now, first_exp = UINT64_MAX;
 	int e = 0;
 
+	/* A burst of served operations can use up the log's reserve faster
+	 * than a busy disk lets the writer extend it (5,000 opens at load 10
+	 * were refused 3 of them after aud_room's 200 ms).  This thread is not
+	 * the loop: it waits longer, outside f->mu (which the loop takes), so
+	 * the agent is slowed rather than refused; the check under the lock
+	 * below still refuses on a full or failed log. */
+	if (f->room_log && brk_fss_audited(c->op, false) != NULL)
+		(void)aud_room_wait(f->room_log, BRK_FSS_ROOM_WAIT_MS);
 	pthread_mutex_lock(&f->mu);
 	brk_fss_gate(f);
 	/* Under the lock: the loop adds trees granted while the sandbox runs. */
@@ -1594,7 +1606,7 @@ brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
 	f->g = g;
 	f->ng = ng;
 	f->inst = s->inst;
-	f->aud = s->b->aud;
+	f->aud = f->room_log = s->b->aud;
 	f->floor = st_now(s->b->st);
 	f->stop_pipe[0] = f->stop_pipe[1] = f->aud_efd = -1;
 	for (size_t i = 0; i < SBX_SLOTS_MAX; i++) {

@@ -150,7 +150,7 @@ mkfifo "$T_TMP/go"; exec 7<>"$T_TMP/go"
 	sh -c 'capcall fs.read "$0/cur/a"; read x; capcall fs.read "$0/cur/a"' "$S" \
 	<"$T_TMP/go" >"$T_TMP/stale.out" 2>&1 &
 RUNP=$!
-for _ in $(seq 200); do grep -q one "$T_TMP/stale.out" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -q one "$T_TMP/stale.out" 2>/dev/null && break; sleep 0.05; done
 mv "$S/cur" "$S/moved"; mkdir "$S/cur"; echo two >"$S/cur/a"
 echo go >&7; exec 7>&-
 wait $RUNP
@@ -174,7 +174,7 @@ kept() { # $1: what to do to the tree between the two reads
 		sh -c 'capcall fs.read "$0/p/cur/a"; read x; capcall fs.read "$0/p/cur/a"' "$S" \
 		<"$T_TMP/go" >"$T_TMP/kept.out" 2>/dev/null &
 	RUNP=$!
-	for _ in $(seq 200); do grep -q one "$T_TMP/kept.out" 2>/dev/null && break; sleep 0.05; done
+	for _ in $(seq 1200); do grep -q one "$T_TMP/kept.out" 2>/dev/null && break; sleep 0.05; done
 	eval "$1"
 	echo go >&7; exec 7>&-
 	wait $RUNP
