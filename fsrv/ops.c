@@ -86,20 +86,29 @@ fsrv_check(fuse_req_t req, enum fsrv_op op, unsigned need, const char *path)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fsrv_check c = { .tree = t->idx, .op = op, .need = need, .path = path,
 		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid, .ttl = &t->ttl };
+	double was = t->ttl;
+	int r;
 
 	/* A slot without its root yet (fsrv_add_slot) serves nothing. */
 	if (t->root_fd < 0)
 		return EACCES;
-	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
+	r = t->srv->cfg.authz(t->srv->cfg.authz_arg, &c);
+	if (t->ttl < was)
+		t->ttl_at = cb_mono_ns();	/* counted from here (fsrv_ttl) */
+	return r == 0 ? 0 : EACCES;
 }
 
 /* A cache time for this request's answer: at most what its checks left
- * (struct fsrv_check.ttl), never negative. */
+ * (struct fsrv_check.ttl) less the time since, so that a thread held up
+ * between its check and its reply (a loaded machine) does not stretch it;
+ * never negative. */
 static double
 fsrv_ttl(const struct fsrv_tree *t, double configured)
 {
-	double v = t->ttl < configured ? t->ttl : configured;
+	double v = configured;
 
+	if (t->ttl < configured)
+		v = t->ttl - (double)(cb_mono_ns() - t->ttl_at) / 1e9;
 	return v > 0 ? v : 0;
 }
 

@@ -51,6 +51,7 @@ struct fsrv_tree {
 	int dev_fd;			/* the session's /dev/fuse (owned by the session) */
 	uint64_t cur_unique;		/* the request being answered */
 	double ttl;			/* its answer's cache time (fsrv_check may lower it) */
+	uint64_t ttl_at;		/* ... lowered then (cb_mono_ns) */
 	uint32_t cur_opcode;
 	bool pt_offered;		/* the kernel offered FUSE_PASSTHROUGH */
 	bool pt_on;			/* ... and we asked for it */
