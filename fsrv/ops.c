@@ -178,6 +178,23 @@ fsrv_stat_path(struct fsrv_tree *t, const char *path, struct stat *st)
 }
 
 /*
+ * The hardlink rule, as the broker's explicit fs.* operations keep it
+ * (broker/ops_fs.c, brk_foreign_link): a regular file with more than one
+ * link whose owner is not the owner of the tree's root may have been
+ * linked in by someone who could not read it (fs.protected_hardlinks
+ * off).  Served with the owner's identity that someone gains nothing the
+ * owner could not do, but a root-owned tree is served as root, which
+ * would read, write, truncate and chmod whatever was linked in (a link to
+ * /etc/shadow in a world-writable root-owned directory).  Refused (EPERM)
+ * for every data and attribute operation, whatever the identity.
+ */
+static bool
+fsrv_foreign_link(const struct fsrv_tree *t, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_nlink > 1 && st->st_uid != t->root_uid;
+}
+
+/*
  * Open a regular file beneath the root without opening anything else: a
  * FIFO, socket or device is refused before it is opened (opening one can
  * act).  statx() is only a cheap hint (it follows symlinks on the way, so
@@ -212,6 +229,10 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode,
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -ENXIO;
+	}
+	if (fsrv_foreign_link(t, &st)) {
+		close(fd);
+		return -EPERM;
 	}
 	/* Served as root (a root-owned tree: fsuid 0 keeps CAP_FSETID), a
 	 * set-uid or set-gid file is never opened for writing, as the
@@ -437,6 +458,10 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 		return fsrv_err(errno);
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH) != 0) {
 		e = errno;
+		goto out;
+	}
+	if (fsrv_foreign_link(t, &st)) {
+		e = EPERM;
 		goto out;
 	}
 	if (to_set & FUSE_SET_ATTR_MODE) {

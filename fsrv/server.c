@@ -164,6 +164,7 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	if ((root_fd >= 0 && (t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0) ||
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		goto out;
+	t->root_uid = root_fd >= 0 ? st.st_uid : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
 	e = CB_EINTERNAL;
@@ -283,6 +284,7 @@ fsrv_slot_fill(struct fsrv *s, unsigned tree, int root_fd, bool owner, uid_t uid
 static void
 fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 {
+	struct stat st;
 	int fd;
 	bool owner;
 	uid_t uid;
@@ -297,10 +299,11 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 	pthread_mutex_unlock(&s->lock);
 	if (fd < 0)
 		return;
-	if (owner && fsrv_owner_set(s, t, uid, gid) != 0) {
+	if ((owner && fsrv_owner_set(s, t, uid, gid) != 0) || fstat(fd, &st) != 0) {
 		close(fd);
 		return;
 	}
+	t->root_uid = st.st_uid;
 	t->root_fd = fd;
 }
 

@@ -36,6 +36,7 @@ struct fsrv_tree {
 	struct fsrv *srv;
 	unsigned idx;
 	int root_fd;
+	uid_t root_uid;			/* the root's owner: the hardlink rule */
 	struct fuse_session *se;
 	struct fuse_buf buf;
 	struct fsrv_nodes nodes;	/* guarded by srv->lock */
