@@ -57,15 +57,34 @@ fsrv_t(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-/* The one resolver: rel beneath the tree's root, no symlink, no magic
- * link, no "..", no escape.  "" is the root itself. */
+/*
+ * The one resolver: rel beneath the tree's root, no symlink, no magic
+ * link, no "..", no escape.  "" is the root itself.  Nothing on a kernel
+ * file system (procfs, sysfs, cgroup, debugfs...: cb_fd_kernfs) is
+ * served, as the broker's own resolver refuses it (common/resolve.c): a
+ * procfs or sysfs mounted beneath a granted tree on the host would
+ * otherwise be served with the tree's identity, as root for a root-owned
+ * tree (an agent wrote /proc/sys/kernel/hostname that way: red team,
+ * tests/integration/132-fs-served-kernfs.sh).  An fd on the root's own
+ * file system (same st_dev: one superblock, and the root is checked when
+ * the tree is added) needs no fstatfs; anything else is asked.  Every
+ * lookup goes through here (O_PATH), so the kernel meets such a mount's
+ * root as EACCES and never gets a node beneath it.
+ */
 static int
 fsrv_open_at(struct fsrv_tree *t, const char *rel, uint64_t flags, mode_t mode)
 {
 	struct open_how how = { .flags = flags | O_CLOEXEC,
 		.mode = (flags & O_CREAT) ? mode : 0, .resolve = FSRV_RESOLVE };
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, t->root_fd, rel[0] ? rel : ".", &how, sizeof(how));
 
-	return (int)syscall(SYS_openat2, t->root_fd, rel[0] ? rel : ".", &how, sizeof(how));
+	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != t->root_dev) && cb_fd_kernfs(fd)) {
+		close(fd);
+		errno = EACCES;
+		return -1;
+	}
+	return fd;
 }
 
 /* The errno the agent sees for a failed resolution: a symlink or escape on

@@ -145,7 +145,9 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	struct stat st;
 	int e = CB_EINVAL, dfd = -1;
 
-	if (root_fd >= 0 && (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode)))
+	/* Never a kernel file system (fsrv_open_at trusts the root's). */
+	if (root_fd >= 0 && (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
+	    cb_fd_kernfs(root_fd)))
 		goto out;
 	e = CB_EBUSY;
 	if (s->ntrees >= FSRV_MAX_TREES)
@@ -165,6 +167,7 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		goto out;
 	t->root_uid = root_fd >= 0 ? st.st_uid : 0;
+	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
 	e = CB_EINTERNAL;
@@ -257,7 +260,7 @@ fsrv_slot_fill(struct fsrv *s, unsigned tree, int root_fd, bool owner, uid_t uid
 	struct stat st;
 	int e = CB_EINVAL, fd;
 
-	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode) || cb_fd_kernfs(root_fd))
 		return CB_EINVAL;
 	if ((fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		return CB_EIO;
@@ -304,6 +307,7 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 		return;
 	}
 	t->root_uid = st.st_uid;
+	t->root_dev = st.st_dev;
 	t->root_fd = fd;
 }
 

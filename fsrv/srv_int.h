@@ -37,6 +37,7 @@ struct fsrv_tree {
 	unsigned idx;
 	int root_fd;
 	uid_t root_uid;			/* the root's owner: the hardlink rule */
+	dev_t root_dev;			/* the root's file system (fsrv_open_at) */
 	struct fuse_session *se;
 	struct fuse_buf buf;
 	struct fsrv_nodes nodes;	/* guarded by srv->lock */
