@@ -101,6 +101,10 @@ struct brk_fss_grant {
 	bool elevated;			/* judged against the never rules per operation */
 	uint8_t tid[CAP_ID_LEN];
 	unsigned capi;
+	/* fs.write, fs.delete: the owner of the root, and of its parent (a
+	 * change of the root itself acts as that one, as in ops_fs.c) */
+	bool owner_ok, powner_ok;
+	uid_t owner, powner;
 };
 
 struct brk_fss_tree {
@@ -341,6 +345,49 @@ brk_fss_grants_free(struct brk_fss_grant *g, size_t n)
 	free(g);
 }
 
+/* The owner of directory path, if it can be opened through the one
+ * resolver. */
+static bool
+brk_fss_owner_of(const char *path, uid_t *uid)
+{
+	struct stat st;
+	bool ok;
+	int fd;
+
+	if ((fd = cb_open_abs(path, O_PATH | O_DIRECTORY)) < 0)
+		return false;
+	ok = fstat(fd, &st) == 0;
+	close(fd);
+	*uid = st.st_uid;
+	return ok;
+}
+
+/* The owners of a grant's root (x->root) and of its parent, as the
+ * broker's explicit fs.* read them to take the identity of a change
+ * (ops_fs.c, brk_fs_at): the grant before it in g usually has the same
+ * root (a token's capabilities share one). */
+static void
+brk_fss_grant_owner(struct brk_fss_grant *g, size_t n)
+{
+	struct brk_fss_grant *x = &g[n];
+	char parent[CAP_STR_MAX + 1], *slash;
+
+	if (n > 0 && strcmp(g[n - 1].root, x->root) == 0 &&
+	    (g[n - 1].cap & (FSRV_CAP_WRITE | FSRV_CAP_DELETE))) {
+		x->owner_ok = g[n - 1].owner_ok;
+		x->owner = g[n - 1].owner;
+		x->powner_ok = g[n - 1].powner_ok;
+		x->powner = g[n - 1].powner;
+		return;
+	}
+	x->owner_ok = brk_fss_owner_of(x->root, &x->owner);
+	snprintf(parent, sizeof(parent), "%s", x->root);
+	if ((slash = strrchr(parent, '/')) != NULL) {
+		slash[slash == parent ? 1 : 0] = '\0';
+		x->powner_ok = brk_fss_owner_of(parent, &x->powner);
+	}
+}
+
 /* The fs.* capabilities of every token of s that passes the full check
  * now.  CB_ENOMEM leaves *out NULL. */
 static int
@@ -374,6 +421,8 @@ brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
 			}
 			x->op = c->caps[k]->op;
 			x->cap = brk_fss_capbit(x->op);
+			if (x->cap & (FSRV_CAP_WRITE | FSRV_CAP_DELETE))
+				brk_fss_grant_owner(g, n);
 			x->nbf = c->nbf;
 			x->exp = c->exp;
 			x->elevated = c->elevated;
@@ -892,6 +941,19 @@ brk_fss_ttl(const struct brk_fss *f, double *ttl, uint64_t exp)
 		*ttl = left > 0 ? left : 0;
 }
 
+/* Would the broker's explicit operation act as uid for a change of path
+ * under grant g?  It acts as the owner of the grant's root, and for the
+ * root itself as the owner of its parent (ops_fs.c, brk_fs_at).  A root
+ * that did not exist at the snapshot (it is being made: mkdir -p) is
+ * judged by its parent's owner until the next snapshot reads its own. */
+static bool
+brk_fss_owns(const struct brk_fss_grant *g, uid_t uid, const char *path)
+{
+	if (g->owner_ok && g->owner == uid)
+		return true;
+	return g->powner_ok && g->powner == uid && (!g->owner_ok || strcmp(path, g->root) == 0);
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -901,7 +963,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	const uint8_t *tid = NULL;
 	const char *why = NULL, *mglob = NULL;
 	bool matched = false;
-	unsigned have = 0;
+	unsigned have = 0, own = 0;
 	uint64_t now, first_exp = UINT64_MAX;
 	int e = 0;
 
@@ -953,6 +1015,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 			if ((c->need & g->cap) && !(have & g->cap) && !tid)
 				tid = g->tid;
 			have |= g->cap | FSRV_CAP_SEE;
+			if (brk_fss_owns(g, t->uid, path))
+				own |= g->cap;
 		} else if (brk_fss_within(path, g->root)) {
 			/* A directory on the way to a grant may be looked up. */
 			have |= FSRV_CAP_SEE;
@@ -968,6 +1032,20 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		brk_fss_ttl(f, c->ttl, first_exp);
 	if (!e && (c->need & ~have) != 0)
 		e = CB_ENOTCOVERED;
+	/* A root broker's explicit fs.write and fs.delete act as the owner of
+	 * the grant's root (ops_fs.c); the tree's thread acts as the owner
+	 * of the tree's root.  A grant nested in a tree owned by someone else
+	 * (fs.write:/srv/home/alice/ ** inside a root-owned /srv tree) would
+	 * have its changes made as that someone (as root: root-owned files in
+	 * alice's directory, her root-owned files rewritten): refused unless
+	 * a grant whose root the tree's owner owns covers it (red team,
+	 * tests/integration/133-fs-served-nested-owner.sh).  A broker that is
+	 * not root acts as itself either way. */
+	if (!e && !f->stub_mounts && (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE) & ~own)) {
+		e = CB_EPERM;
+		why = "the file server acts as the tree's owner here, and the grant's root "
+		    "belongs to another user: capcall acts as that user";
+	}
 	if (!e && t->moved) {
 		e = CB_ENOENT;
 		why = "the tree's root was moved or removed on the host: no longer served";
