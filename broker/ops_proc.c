@@ -295,6 +295,15 @@ brk_proc_bind(const struct brk *br, struct sbx_bind *b, struct sbx_src_id *ids, 
 			return;
 	if ((fd = cb_open_abs(dir, O_PATH)) < 0)
 		return;
+	/* The stub binds it recursively (every mount beneath it): a procfs or
+	 * sysfs mounted beneath (a chroot's /proc) would show the host's
+	 * processes to the tool, which capcall fs.read refuses (red team,
+	 * tests/integration/134-proc-exec-kernfs.sh).  Such a root is left
+	 * out as one that does not resolve. */
+	if (cb_kernfs_below(dir)) {
+		close(fd);
+		return;
+	}
 	if (fstat(fd, &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
 		close(fd);
 		return;

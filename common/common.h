@@ -255,4 +255,10 @@ int cb_open_proc_sys(const char *path, int flags);
  * cgroup, efivarfs, pstore, configfs, devpts, ...)?  Unknown: true. */
 bool cb_fd_kernfs(int fd);
 
+/* Is a kernel file system (the types cb_fd_kernfs refuses) mounted at the
+ * absolute, symlink-free directory dir or anywhere beneath it, in the
+ * caller's mount namespace (/proc/self/mountinfo)?  A recursive bind of dir
+ * would show it.  Unknown (mountinfo unreadable): true. */
+bool cb_kernfs_below(const char *dir);
+
 #endif

@@ -28,6 +28,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -73,6 +75,80 @@ cb_fd_kernfs(int fd)
 		if ((unsigned long)sf.f_type == kern[i])
 			return true;
 	return false;
+}
+
+/* Decode mountinfo's octal escapes (\040 for a space, \011, \012,
+ * \134) in place. */
+static void
+cb_mi_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* One line of /proc/self/mountinfo ("ID PARENT MAJ:MIN ROOT MOUNTPOINT
+ * OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS", proc(5)): a kernel
+ * file system mounted at dir or beneath it? */
+static bool
+cb_mi_line_kernfs(char *line, const char *dir, size_t dl)
+{
+	static const char *const kern[] = { "proc", "sysfs", "debugfs", "tracefs",
+		"securityfs", "bpf", "cgroup", "cgroup2", "efivarfs", "pstore", "configfs",
+		"devpts", "nsfs", "binfmt_misc", "fusectl", "selinuxfs", "smackfs", NULL };
+	char *save = NULL, *f, *mp = NULL, *type = NULL;
+	int n = 0;
+	bool dash = false;
+
+	for (f = strtok_r(line, " \n", &save); f; f = strtok_r(NULL, " \n", &save)) {
+		if (++n == 5)
+			mp = f;
+		else if (n > 6 && dash) {
+			type = f;
+			break;
+		} else if (n > 6 && strcmp(f, "-") == 0)
+			dash = true;
+	}
+	if (!mp || !type)
+		return false;
+	cb_mi_unescape(mp);
+	/* dir "/" holds every mount point */
+	if (dl > 1 && (strncmp(mp, dir, dl) != 0 || (mp[dl] != '\0' && mp[dl] != '/')))
+		return false;
+	for (size_t i = 0; kern[i]; i++)
+		if (strcmp(type, kern[i]) == 0)
+			return true;
+	return false;
+}
+
+bool
+cb_kernfs_below(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0, dl = strlen(dir);
+	bool found = false;
+
+	if (!f)
+		return true;	/* cannot tell: refuse */
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = cb_mi_line_kernfs(line, dir, dl);
+	if (ferror(f))
+		found = true;
+	free(line);
+	fclose(f);
+	return found;
 }
 
 static bool

@@ -1,7 +1,7 @@
 /*
  * test_common_resolve.c - the one path resolver (common/resolve.c):
  * cb_openat2, cb_openat2_st, cb_statat, cb_stat_same_fs, cb_open_abs,
- * cb_open_proc_sys and cb_fd_kernfs.
+ * cb_open_proc_sys, cb_fd_kernfs and cb_kernfs_below.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +135,11 @@ main(void)
 	if (fd >= 0)
 		close(fd);
 	T_OK(!cb_fd_kernfs(root), "cb_fd_kernfs: not a temporary directory");
+	T_OK(cb_kernfs_below("/"), "cb_kernfs_below: / holds /proc");
+	T_OK(cb_kernfs_below("/proc") && cb_kernfs_below("/proc/"),
+	    "cb_kernfs_below: a kernel file system's own mount point");
+	T_OK(!cb_kernfs_below(dir), "cb_kernfs_below: not beneath a temporary directory");
+	T_OK(!cb_kernfs_below("/pro"), "cb_kernfs_below: a name that only starts the same");
 
 	fd = cb_open_proc_sys("/proc/sys/kernel", O_PATH | O_DIRECTORY);
 	T_OK(fd >= 0, "cb_open_proc_sys opens /proc/sys/kernel");
