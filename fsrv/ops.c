@@ -620,6 +620,27 @@ out:
 		fuse_reply_readlink(req, target);
 }
 
+/*
+ * May a symlink be made in directory pfd?  Not as root in a sticky,
+ * world-writable directory (/var/tmp granted in the high tier): there
+ * fs.protected_symlinks lets every process follow a link whose owner owns
+ * the directory, so a link the agent made as root would be followed by the
+ * host's root processes (a cron job's /var/tmp/NAME pointing at
+ * /etc/passwd), where the agent's own uid's link would be refused.  The
+ * broker's explicit operations make no symlinks at all.  0 or EPERM.
+ */
+static int
+fsrv_symlink_ok(int pfd)
+{
+	struct stat st;
+
+	if (fstat(pfd, &st) != 0)
+		return errno;
+	if ((st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH) && setfsuid((uid_t)-1) == 0)
+		return EPERM;
+	return 0;
+}
+
 /* mkdir and symlink: make name in parent with make(), then reply with its
  * entry.  target is the symlink's text (NULL for mkdir). */
 static void
@@ -639,6 +660,8 @@ fsrv_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, cons
 		e = -pfd;
 		goto out;
 	}
+	if (target != NULL && (e = fsrv_symlink_ok(pfd)) != 0)
+		goto out;
 	if ((target != NULL ? symlinkat(target, pfd, base) : mkdirat(pfd, base, mode & 01777)) != 0 ||
 	    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
 		e = errno;
