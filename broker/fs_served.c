@@ -436,18 +436,46 @@ brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
 	return 0;
 }
 
-/* Is every grant of old still in new? */
+/* Does a grant of nw still allow every path grant o allowed: one with the
+ * same operation whose glob contains o's (cap_path_contains: sound), and
+ * not an elevated one for a grant that was not (never rules narrow those
+ * per operation)? */
+static bool
+brk_fss_still(const struct brk_fss_grant *nw, size_t nn, const struct brk_fss_grant *o)
+{
+	for (size_t k = 0; k < nn; k++)
+		if (nw[k].op == o->op && (!nw[k].elevated || o->elevated) &&
+		    cap_path_contains(nw[k].glob, o->glob))
+			return true;
+	return false;
+}
+
+/*
+ * Is every grant of old still in new, or what it allowed still allowed?
+ * A lost grant makes the caller drop every name, attribute and page the
+ * kernel caches for the sandbox and wait for it on the loop (brk_fss_settle:
+ * hundreds of milliseconds with a GiB mapped, up to 2 s).  An agent can
+ * make its own grants expire (derive a child with a 1 s ttl, over and over),
+ * so without the second test every such expiry stalled the whole broker
+ * for that long (red team, tests/integration/136-fs-served-expiry-stall.sh);
+ * a child's paths are its live parent's, and nothing need be dropped.  The
+ * containment test is made for at most BRK_FSS_LOST_MAX grants gone at
+ * once; more are a loss without it.
+ */
+#define BRK_FSS_LOST_MAX 64
 static bool
 brk_fss_superset(const struct brk_fss_grant *nw, size_t nn, const struct brk_fss_grant *old,
     size_t no)
 {
+	size_t gone = 0;
+
 	for (size_t i = 0; i < no; i++) {
 		bool found = false;
 
 		for (size_t k = 0; k < nn && !found; k++)
 			found = nw[k].capi == old[i].capi && memcmp(nw[k].tid, old[i].tid,
 			    CAP_ID_LEN) == 0;
-		if (!found)
+		if (!found && (++gone > BRK_FSS_LOST_MAX || !brk_fss_still(nw, nn, &old[i])))
 			return false;
 	}
 	return true;
