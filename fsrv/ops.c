@@ -620,24 +620,59 @@ out:
 		fuse_reply_readlink(req, target);
 }
 
-/*
- * May a symlink be made in directory pfd?  Not as root in a sticky,
- * world-writable directory (/var/tmp granted in the high tier): there
- * fs.protected_symlinks lets every process follow a link whose owner owns
- * the directory, so a link the agent made as root would be followed by the
- * host's root processes (a cron job's /var/tmp/NAME pointing at
- * /etc/passwd), where the agent's own uid's link would be refused.  The
- * broker's explicit operations make no symlinks at all.  0 or EPERM.
- */
+/* Is directory rel of t sticky and world-writable (/var/tmp)?  0, EPERM,
+ * or the error of opening it. */
 static int
-fsrv_symlink_ok(int pfd)
+fsrv_sticky(struct fsrv_tree *t, const char *rel)
 {
 	struct stat st;
+	int fd = fsrv_open_at(t, rel, O_PATH | O_DIRECTORY, 0), e = 0;
 
-	if (fstat(pfd, &st) != 0)
-		return errno;
-	if ((st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH) && setfsuid((uid_t)-1) == 0)
-		return EPERM;
+	if (fd < 0)
+		return fsrv_err(errno);
+	if (fstat(fd, &st) != 0)
+		e = errno;
+	else if ((st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
+		e = EPERM;
+	close(fd);
+	return e;
+}
+
+/*
+ * May a symlink be made as root in directory dir (relative to the tree's
+ * root)?  Not in or beneath a sticky, world-writable directory of the tree
+ * (/var/tmp granted in the high tier): there fs.protected_symlinks lets
+ * every process follow a link whose owner owns the directory, so a link
+ * the agent made as root would redirect the host's root processes (a cron
+ * job's /var/tmp/NAME pointing at /etc/passwd) where a link of the agent's
+ * own uid would be refused; and beneath it, in a directory the agent made
+ * there, the link and the directory would both be root's, which such a
+ * process trusts.  Another identity makes links as itself.  The broker's
+ * explicit operations make no symlinks at all.  0, EPERM or an errno.
+ */
+static int
+fsrv_symlink_ok(struct fsrv_tree *t, const char *dir)
+{
+	char rel[FSRV_PATH_MAX];
+	size_t n = strlen(dir);
+	int e;
+
+	if (setfsuid((uid_t)-1) != 0)
+		return 0;
+	if (n >= sizeof(rel))
+		return ENAMETOOLONG;
+	memcpy(rel, dir, n + 1);
+	if ((e = fsrv_sticky(t, "")) != 0)
+		return e;
+	for (size_t i = 0; i <= n && n > 0; i++) {
+		if (rel[i] != '/' && rel[i] != '\0')
+			continue;
+		rel[i] = '\0';
+		e = fsrv_sticky(t, rel);
+		rel[i] = dir[i];
+		if (e != 0)
+			return e;
+	}
 	return 0;
 }
 
@@ -660,7 +695,7 @@ fsrv_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, cons
 		e = -pfd;
 		goto out;
 	}
-	if (target != NULL && (e = fsrv_symlink_ok(pfd)) != 0)
+	if (target != NULL && (e = fsrv_symlink_ok(t, path)) != 0)
 		goto out;
 	if ((target != NULL ? symlinkat(target, pfd, base) : mkdirat(pfd, base, mode & 01777)) != 0 ||
 	    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0)
