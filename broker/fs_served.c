@@ -362,24 +362,40 @@ brk_fss_owner_of(const char *path, uid_t *uid)
 	return ok;
 }
 
+static void
+brk_fss_owner_copy(struct brk_fss_grant *x, const struct brk_fss_grant *from)
+{
+	x->owner_ok = from->owner_ok;
+	x->owner = from->owner;
+	x->powner_ok = from->powner_ok;
+	x->powner = from->powner;
+}
+
 /* The owners of a grant's root (x->root) and of its parent, as the
  * broker's explicit fs.* read them to take the identity of a change
- * (ops_fs.c, brk_fs_at): the grant before it in g usually has the same
- * root (a token's capabilities share one). */
+ * (ops_fs.c, brk_fs_at).  Read when the grant first enters the snapshot
+ * (old: the one it replaces) and kept while it stays: each read walks two
+ * paths from "/" (about 20 us each here), and a sandbox holding 64 tokens
+ * of 32 capabilities with as many roots would otherwise cost the loop
+ * 80 ms at every tick.  The grant before it in g usually has the same root
+ * (a token's capabilities share one). */
 static void
-brk_fss_grant_owner(struct brk_fss_grant *g, size_t n)
+brk_fss_grant_owner(struct brk_fss_grant *g, size_t n, const struct brk_fss_grant *old,
+    size_t nold)
 {
 	struct brk_fss_grant *x = &g[n];
 	char parent[CAP_STR_MAX + 1], *slash;
 
 	if (n > 0 && strcmp(g[n - 1].root, x->root) == 0 &&
 	    (g[n - 1].cap & (FSRV_CAP_WRITE | FSRV_CAP_DELETE))) {
-		x->owner_ok = g[n - 1].owner_ok;
-		x->owner = g[n - 1].owner;
-		x->powner_ok = g[n - 1].powner_ok;
-		x->powner = g[n - 1].powner;
+		brk_fss_owner_copy(x, &g[n - 1]);
 		return;
 	}
+	for (size_t i = 0; i < nold; i++)
+		if (old[i].capi == x->capi && memcmp(old[i].tid, x->tid, CAP_ID_LEN) == 0) {
+			brk_fss_owner_copy(x, &old[i]);
+			return;
+		}
 	x->owner_ok = brk_fss_owner_of(x->root, &x->owner);
 	snprintf(parent, sizeof(parent), "%s", x->root);
 	if ((slash = strrchr(parent, '/')) != NULL) {
@@ -395,6 +411,8 @@ brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
 {
 	struct brk_fss_grant *g;
 	size_t n = 0, max = 1;
+	const struct brk_fss_grant *old = s->fss ? s->fss->g : NULL;	/* the loop's own */
+	size_t nold = s->fss ? s->fss->ng : 0;
 
 	*out = NULL;
 	*nout = 0;
@@ -421,13 +439,13 @@ brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
 			}
 			x->op = c->caps[k]->op;
 			x->cap = brk_fss_capbit(x->op);
-			if (x->cap & (FSRV_CAP_WRITE | FSRV_CAP_DELETE))
-				brk_fss_grant_owner(g, n);
 			x->nbf = c->nbf;
 			x->exp = c->exp;
 			x->elevated = c->elevated;
 			memcpy(x->tid, c->id, CAP_ID_LEN);
 			x->capi = (unsigned)k;
+			if (x->cap & (FSRV_CAP_WRITE | FSRV_CAP_DELETE))
+				brk_fss_grant_owner(g, n, old, nold);
 			n++;
 		}
 	}
