@@ -471,14 +471,16 @@ brk_fss_still(const struct brk_fss_grant *nw, size_t nn, const struct brk_fss_gr
 /*
  * Is every grant of old still in new, or what it allowed still allowed?
  * A lost grant makes the caller drop every name, attribute and page the
- * kernel caches for the sandbox and wait for it on the loop (brk_fss_settle:
- * hundreds of milliseconds with a GiB mapped, up to 2 s).  An agent can
- * make its own grants expire (derive a child with a 1 s ttl, over and over),
- * so without the second test every such expiry stalled the whole broker
- * for that long (red team, tests/integration/136-fs-served-expiry-stall.sh);
- * a child's paths are its live parent's, and nothing need be dropped.  The
- * containment test is made for at most BRK_FSS_LOST_MAX grants gone at
- * once; more are a loss without it.
+ * kernel caches for the sandbox (brk_fss_settle_begin: hundreds of
+ * milliseconds with a GiB mapped, up to 2 s), and every capctl revoke
+ * answered meanwhile waits for it.  An agent can make its own grants
+ * expire (derive a child with a 1 s ttl, over and over): without the
+ * second test each such expiry dropped its pages (and, when the loop
+ * itself waited, stalled the whole broker 0.3-0.5 s; red team,
+ * tests/integration/136-fs-served-expiry-stall.sh); a child's paths are
+ * its live parent's, and nothing need be dropped.  The containment test
+ * is made for at most BRK_FSS_LOST_MAX grants gone at once; more are a
+ * loss without it.
  */
 #define BRK_FSS_LOST_MAX 64
 static bool
@@ -1000,6 +1002,24 @@ brk_fss_owns(const struct brk_fss_grant *g, uid_t uid, const char *path)
 	return g->powner_ok && g->powner == uid && (!g->owner_ok || strcmp(path, g->root) == 0);
 }
 
+/*
+ * Would a change be made as another than the explicit operation's
+ * identity?  A root broker's explicit fs.write and fs.delete act as the
+ * owner of the grant's root (ops_fs.c); the tree's thread acts as the
+ * owner of the tree's root.  A grant nested in a tree owned by someone
+ * else (fs.write:/srv/home/alice/ ** inside a root-owned /srv tree) would
+ * have its changes made as that someone (as root: root-owned files in
+ * alice's directory, her root-owned files rewritten): refused unless a
+ * grant whose root the tree's owner owns covers it (own: those grants'
+ * capabilities; red team, tests/integration/133-fs-served-nested-owner.sh).
+ * A broker that is not root acts as itself either way.
+ */
+static bool
+brk_fss_not_owner(const struct brk_fss *f, const struct fsrv_check *c, unsigned own)
+{
+	return !f->stub_mounts && (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE) & ~own) != 0;
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -1078,16 +1098,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		brk_fss_ttl(f, c->ttl, first_exp);
 	if (!e && (c->need & ~have) != 0)
 		e = CB_ENOTCOVERED;
-	/* A root broker's explicit fs.write and fs.delete act as the owner of
-	 * the grant's root (ops_fs.c); the tree's thread acts as the owner
-	 * of the tree's root.  A grant nested in a tree owned by someone else
-	 * (fs.write:/srv/home/alice/ ** inside a root-owned /srv tree) would
-	 * have its changes made as that someone (as root: root-owned files in
-	 * alice's directory, her root-owned files rewritten): refused unless
-	 * a grant whose root the tree's owner owns covers it (red team,
-	 * tests/integration/133-fs-served-nested-owner.sh).  A broker that is
-	 * not root acts as itself either way. */
-	if (!e && !f->stub_mounts && (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE) & ~own)) {
+	if (!e && brk_fss_not_owner(f, c, own)) {
 		e = CB_EPERM;
 		why = "the file server acts as the tree's owner here, and the grant's root "
 		    "belongs to another user: capcall acts as that user";
