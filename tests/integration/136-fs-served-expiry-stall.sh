@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # 136-fs-served-expiry-stall.sh - the expiry of a grant that took nothing
 # away drops nothing.  When a grant is lost the broker drops every page the
-# kernel caches for the sandbox's served files and waits for that on its
-# loop (brk_fss_settle: ~0.4 s with 1 GiB mapped, up to 2 s).  An agent can
-# make its own grants expire: it derives children of its workspace token
-# with a short ttl, and each expiry stalled the whole broker (every
-# sandbox, capctl) for that long, again and again (red team; 290-490 ms
-# per expiry measured with 1-3 GiB mapped).  A lost grant whose paths a
+# kernel caches for the sandbox's served files (~0.4 s with 1 GiB mapped,
+# up to 2 s), and a capctl revoke answered meanwhile waits for it (before,
+# the loop itself waited).  An agent can make its own grants expire: it
+# derives children of its workspace token with a short ttl, and each
+# expiry stalled the whole broker (every sandbox, capctl) for that long,
+# again and again (red team; 290-490 ms per expiry measured with 1-3 GiB
+# mapped, while the loop waited).  A lost grant whose paths a
 # live grant of the same operation still covers (a child under its parent)
 # now drops nothing; a grant really lost still drops the pages.  Judged
 # with mincore (load-independent): a private mapping's pages stay in the
