@@ -1012,12 +1012,16 @@ brk_fss_owns(const struct brk_fss_grant *g, uid_t uid, const char *path)
  * alice's directory, her root-owned files rewritten): refused unless a
  * grant whose root the tree's owner owns covers it (own: those grants'
  * capabilities; red team, tests/integration/133-fs-served-nested-owner.sh).
- * A broker that is not root acts as itself either way.
+ * A broker that is not root acts as itself either way.  The reason, or
+ * NULL.
  */
-static bool
+static const char *
 brk_fss_not_owner(const struct brk_fss *f, const struct fsrv_check *c, unsigned own)
 {
-	return !f->stub_mounts && (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE) & ~own) != 0;
+	if (f->stub_mounts || (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE) & ~own) == 0)
+		return NULL;
+	return "the file server acts as the tree's owner here, and the grant's root "
+	    "belongs to another user: capcall acts as that user";
 }
 
 static int
@@ -1081,8 +1085,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 			if ((c->need & g->cap) && !(have & g->cap) && !tid)
 				tid = g->tid;
 			have |= g->cap | FSRV_CAP_SEE;
-			if (brk_fss_owns(g, t->uid, path))
-				own |= g->cap;
+			own |= brk_fss_owns(g, t->uid, path) ? g->cap : 0;
 		} else if (brk_fss_within(path, g->root)) {
 			/* A directory on the way to a grant may be looked up. */
 			have |= FSRV_CAP_SEE;
@@ -1098,11 +1101,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		brk_fss_ttl(f, c->ttl, first_exp);
 	if (!e && (c->need & ~have) != 0)
 		e = CB_ENOTCOVERED;
-	if (!e && brk_fss_not_owner(f, c, own)) {
+	if (!e && (why = brk_fss_not_owner(f, c, own)) != NULL)
 		e = CB_EPERM;
-		why = "the file server acts as the tree's owner here, and the grant's root "
-		    "belongs to another user: capcall acts as that user";
-	}
 	if (!e && t->moved) {
 		e = CB_ENOENT;
 		why = "the tree's root was moved or removed on the host: no longer served";
