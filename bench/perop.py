@@ -10,7 +10,9 @@ fs.read, ping and denied fs.read, everything on CPU 0) twice under perf:
      phases by the agent's own sleeps between batches, divided by the
      operations of each phase; wake-ups are named waker -> wakee by role
      (agent, broker.loop, broker.thread, broker.child, stub), so a thread
-     that starts waking per request shows up as a new row;
+     that starts waking per request shows up as a new row; the agent's and
+     the loop's calls are also counted by name (syscall.ROLE.NAME), so that
+     a change of shape (an EAGAIN recvmsg, an epoll_wait, a poll) shows;
   2. CPU 0 as a whole (`perf record -a -C 0`, sched_switch): where the wall
      time of each batch went: the agent, capbroker (all its processes),
      other processes on CPU 0 (the machine's other load) and idle.  Idle
@@ -44,6 +46,11 @@ SLEEPS = 4 * (REPS + 1)	# three phases and the raw pings: one warm-up and REPS b
 PHASES = [("read", 0, REPS + 1, NTOK - 1 + 50 + REPS * ITERS, REPS * ITERS),
           ("ping", REPS + 1, 2 * (REPS + 1), 50 + REPS * ITERS, REPS * ITERS),
           ("deny", 2 * (REPS + 1), 3 * (REPS + 1), 50 + REPS * (ITERS // 4), REPS * (ITERS // 4))]
+# x86-64 numbers of the calls the request path makes, to name them in the
+# per-call rows (syscall.ROLE.NAME); any other is shown by number.
+NAMES = {"0": "read", "1": "write", "3": "close", "7": "poll", "44": "sendto", "46": "sendmsg",
+         "47": "recvmsg", "202": "futex", "228": "clock_gettime", "232": "epoll_wait",
+         "262": "newfstatat", "281": "epoll_pwait", "332": "statx", "437": "openat2"}
 LINE = re.compile(r'\s*(\S.*?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)')
 
 
@@ -138,6 +145,8 @@ def counts(wd, ws):
             if ph:
                 c[ph]["syscalls"] += 1
                 c[ph][f"syscalls.{who}"] += 1
+                if who in ("agent", "broker.loop"):
+                    c[ph][f"syscall.{who}.{NAMES.get(nr, 'nr' + nr)}"] += 1
         elif ev == "sched:sched_switch":
             ph = phase_of(nsleep)
             if ph:

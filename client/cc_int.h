@@ -38,6 +38,11 @@ struct cc_conn {
 	size_t nslots;
 	unsigned timeout_ms, request_timeout_ms;	/* 0: no limit */
 	uint64_t deadline;	/* CLOCK_MONOTONIC ns the current call gives up at; 0: none */
+	/* Whether a reply has lately been there already when a call began to
+	 * wait for it, and a count that makes every CC_EARLY_PROBE-th wait
+	 * look first anyway: see cc_look_first() in conn.c. */
+	int8_t early;
+	uint8_t probe;
 };
 
 /* Send r and wait for its reply (the synchronous path every operation

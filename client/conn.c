@@ -308,6 +308,39 @@ cc_send(struct cc_conn *c, struct wire_req *r, uint32_t *id)
 /* ---- receiving ---------------------------------------------------------------- */
 
 /*
+ * Waiting for a reply with a deadline takes a poll() before the recvmsg():
+ * the socket is shared by every process of the sandbox, so its own receive
+ * timeout (SO_RCVTIMEO) cannot carry one call's deadline.  But on one CPU
+ * the reply is often there already when the agent starts to wait (the
+ * broker ran as soon as the request woke it), and then a non-blocking
+ * recvmsg() alone gets it: one system call fewer.  When replies are mostly
+ * not there yet (the agent runs before the broker does: many sandboxes,
+ * two CPUs), looking first costs one failed recvmsg() instead; so look first
+ * only while it has lately paid (+1 for a reply found, -1 for none, within
+ * +-CC_EARLY_MAX; one found brings a negative count back to 0), and
+ * otherwise every CC_EARLY_PROBE-th time, to notice when it pays again.
+ * (docs/performance.md, "Reading on, looking first")
+ */
+#define CC_EARLY_MAX 4
+#define CC_EARLY_PROBE 16
+
+static bool
+cc_look_first(struct cc_conn *c)
+{
+	return c->early >= 0 || ++c->probe % CC_EARLY_PROBE == 0;
+}
+
+static void
+cc_looked(struct cc_conn *c, bool there)
+{
+	/* one reply found waiting is enough to look first again */
+	if (there)
+		c->early = c->early < 0 ? 0 : c->early < CC_EARLY_MAX ? c->early + 1 : CC_EARLY_MAX;
+	else if (c->early > -CC_EARLY_MAX)
+		c->early--;
+}
+
+/*
  * Receive one packet into c->rx.  *fd gets the one fd that came with it (or
  * -1); any further fds are closed here.  Truncated packets and truncated
  * control data fail the channel: we cannot know which request they answer.
@@ -319,11 +352,12 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 	struct wire_packet pk;
 	ssize_t n;
 	int r = 0;
+	bool look = wait && c->deadline != 0 && cc_look_first(c);
 
 	*fd = -1;
 	*len = 0;
 	for (;;) {
-		if (wait && c->deadline != 0) {
+		if (wait && c->deadline != 0 && !look) {
 			/* wait for the reply at most until the call's deadline */
 			struct timespec now;
 			struct pollfd p = { .fd = c->fd, .events = POLLIN };
@@ -342,11 +376,18 @@ cc_recv_packet(struct cc_conn *c, size_t *len, int *fd, bool wait)
 			if (pr < 0)
 				continue;
 		}
-		n = wire_packet_recv(c->fd, c->rx, WIRE_REPLY_MAX, wait ? 0 : MSG_DONTWAIT, &pk);
+		n = wire_packet_recv(c->fd, c->rx, WIRE_REPLY_MAX, wait && !look ? 0 : MSG_DONTWAIT,
+		    &pk);
+		if (look && (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK)) {
+			cc_looked(c, n >= 0);
+			look = false;
+		}
 		if (n >= 0)
 			break;
 		if (errno == EINTR)
 			continue;
+		if (wait && c->deadline != 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;	/* looked first: now wait (poll) */
 		if (!wait && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return CB_EBUSY;
 		if (errno == EAGAIN || errno == EWOULDBLOCK) {
