@@ -311,17 +311,19 @@ decision_row(sqlite3_stmt *s, struct st_decision *out)
 	out->reason = sqlite3_column_int(s, 8);
 }
 
-int
-st_last_decision(struct st *st, struct st_decision *out)
+/* One kept decision's row from sql (dseq bound as ?1 when given). */
+static int
+decision_one(struct st *st, const char *sql, const uint64_t *dseq, struct st_decision *out)
 {
 	sqlite3_stmt *s = NULL;
 	int rc, step;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&st->mu);
-	if ((rc = db_prep(st, "SELECT " DECISION_COLS
-	    " FROM last_decision WHERE one = 1", &s)) != 0)
+	if ((rc = db_prep(st, sql, &s)) != 0)
 		goto out;
+	if (dseq)
+		sqlite3_bind_int64(s, 1, i64(*dseq));
 	step = sqlite3_step(s);
 	if (step == SQLITE_ROW)
 		decision_row(s, out);
@@ -334,30 +336,22 @@ out:
 }
 
 int
+st_last_decision(struct st *st, struct st_decision *out)
+{
+	return decision_one(st, "SELECT " DECISION_COLS " FROM last_decision WHERE one = 1", NULL, out);
+}
+
+int
 st_decision_at(struct st *st, uint64_t dseq, struct st_decision *out)
 {
-	sqlite3_stmt *s = NULL;
-	int rc, step;
+	int rc;
 
 	if ((rc = st_last_decision(st, out)) != CB_ENOENT && rc != 0)
 		return rc;
 	if (rc == 0 && out->dseq == dseq)
 		return 0;
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&st->mu);
-	if ((rc = db_prep(st, "SELECT " DECISION_COLS
-	    " FROM batch_decisions WHERE dseq = ?1", &s)) != 0)
-		goto out;
-	sqlite3_bind_int64(s, 1, i64(dseq));
-	step = sqlite3_step(s);
-	if (step == SQLITE_ROW)
-		decision_row(s, out);
-	else
-		rc = step == SQLITE_DONE ? CB_ENOENT : db_err(step);
-out:
-	sqlite3_finalize(s);
-	pthread_mutex_unlock(&st->mu);
-	return rc;
+	return decision_one(st, "SELECT " DECISION_COLS " FROM batch_decisions WHERE dseq = ?1", &dseq,
+	    out);
 }
 
 int
