@@ -11,10 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 S="$T_TMP/st"; W="$T_TMP/ws"; mkdir -p "$W"
-SHIM="$T_TMP/slow_audit_shim.so"
-t_ok "the shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/slow_audit_shim.c" -ldl
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+shim_build slow_audit_shim
 ARM="$T_TMP/arm"
 CB_SLOW_AUDIT=$ARM LD_PRELOAD=$SHIM srv_start "$S"
 agent_start a1 --tier medium --workspace "$W" --grant "fs.read:$W/**"

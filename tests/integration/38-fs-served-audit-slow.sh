@@ -22,10 +22,7 @@ S="$T_TMP/st"; W="$T_TMP/ws"; mkdir -p "$W/many"
 "$PYTHON" -c 'import sys
 for i in range(2000):
     open("%s/f%d" % (sys.argv[1], i), "w").write("%d\n" % i)' "$W/many"
-SHIM="$T_TMP/slow_audit_shim.so"
-t_ok "the shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/slow_audit_shim.c" -ldl
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+shim_build slow_audit_shim
 ARM="$T_TMP/arm"
 CB_SLOW_AUDIT=$ARM CB_SLOW_AUDIT_MS=400 LD_PRELOAD=$SHIM srv_start "$S"
 agent_start c1 --tier medium --workspace "$W"

@@ -22,9 +22,7 @@ if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
 	exit
 fi
 
-SHIM="$T_TMP/fuse_shim.so"
-t_ok "the shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" "$CB_TOP/tests/integration/fuse_shim.c" -ldl
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+shim_build fuse_shim
 W="$T_TMP/ws" W2="$T_TMP/ws2"
 mkdir -p "$W" "$W2"
 head -c 300000 /dev/urandom >"$W/big.bin"

@@ -13,9 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
-SHIM="$T_TMP/fault_shim.so"
-t_ok "the fault shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/fault_shim.c" -ldl
+shim_build fault_shim
 for n in 0 1; do
 	cat >"$T_TMP/p$n.conf" <<EOT
 defaults = { pool_size = $n; };
@@ -23,8 +21,6 @@ tiers = { medium = { ceiling = [ "proc.exec:/usr/bin/sleep", "proc.exec:/usr/bin
 EOT
 done
 ARM="$T_TMP/arm"
-# A sanitized broker accepts a library preloaded before its runtime.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 # serve_faulty STATE POLICY MATCH: a broker with the shim, for stubs whose
 # command line contains MATCH.
 serve_faulty() {

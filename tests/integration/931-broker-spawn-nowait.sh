@@ -15,9 +15,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
-SHIM="$T_TMP/fault_shim.so"
-t_ok "the fault shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/fault_shim.c" -ldl
+shim_build fault_shim
 for n in 0 1; do
 	cat >"$T_TMP/p$n.conf" <<EOT
 defaults = { pool_size = $n; };
@@ -25,7 +23,6 @@ tiers = { medium = { ceiling = [ "proc.exec:/usr/bin/sleep", "proc.exec:/usr/bin
 EOT
 done
 ARM="$T_TMP/arm"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 serve_faulty() {
 	CB_FAULT_CALL=pidfd_open CB_FAULT_ARM=$ARM CB_FAULT_MATCH=$3 LD_PRELOAD=$SHIM \
 		srv_start "$1" --policy "$2"

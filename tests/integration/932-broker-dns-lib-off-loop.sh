@@ -20,10 +20,7 @@ dns_need "the resolver's library is loaded off the loop"
 dns_files '127.0.0.1 localhost\n10.1.2.3 a.test.invalid\n' \
 	'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n'
 dns_probe
-SHIM="$T_TMP/fault_shim.so"
-t_ok "the fault shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/fault_shim.c" -ldl
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+shim_build fault_shim
 W='net.connect:*.test.invalid:443'
 mapped() { grep -q 'libldns' "/proc/$1/maps"; }
 

@@ -16,10 +16,7 @@ if [ "$(id -u)" != 0 ]; then
 	t_done
 	exit
 fi
-SHIM="$T_TMP/fault_shim.so"
-t_ok "the fault shim builds" cc -std=c17 -shared -fPIC -o "$SHIM" \
-	"$CB_TOP/tests/integration/fault_shim.c" -ldl
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+shim_build fault_shim
 NOBODY=$(id -u nobody)
 mkdir -p "$T_TMP/pub" "$T_TMP/share"
 echo "shared" >"$T_TMP/share/f"

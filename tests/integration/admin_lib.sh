@@ -162,3 +162,12 @@ pending_rid() {
 }
 
 pty_drive() { "$PYTHON" "$CB_TOP/tests/integration/ptydrive.py" "$@"; }
+
+# shim_build NAME: tests/integration/NAME.c built into $SHIM, a library the
+# test preloads into the broker to reach a rare path (one TAP line).  A
+# sanitized broker accepts a library preloaded before its runtime.
+shim_build() {
+	SHIM="$T_TMP/$1.so"
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	t_ok "the $1 builds" cc -std=c17 -shared -fPIC -o "$SHIM" "$CB_TOP/tests/integration/$1.c" -ldl
+}
