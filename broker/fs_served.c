@@ -1024,6 +1024,23 @@ brk_fss_not_owner(const struct brk_fss *f, const struct fsrv_check *c, unsigned 
 	    "belongs to another user: capcall acts as that user";
 }
 
+/* A burst of served operations can use up the log's reserve faster than
+ * a busy disk lets the writer extend it (5,000 opens at load 10 had 3
+ * refused after aud_room's 200 ms).  This thread is not the loop: short of
+ * room, it waits up to BRK_FSS_ROOM_WAIT_MS with f->mu dropped (the loop
+ * takes it), after brk_fss_gate (a room seen before the gate's wait was
+ * stale by the check: test 38).  The check under the lock in fss_authz
+ * still refuses on a full or failed log.  Called with f->mu held. */
+static void
+brk_fss_room(struct brk_fss *f, const struct fsrv_check *c)
+{
+	if (!f->room_log || brk_fss_audited(c->op, false) == NULL || aud_room_wait(f->room_log, 0))
+		return;
+	pthread_mutex_unlock(&f->mu);
+	(void)aud_room_wait(f->room_log, BRK_FSS_ROOM_WAIT_MS);
+	pthread_mutex_lock(&f->mu);
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -1037,16 +1054,9 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	uint64_t now, first_exp = UINT64_MAX;
 	int e = 0;
 
-	/* A burst of served operations can use up the log's reserve faster
-	 * than a busy disk lets the writer extend it (5,000 opens at load 10
-	 * were refused 3 of them after aud_room's 200 ms).  This thread is not
-	 * the loop: it waits longer, outside f->mu (which the loop takes), so
-	 * the agent is slowed rather than refused; the check under the lock
-	 * below still refuses on a full or failed log. */
-	if (f->room_log && brk_fss_audited(c->op, false) != NULL)
-		(void)aud_room_wait(f->room_log, BRK_FSS_ROOM_WAIT_MS);
 	pthread_mutex_lock(&f->mu);
 	brk_fss_gate(f);
+	brk_fss_room(f, c);
 	/* Under the lock: the loop adds trees granted while the sandbox runs. */
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
