@@ -699,6 +699,55 @@ static void pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, p
 static void drop_capabilities_bounding(void);
 static void drop_capabilities_all(void);
 
+/* The stub's own argument strings (main's argv): the configuration is parsed
+ * from a copy (copy_args), so that pid 1 can clear these (hide_args). */
+static char **arg_strings;
+static int arg_count;
+
+/* Parse a copy on the heap: the configuration keeps pointers into what it
+ * parses, and pid 1 clears the originals. */
+static char **
+copy_args(int argc, char **argv)
+{
+	char **copy;
+	int i;
+
+	if ((copy = calloc((size_t)argc + 1, sizeof(*copy))) == NULL)
+		stub_die(ENOMEM, "arguments");
+	for (i = 0; i < argc; i++)
+		if ((copy[i] = strdup(argv[i])) == NULL)
+			stub_die(ENOMEM, "arguments");
+	arg_strings = argv;
+	arg_count = argc;
+	return copy;
+}
+
+/* Any process in the sandbox may read /proc/1/cmdline: the broker's host
+ * pid, the sandbox id, the policy's program list, its limits and the host
+ * paths of the mounts have no business there.  pid 1 clears its copy of
+ * the argument area (copy-on-write since the fork: the outer stub's, which
+ * host tools such as ps and pgrep show, is untouched), leaving the
+ * program's base name followed by NULs (the kernel reads [arg_start,
+ * arg_end) as it is while its last byte stays NUL).  The agent's argv
+ * (after "--") lives on in the parsed copy. */
+static void
+hide_args(void)
+{
+	const char *base;
+	size_t n;
+	int i;
+
+	if (arg_count == 0)
+		return;
+	base = strrchr(arg_strings[0], '/');
+	base = base != NULL ? base + 1 : arg_strings[0];
+	n = strlen(base);
+	memmove(arg_strings[0], base, n);
+	explicit_bzero(arg_strings[0] + n, strlen(arg_strings[0] + n));
+	for (i = 1; i < arg_count; i++)
+		explicit_bzero(arg_strings[i], strlen(arg_strings[i]));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -714,6 +763,7 @@ main(int argc, char **argv)
 		    "capbroker, not by hand: see capbroker-stub(1)\n", CB_VERSION);
 		return 0;
 	}
+	argv = copy_args(argc, argv);
 	parse_args(argc, argv, &c);
 	check_fds(&c);
 	join_cgroups(&c);
@@ -1487,6 +1537,7 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 	uint64_t deadline;
 
 	stub_stage = "pid1";
+	hide_args();
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		stub_die(errno, "PR_SET_PDEATHSIG");
 	/* getppid() is 0 across the pid namespace boundary: ask the pidfd. */
