@@ -511,7 +511,7 @@ brk_open_admin(struct brk *b, const struct brk_opts *o, char *why, size_t whylen
 }
 
 int
-brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
+brk_new_early(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 {
 	struct brk *b = NULL;
 	int r;
@@ -536,22 +536,9 @@ brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
 	/* Before the audit writer, the first thread besides this one, starts. */
 	sbx_reserve_fds();
 	snprintf(b->state_dir, sizeof(b->state_dir), "%s", o->state_dir);
-	if ((r = brk_load_policy(b, o->policy_path, why, whylen)) != 0 ||
-	    (r = brk_state_private(b, why, whylen)) != 0 ||
-	    (r = brk_lock_state(b, why, whylen)) != 0 ||
-	    (r = brk_open_state(b, o->new_state, why, whylen)) != 0 ||
-	    (r = brk_open_log(b, o, why, whylen)) != 0 ||
-	    (r = brk_reconcile(b, why, whylen)) != 0 ||
-	    (r = brk_end_previous_run(b, why, whylen)) != 0 ||
-	    (r = brk_start_loop(b)) != 0)
+	if ((r = brk_load_policy(b, o->policy_path, why, whylen)) != 0)
 		goto out;
 	brk_find_helpers(b);
-	if ((r = brk_fleet_open(b, why, whylen)) != 0 ||
-	    (r = brk_open_admin(b, o, why, whylen)) != 0)
-		goto out;
-	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.start",
-	    .resource = b->state_dir, .actor = "broker",
-	    .detail = o->policy_path ? o->policy_path : "built-in policy" });
 	*out = b;
 	b = NULL;
 out:
@@ -559,6 +546,48 @@ out:
 		snprintf(why, whylen, "%s", cb_strerror(r));
 	brk_free(b);
 	return r;
+}
+
+int
+brk_open(struct brk *b, char *why, size_t whylen)
+{
+	const struct brk_opts *o = &b->opts;
+	int r;
+
+	why[0] = '\0';
+	if ((r = brk_state_private(b, why, whylen)) != 0 ||
+	    (r = brk_lock_state(b, why, whylen)) != 0 ||
+	    (r = brk_open_state(b, o->new_state, why, whylen)) != 0 ||
+	    (r = brk_open_log(b, o, why, whylen)) != 0 ||
+	    (r = brk_reconcile(b, why, whylen)) != 0 ||
+	    (r = brk_end_previous_run(b, why, whylen)) != 0 ||
+	    (r = brk_start_loop(b)) != 0 ||
+	    (r = brk_fleet_open(b, why, whylen)) != 0 ||
+	    (r = brk_open_admin(b, o, why, whylen)) != 0)
+		goto out;
+	brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.start",
+	    .resource = b->state_dir, .actor = "broker",
+	    .detail = o->policy_path ? o->policy_path : "built-in policy" });
+out:
+	if (r != 0 && !why[0])
+		snprintf(why, whylen, "%s", cb_strerror(r));
+	return r;
+}
+
+int
+brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen)
+{
+	struct brk *b = NULL;
+	int r;
+
+	if ((r = brk_new_early(o, &b, why, whylen)) != 0)
+		return r;
+	if ((r = brk_open(b, why, whylen)) != 0) {
+		brk_free(b);
+		return r;
+	}
+	*out = b;
+	return 0;
 }
 
 struct event_base *

@@ -58,6 +58,14 @@ struct brk_opts {
  * why. */
 int brk_new(const struct brk_opts *o, struct brk **out, char *why, size_t whylen) CB_WARN_UNUSED;
 
+/* brk_new in two steps (`run`, with brk_sbx_begin between them):
+ * brk_new_early loads the policy and finds the helpers, nothing else (no
+ * thread, no file in the state directory, no loop); brk_open does the rest
+ * of brk_new.  A broker brk_open failed on still goes with brk_free. */
+int brk_new_early(const struct brk_opts *o, struct brk **out, char *why,
+    size_t whylen) CB_WARN_UNUSED;
+int brk_open(struct brk *b, char *why, size_t whylen) CB_WARN_UNUSED;
+
 /* Load the policy file again and make it current for new sandboxes; running
  * sandboxes keep theirs.  Audited (policy.reload, with actor), both ways.
  * No policy file, or an invalid one: the policy in force stays, CB_EINVAL
@@ -116,6 +124,24 @@ struct brk_sbx_spec {
  * CB_EINVAL or a spawn error. */
 int brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
     char *why, size_t whylen) CB_WARN_UNUSED;
+
+/*
+ * brk_sbx_create in two halves, for `run`, whose broker opens its state and
+ * log while the sandbox is built (docs/architecture.md, "Starting a run").
+ * brk_sbx_begin needs only brk_new_early: it checks spec as brk_sbx_create
+ * does (the same refusals, nothing spawned for them) and, when the start
+ * needs nothing of the state (the low tier), spawns the stub held before
+ * its agent.  brk_sbx_finish, after brk_open: admission, the instance's
+ * record, the grants' tokens, the spawn if it waited, the "sandbox.start"
+ * line, and only then the word that lets the agent start.  spec must live
+ * until brk_sbx_finish returns.  Either failing: the sandbox is gone
+ * (killed unstarted, reaped by brk_free), why says why.  A begun sandbox
+ * that will not be finished (brk_open failed) goes with brk_sbx_discard.
+ */
+int brk_sbx_begin(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen) CB_WARN_UNUSED;
+int brk_sbx_finish(struct brk_sbx *s, char *why, size_t whylen) CB_WARN_UNUSED;
+void brk_sbx_discard(struct brk_sbx *s);
 void brk_sbx_kill(struct brk_sbx *s, const char *actor);
 /* Call fn(s, arg) once when s's agent has exited (after the exit is
  * audited, before its channel is closed). */

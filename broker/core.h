@@ -172,6 +172,7 @@ struct brk_sbx {
 	uint64_t instance;		/* st_instance_begin: its approved elevations
 					 * are recorded against it in the state */
 	unsigned minted;		/* tokens minted for it (BRK_MINT_MAX) */
+	struct brk_spawn *begun;	/* from brk_sbx_begin to brk_sbx_finish (sbx.c) */
 	int refs;			/* async operations holding this struct */
 	bool dead;			/* channel closed; freed when refs drop to 0 */
 };

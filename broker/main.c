@@ -643,6 +643,41 @@ run_have_tty(void)
 	return true;
 }
 
+/*
+ * The broker and the sandbox: the sandbox is built while the broker opens
+ * its state and log (on two cores the stub's namespaces and mounts overlap
+ * them).  The policy first, then the stub spawned held before its agent,
+ * then the rest of the broker, then the sandbox recorded and its agent let
+ * go (brk_sbx_begin, brk_sbx_finish).  0, or the exit status, the reason
+ * printed; *bp is the caller's to free either way.
+ */
+static int
+run_start(const struct brk_opts *bo, const struct brk_sbx_spec *spec, struct brk **bp,
+    struct brk_sbx **sp)
+{
+	char why[1024];
+	int e;
+
+	if ((e = brk_new_early(bo, bp, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		return EXIT_SETUP;
+	}
+	if ((e = brk_sbx_begin(*bp, spec, sp, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		return run_create_exit(e);
+	}
+	if ((e = brk_open(*bp, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		brk_sbx_discard(*sp);
+		return EXIT_SETUP;
+	}
+	if ((e = brk_sbx_finish(*sp, why, sizeof(why))) != 0) {
+		fprintf(stderr, "capbroker: %s\n", why);
+		return run_create_exit(e);
+	}
+	return 0;
+}
+
 static int
 run_local(struct run_opts *o)
 {
@@ -654,8 +689,8 @@ run_local(struct run_opts *o)
 	struct relay r = { .in_dst = -1, .out_src = -1, .err_src = -1 };
 	int stdio[3];
 	struct event *sigint = NULL, *sigterm = NULL, *sigwinch = NULL;
-	char tmp[64], why[1024], actor[32];
-	int code = EXIT_SETUP, e;
+	char tmp[64], actor[32];
+	int code = EXIT_SETUP;
 	/* A pty when we are on a terminal both ways: `run ... >file` keeps
 	 * plain pipes (no \r\n, no terminal modes in the file). */
 	bool pty = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
@@ -673,10 +708,6 @@ run_local(struct run_opts *o)
 		code = EX_USAGE;
 		goto out;
 	}
-	if ((e = brk_new(&bo, &b, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
-		goto out;
-	}
 	snprintf(actor, sizeof(actor), "uid:%u", (unsigned)getuid());
 	spec = (struct brk_sbx_spec){ .id = o->id, .tier = o->tier, .workspace = o->workspace,
 		.serve_workspace = o->workspace != NULL, .argv = o->argv, .grants = o->grants, .ngrants = o->ngrants, .ttl = o->ttl,
@@ -684,11 +715,9 @@ run_local(struct run_opts *o)
 		.owner = getuid(), .owner_gid = getgid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
 		.setenv = o->setenv, .nsetenv = o->nsetenv, .unsetenv = o->unsetenv,
 		.nunsetenv = o->nunsetenv };
-	if ((e = brk_sbx_create(b, &spec, &s, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
-		code = run_create_exit(e);
+	if ((code = run_start(&bo, &spec, &b, &s)) != 0)
 		goto out;
-	}
+	code = EXIT_SETUP;
 	r.b = b;
 	brk_sbx_on_exit(s, run_exited, &r);
 	brk_set_prompt_hook(b, run_prompt, &r);

@@ -36,6 +36,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+struct brk_spawn;
+static void brk_spawn_free(struct brk_spawn *sp);
+
 /* A sandbox is done with its policy: free it if a reload has replaced it
  * and no other sandbox uses it. */
 static void
@@ -104,6 +107,7 @@ brk_sbx_free(struct brk_sbx *s)
 		cap_free(s->session_caps[i]);
 	if (s->spawned)
 		sbx_proc_close(&s->proc);
+	brk_spawn_free(s->begun);
 	pol_inst_free(s->inst);
 	brk_pol_release(s->b, s->pol);
 	free(s->command);
@@ -571,6 +575,30 @@ brk_sbx_place(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct p
 	return 0;
 }
 
+/* One grant, parsed (*c, the caller frees it) and inside the tier's
+ * ceiling; otherwise why says which and why. */
+static int
+brk_sbx_grant_parse(struct brk_sbx *s, const char *grant, struct cap **c, char *why,
+    size_t whylen)
+{
+	int r;
+
+	if ((r = cap_parse(grant, c)) != 0) {
+		snprintf(why, whylen, "grant '%s': %s", grant, cb_strerror(r));
+		return r;
+	}
+	if (!pol_inst_within_ceiling(s->inst, *c)) {
+		char what[CAP_STR_MAX + 16];
+
+		snprintf(what, sizeof(what), "grant '%s'", (*c)->text);
+		brk_ceiling_refusal(s, what, why, whylen);
+		cap_free(*c);
+		*c = NULL;
+		return CB_EPOLICY;
+	}
+	return 0;
+}
+
 /* Grants: every one inside the tier's ceiling, or nothing starts.  Each is
  * minted (durable) and put in the sandbox's table. */
 static int
@@ -587,18 +615,8 @@ brk_sbx_grants(struct brk_sbx *s, const struct brk_sbx_spec *spec, uint64_t now,
 		uint8_t id[CAP_ID_LEN];
 		uint32_t th;
 
-		if ((r = cap_parse(spec->grants[i], &c)) != 0) {
-			snprintf(why, whylen, "grant '%s': %s", spec->grants[i], cb_strerror(r));
+		if ((r = brk_sbx_grant_parse(s, spec->grants[i], &c, why, whylen)) != 0)
 			return r;
-		}
-		if (!pol_inst_within_ceiling(s->inst, c)) {
-			char what[CAP_STR_MAX + 16];
-
-			snprintf(what, sizeof(what), "grant '%s'", c->text);
-			brk_ceiling_refusal(s, what, why, whylen);
-			cap_free(c);
-			return CB_EPOLICY;
-		}
 		r = brk_tok_mint(b, &(struct brk_mint){ .aud = s->id, .caps = &c, .ncaps = 1,
 			.nbf = now, .exp = now + ttl, .by = spec->actor ? spec->actor : "broker" },
 		    &text, id);
@@ -726,13 +744,27 @@ brk_sbx_binds(const struct brk_sbx_spec *spec, const struct pol_tier *tier, stru
 	return 0;
 }
 
-/* What a sandbox is started with, once placed and its binds opened. */
+/* What a sandbox is started with, once placed and its binds opened; kept
+ * from brk_sbx_begin to brk_sbx_finish (s->begun) when the spawn waits
+ * for the state. */
 struct brk_spawn {
 	const struct brk_sbx_spec *spec;
 	const struct pol_tier *tier;
-	const struct brk_binds *binds;
+	struct brk_binds binds;
 	int agent_fd;			/* the agent's end of the channel */
+	uint64_t now;			/* when it was asked for */
 };
+
+static void
+brk_spawn_free(struct brk_spawn *sp)
+{
+	if (!sp)
+		return;
+	if (sp->agent_fd >= 0)
+		close(sp->agent_fd);
+	brk_binds_free(&sp->binds);
+	free(sp);
+}
 
 /* Start the agent in its sandbox: the tier's rules and limits (--timeout
  * may shorten the tier's wall clock, never lengthen it), the binds, the
@@ -744,8 +776,8 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t w
 	const struct pol_tier *tier = sp->tier;
 	const struct pol_limits *lim = pol_tier_limits(tier);
 	struct sbx_config cfg = {
-		.tier = s->stier, .id = s->id, .argv = spec->argv, .binds = sp->binds->v,
-		.nbinds = sp->binds->n, .broker_fd = sp->agent_fd,
+		.tier = s->stier, .id = s->id, .argv = spec->argv, .binds = sp->binds.v,
+		.nbinds = sp->binds.n, .broker_fd = sp->agent_fd, .hold = true,
 		.capcall_path = s->b->capcall_path[0] ? s->b->capcall_path : NULL,
 		.pylib_dir = s->b->pylib_dir[0] ? s->b->pylib_dir : NULL,
 		.want_pty = spec->want_pty, .chdir = spec->chdir,
@@ -783,6 +815,16 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t w
 		brk_dns_preload(s->b);
 	s->spawned = true;
 	return 0;
+}
+
+/* Does starting s need anything of the state?  The low tier has no
+ * served tree (the trees and the writable binds' tokens come from its
+ * grants) and no /etc/hosts of granted names: its stub can be built
+ * before the state is open (brk_sbx_begin). */
+static bool
+brk_sbx_spawn_needs_state(const struct brk_sbx *s)
+{
+	return s->stier != SBX_TIER_LOW;
 }
 
 /* Watch the running sandbox (its channel, status report and exit) and
@@ -825,23 +867,105 @@ brk_sbx_abandon(struct brk_sbx *s)
 	brk_sbx_free(s);
 }
 
-int
-brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+/* The grants checked against the ceiling before anything is spawned, so
+ * that a refusal costs no sandbox; brk_sbx_grants parses them again and
+ * mints them. */
+static int
+brk_sbx_grants_check(struct brk_sbx *s, const struct brk_sbx_spec *spec, char *why,
+    size_t whylen)
+{
+	for (size_t i = 0; i < spec->ngrants; i++) {
+		struct cap *c = NULL;
+		int r;
+
+		if ((r = brk_sbx_grant_parse(s, spec->grants[i], &c, why, whylen)) != 0)
+			return r;
+		cap_free(c);
+	}
+	return 0;
+}
+
+/*
+ * The first half of a start, on the policy alone: the sandbox named,
+ * placed, its grants checked, its channel and binds made, and, when its
+ * start needs nothing of the state and early is set, its stub spawned,
+ * held before the agent (sbx_config.hold).  The rest (admission, the
+ * instance's record, the grants' tokens, the "sandbox.start" line, the
+ * word to go) is brk_sbx_finish's.
+ */
+static int
+brk_sbx_begin_at(struct brk *b, const struct brk_sbx_spec *spec, bool early, struct brk_sbx **out,
     char *why, size_t whylen)
 {
 	struct brk_sbx *s = NULL;
-	const struct pol_tier *tier;
-	struct brk_binds bb = { .v = NULL };
-	int agent_fd = -1, r;
+	struct brk_spawn *sp = NULL;
 	uint64_t now = cb_now();
+	int r = CB_ENOMEM;
 
 	*out = NULL;
 	why[0] = '\0';
+	if (!(s = brk_sbx_alloc(b, spec->owner, now)) || !(sp = calloc(1, sizeof(*sp))))
+		goto out;
+	*sp = (struct brk_spawn){ .spec = spec, .agent_fd = -1, .now = now };
+	s->begun = sp;
+	if ((r = brk_sbx_name(s, spec->id, why, whylen)) != 0 ||
+	    (r = brk_sbx_place(s, spec, &sp->tier, why, whylen)) != 0 ||
+	    (r = brk_sbx_grants_check(s, spec, why, whylen)) != 0)
+		goto out;
+	brk_join_argv(spec->argv, &s->command);
+	if ((r = brk_sbx_channel(s, &sp->agent_fd, why, whylen)) != 0 ||
+	    (r = brk_sbx_binds(spec, sp->tier, &sp->binds, why, whylen)) != 0)
+		goto out;
+	if (early && !brk_sbx_spawn_needs_state(s)) {
+		if ((r = brk_sbx_spawn(s, sp, why, whylen)) != 0)
+			goto out;
+		/* The stub has its own copies now. */
+		close(sp->agent_fd);
+		sp->agent_fd = -1;
+		brk_binds_free(&sp->binds);
+		sp->binds = (struct brk_binds){ .v = NULL };
+	}
+	*out = s;
+	s = NULL;
+out:
+	if (s)
+		brk_sbx_abandon(s);
+	return r;
+}
+
+int
+brk_sbx_begin(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen)
+{
+	return brk_sbx_begin_at(b, spec, true, out, why, whylen);
+}
+
+void
+brk_sbx_discard(struct brk_sbx *s)
+{
+	/* Held before its agent: nothing of it has run.  Reaped by brk_free
+	 * at the latest (reap.c). */
+	if (s)
+		brk_sbx_abandon(s);
+}
+
+/*
+ * The second half, on a broker with its state and log open: admitted,
+ * recorded (its instance), its grants minted, spawned if brk_sbx_begin
+ * could not, watched, its "sandbox.start" line queued, and only then the
+ * word to go: no agent code runs before all of that.
+ */
+int
+brk_sbx_finish(struct brk_sbx *s, char *why, size_t whylen)
+{
+	struct brk *b = s->b;
+	struct brk_spawn *sp = s->begun;
+	const struct brk_sbx_spec *spec = sp->spec;
+	uint64_t now = sp->now;
+	int r;
+
+	why[0] = '\0';
 	if ((r = brk_sbx_admit(b, spec, why, whylen)) != 0)
-		return r;
-	if (!(s = brk_sbx_alloc(b, spec->owner, now)))
-		return CB_ENOMEM;
-	if ((r = brk_sbx_name(s, spec->id, why, whylen)) != 0)
 		goto out;
 	/* A durable record of this run: approvals are granted to it, not to
 	 * its id, which a later sandbox may reuse. */
@@ -849,17 +973,11 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		snprintf(why, whylen, "recording the sandbox in the state: %s", cb_strerror(r));
 		goto out;
 	}
-	if ((r = brk_sbx_place(s, spec, &tier, why, whylen)) != 0)
-		goto out;
-	brk_join_argv(spec->argv, &s->command);
 	if ((r = brk_sbx_grants(s, spec, now, why, whylen)) != 0 ||
 	    (r = brk_fss_workspace(s, spec->serve_workspace, &(struct brk_fss_mint){ .now = now,
 		.ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol), .actor = spec->actor },
 		why, whylen)) != 0 ||
-	    (r = brk_sbx_channel(s, &agent_fd, why, whylen)) != 0 ||
-	    (r = brk_sbx_binds(spec, tier, &bb, why, whylen)) != 0 ||
-	    (r = brk_sbx_spawn(s, &(struct brk_spawn){ .spec = spec, .tier = tier, .binds = &bb,
-		.agent_fd = agent_fd }, why, whylen)) != 0 ||
+	    (!s->spawned && (r = brk_sbx_spawn(s, sp, why, whylen)) != 0) ||
 	    (r = brk_sbx_watch(s)) != 0)
 		goto out;
 	{
@@ -871,13 +989,34 @@ brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **
 		    .op = "sandbox.start", .resource = s->command,
 		    .actor = spec->actor ? spec->actor : "broker", .detail = detail });
 	}
-	*out = s;
-	s = NULL;
+	/* Recorded and on the log's queue: the agent may start.  A stub that
+	 * is gone already (CB_ECLOSED) failed its set-up; its report and exit
+	 * come through the events just added.  One that cannot be told is
+	 * killed unstarted, and its exit is reported as any kill's. */
+	if ((r = sbx_go(&s->proc)) != 0 && r != CB_ECLOSED)
+		brk_sbx_kill(s, "broker: the sandbox could not be told to start");
+	brk_spawn_free(sp);
+	s->begun = NULL;
+	return 0;
 out:
-	if (agent_fd >= 0)
-		close(agent_fd);
-	if (s)
-		brk_sbx_abandon(s);
-	brk_binds_free(&bb);
+	brk_sbx_abandon(s);
 	return r;
+}
+
+int
+brk_sbx_create(struct brk *b, const struct brk_sbx_spec *spec, struct brk_sbx **out,
+    char *why, size_t whylen)
+{
+	struct brk_sbx *s;
+	int r;
+
+	*out = NULL;
+	why[0] = '\0';
+	/* The state is open already: the stub is spawned after the sandbox
+	 * is recorded, as it is when its start needs the state. */
+	if ((r = brk_sbx_begin_at(b, spec, false, &s, why, whylen)) != 0 ||
+	    (r = brk_sbx_finish(s, why, whylen)) != 0)
+		return r;
+	*out = s;
+	return 0;
 }

@@ -697,7 +697,7 @@ check_config(const struct sbx_config *cfg)
 	if (cfg == NULL || sbx_tier_name(cfg->tier) == NULL || cfg->id == NULL)
 		return CB_EINVAL;
 	/* A pooled sandbox gets its command at hand-over, never before. */
-	if (cfg->pool ? cfg->argv != NULL : (rc = sbx_argv_check(cfg->argv)) != 0)
+	if (cfg->pool ? cfg->argv != NULL || cfg->hold : (rc = sbx_argv_check(cfg->argv)) != 0)
 		return cfg->pool ? CB_EINVAL : rc;
 	if (strlen(cfg->id) > SBX_ID_MAX || cfg->id[0] == '\0' ||
 	    strspn(cfg->id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -836,6 +836,8 @@ build_args(const struct sbx_config *cfg, const char *stub, int ncg, bool in_cgro
 		rc |= arg(a, "--notify");
 	if (cfg->report_exit)
 		rc |= arg(a, "--report-exit");
+	if (cfg->hold)
+		rc |= arg(a, "--hold");
 	if (cfg->mount_later)
 		rc |= arg(a, "--mount-later");
 	/* The slots' descriptors follow the mounts' (sbx_spawn_start). */
@@ -1323,9 +1325,14 @@ read_report(struct sbx_proc *p, const char *want, char *why, size_t whylen)
 
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	do
+	/* ECONNRESET, once: a held stub that failed before it read our "go"
+	 * closed with it unread, and the kernel reports that ahead of the
+	 * report queued before it (and clears it): read again. */
+	for (int reset = 0;;) {
 		n = wire_packet_recv(p->status_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT, &pk);
-	while (n == -1 && errno == EINTR);
+		if (n != -1 || !(errno == EINTR || (errno == ECONNRESET && !reset++)))
+			break;
+	}
 	if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return CB_EBUSY;
 	if (n <= 0) {
@@ -1481,6 +1488,18 @@ out:
 	free(msg);
 	free(a);
 	return rc;
+}
+
+/* The word a held sandbox waits for (stub_main.c, pid1_await_go): one
+ * SEQPACKET message, the first the broker sends on the status socket. */
+int
+sbx_go(const struct sbx_proc *p)
+{
+	if (p == NULL || p->status_fd < 0)
+		return CB_EINVAL;
+	if (send(p->status_fd, "go", 2, MSG_DONTWAIT | MSG_NOSIGNAL) == 2)
+		return 0;
+	return errno == EPIPE || errno == ECONNRESET ? CB_ECLOSED : CB_EIO;
 }
 
 int

@@ -182,6 +182,10 @@ struct sbx_config {
 					 * sbx_pool_handover(); argv is NULL then and id
 					 * a placeholder (docs/sandbox.md, "The warm
 					 * pool") */
+	bool hold;			/* build everything, lock the agent, and let
+					 * its exec through only on sbx_go(): the
+					 * caller records the sandbox meanwhile.  Not
+					 * with pool (its hand-over is its go) */
 	bool mount_later;		/* medium/high: after "ready", status_fd stays
 					 * the caller's channel for more mounts
 					 * (sbx_mount_send) */
@@ -287,6 +291,16 @@ int sbx_pool_finish(struct sbx_proc *p, char *why, size_t whylen) CB_WARN_UNUSED
  * sbx_spawn_finish() as after sbx_spawn_start().  0, CB_EINVAL (cfg),
  * CB_ETOOBIG, CB_EIO (the sandbox is gone: kill and reap it). */
 int sbx_pool_handover(struct sbx_proc *p, const struct sbx_config *cfg) CB_WARN_UNUSED;
+
+/* Started with cfg->hold: let the agent start.  Until this is called the
+ * sandbox is built (namespaces, mounts, limits, the agent's Landlock and
+ * seccomp layers) but no agent code has run, and "ready" does not come;
+ * closing status_fd (sbx_proc_close) or sbx_kill instead ends it
+ * unstarted.  Call it once, before any sbx_mount_send or sbx_slot_send.
+ * Does not block.  0; CB_ECLOSED when the stub is gone already (a set-up
+ * failure: its report and exit say why); CB_EIO (errno set) otherwise:
+ * kill and reap it. */
+int sbx_go(const struct sbx_proc *p) CB_WARN_UNUSED;
 
 /* With cfg->report_exit, after "ready": read the agent's exit report from
  * status_fd.  0 with *status as sbx_wait_status() would give it, CB_EBUSY

@@ -81,6 +81,8 @@ struct stub_cfg {
 	bool notify;			/* --notify: the listener goes to the broker */
 	bool pool;			/* --pool: wait for the hand-over (argv and the
 					 * per-exec options) before the agent starts */
+	bool hold;			/* --hold: the agent's exec waits for the
+					 * broker's "go" (pid1_await_go) */
 	bool report_exit;		/* --report-exit: "exit N" on the status socket
 					 * when the agent exits */
 	bool mount_later;		/* --mount-later: pid 1 attaches the broker's

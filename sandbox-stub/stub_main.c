@@ -146,7 +146,7 @@ enum {
 	OPT_BIND, OPT_EXEC_ALLOW, OPT_CAPCALL, OPT_PYLIB, OPT_PTY, OPT_MEM,
 	OPT_NPROC, OPT_NOFILE, OPT_FSIZE, OPT_CPU, OPT_WALL, OPT_TMP, OPT_CHDIR,
 	OPT_SETENV, OPT_UNSETENV, OPT_SETUP_ERROR, OPT_NOTIFY, OPT_HOSTS, OPT_MOUNT,
-	OPT_POOL, OPT_REPORT_EXIT,
+	OPT_POOL, OPT_REPORT_EXIT, OPT_HOLD,
 	OPT_MOUNT_LATER, OPT_FUSE_AT, OPT_SLOT_FD, OPT_FUSE_SLOTS,
 };
 
@@ -197,6 +197,7 @@ static const struct option stub_opts[] = {
 	{ "notify", no_argument, NULL, OPT_NOTIFY },
 	{ "pool", no_argument, NULL, OPT_POOL },
 	{ "report-exit", no_argument, NULL, OPT_REPORT_EXIT },
+	{ "hold", no_argument, NULL, OPT_HOLD },
 	{ "hosts-fd", required_argument, NULL, OPT_HOSTS },
 	{ "mem", required_argument, NULL, OPT_MEM },
 	{ "nproc", required_argument, NULL, OPT_NPROC },
@@ -395,6 +396,9 @@ parse_flag_opt(struct stub_cfg *c, int o)
 	case OPT_REPORT_EXIT:
 		c->report_exit = true;
 		return true;
+	case OPT_HOLD:
+		c->hold = true;
+		return true;
 	default:
 		return false;
 	}
@@ -505,8 +509,9 @@ parse_args(int argc, char **argv, struct stub_cfg *c)
 	}
 	if (!have_tier || !have_parent || c->id == NULL)
 		usage_die();
-	/* A pooled sandbox gets its command at hand-over, never before. */
-	if (c->pool != (optind >= argc))
+	/* A pooled sandbox gets its command at hand-over, never before;
+	 * the hand-over is its word to start, so it is never held too. */
+	if (c->pool != (optind >= argc) || (c->pool && c->hold))
 		usage_die();
 	if (!c->pool && argv[optind][0] == '\0')
 		stub_die(0, "empty command");
@@ -1311,6 +1316,48 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, ch
 	handover_parse(c, msg, (size_t)r);
 }
 
+/*
+ * A held sandbox (--hold): everything is built and the agent is locked, its
+ * one exec waiting on pid 1's seccomp listener, but pid 1 lets it through
+ * only on the broker's word: one "go" message on the status socket.  The
+ * broker builds its own side meanwhile (`capbroker run`: state, audit log,
+ * the sandbox's record and its "sandbox.start" line) and says go once that
+ * is done, so no agent code runs before the sandbox is on the record.  The
+ * broker closing the socket, or anything else on it, ends the sandbox
+ * unstarted; so does the outer stub's or the waiting agent's death.
+ */
+static void
+pid1_await_go(int outer_pidfd, int sfd)
+{
+	struct pollfd pfd[3];
+	char msg[8];
+	ssize_t r;
+
+	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
+	pfd[2] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	for (;;) {
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			stub_die(errno, "poll");
+		}
+		if (pfd[1].revents != 0)
+			kill_all_and_exit(128 + SIGKILL);
+		if (pfd[2].revents != 0)
+			stub_die(0, "the agent process died before its start");
+		if (pfd[0].revents != 0)
+			break;
+	}
+	do
+		r = recv(STUB_FD_STATUS, msg, sizeof(msg), MSG_TRUNC);
+	while (r == -1 && errno == EINTR);
+	if (r == 0)
+		kill_all_and_exit(SBX_EXIT_SETUP);	/* the broker gave up on it */
+	if (r != 2 || memcmp(msg, "go", 2) != 0)
+		stub_die(r < 0 ? errno : 0, "the broker's word to start");
+}
+
 /* Hand the waiting agent the hand-over pid 1 has checked: its length, then
  * its bytes (the agent parses them as pid 1 did). */
 static void
@@ -1600,6 +1647,8 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		 * one exec waits for pid 1, below) before the sandbox bears
 		 * the task's id. */
 		stub_mount_set_id(c);
+	} else if (c->hold && listener != -1) {
+		pid1_await_go(outer_pidfd, sfd);
 	}
 	deadline = mono_ms() + c->lim.wall_secs * 1000;
 	execd = listener != -1 && stub_seccomp_allow_first_exec(listener, agent) == 0;

@@ -290,6 +290,100 @@ test_run(void)
  * is not root) comes from the sandbox's side: anything but the asked-for
  * number of /dev/fuse descriptors fails the start; the real ones come out
  * non-blocking. */
+/* Poll p's status socket and the agent's stdout for ms: what came (bit 1:
+ * a report, bit 2: output). */
+static int
+held_poll(const struct sbx_proc *p, int ms)
+{
+	struct pollfd pfd[2] = { { .fd = p->status_fd, .events = POLLIN },
+		{ .fd = p->stdout_fd, .events = POLLIN } };
+	int got = 0;
+
+	if (poll(pfd, 2, ms) > 0)
+		got = (pfd[0].revents ? 1 : 0) | (pfd[1].revents ? 2 : 0);
+	return got;
+}
+
+/* A held sandbox (sbx_config.hold) runs no agent code until sbx_go: no
+ * "ready", no output; after it both come and the agent's status is its
+ * own.  Let go of without the word (the status socket closed), it ends
+ * unstarted: 125, nothing printed.  Not with a pool. */
+static void
+test_hold(void)
+{
+	char *t_echo[] = { "/bin/echo", "started", NULL };
+	struct sbx_config c;
+	struct sbx_proc p;
+	char why[256], buf[64];
+	ssize_t n;
+	int rc;
+
+	c = config(SBX_TIER_LOW, NULL);
+	c.pool = c.hold = true;
+	T_ERR(sbx_spawn_start(&c, &p), CB_EINVAL, "hold refused with a pool");
+
+	c = config(SBX_TIER_LOW, t_echo);
+	c.hold = true;
+	rc = sbx_spawn_start(&c, &p);
+	T_ERR(rc, 0, "a held sandbox is spawned");
+	if (rc != 0)
+		return;
+	T_OK(held_poll(&p, 1500) == 0, "... held: no report, no output in 1.5 s");
+	T_ERR(sbx_go(&p), 0, "... told to go");
+	do {
+		struct pollfd pfd = { .fd = p.status_fd, .events = POLLIN };
+
+		(void)poll(&pfd, 1, 5000);
+		rc = sbx_spawn_finish(&p, why, sizeof(why));
+	} while (rc == CB_EBUSY);
+	T_ERR(rc, 0, "... then it reports ready (%s)", why);
+	{
+		struct pollfd pfd = { .fd = p.stdout_fd, .events = POLLIN };
+
+		(void)poll(&pfd, 1, 5000);
+	}
+	n = read(p.stdout_fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	T_OK(strcmp(buf, "started\n") == 0, "... and its agent runs (it printed its word)");
+	T_OK(reap(&p) == 0, "... and exits 0");
+
+	rc = sbx_spawn_start(&c, &p);
+	T_ERR(rc, 0, "another held sandbox is spawned");
+	if (rc != 0)
+		return;
+	(void)held_poll(&p, 300);
+	close(p.status_fd);
+	p.status_fd = -1;
+	{
+		struct pollfd pfd = { .fd = p.stdout_fd, .events = POLLIN };
+
+		(void)poll(&pfd, 1, 5000);
+	}
+	n = read(p.stdout_fd, buf, sizeof(buf));
+	T_OK(n == 0, "... let go of without the word, its agent never runs (read %zd)", n);
+	T_OK(reap(&p) == SBX_EXIT_SETUP, "... and it ends unstarted (125)");
+
+	/* Told to go as its set-up fails: the stub closes with the word
+	 * unread, and its reason must still be read (ECONNRESET comes first). */
+	c.chdir = "/no/such";
+	for (int i = 0, named = 0; i < 20; i++) {
+		if (sbx_spawn_start(&c, &p) != 0)
+			break;
+		cb_ignore(sbx_go(&p));
+		do {
+			struct pollfd pfd = { .fd = p.status_fd, .events = POLLIN };
+
+			(void)poll(&pfd, 1, 5000);
+			rc = sbx_spawn_finish(&p, why, sizeof(why));
+		} while (rc == CB_EBUSY);
+		named += rc == CB_EINTERNAL && strstr(why, "/no/such") != NULL;
+		(void)reap(&p);
+		if (i == 19)
+			T_OK(named == 20, "a held sandbox's set-up failure is named, go or no go (%d of 20)",
+			    named);
+	}
+}
+
 static int
 fuse_report(size_t want, const int *fds, size_t nfds, struct sbx_proc *p, char *why,
     size_t whylen)
@@ -526,6 +620,7 @@ main(void)
 	test_config_checks();
 	test_argv_limits();
 	test_run();
+	test_hold();
 	test_fuse_report();
 	test_spawn_into();
 	return t_done();
