@@ -401,6 +401,27 @@ done:
 	brk_nconn_free(c);
 }
 
+/* An AF_UNIX socket of the broker's that an agent will hold (the channel,
+ * the resolver's socketpair end) is bound before it is handed over: made
+ * here, it belongs to the broker's network namespace (the host's), where
+ * abstract names live, and a socketpair end has no address, so the
+ * agent's own bind() (allowed above the low tier, for its sockets) named
+ * an abstract socket in the host's namespace: it squatted a host service's
+ * name (X11's @/tmp/.X11-unix/X1, a daemon's control socket) before that
+ * service started, and learned from EADDRINUSE which names the host has.
+ * Once bound, bind() is EINVAL.  An autobind (the kernel picks an unused
+ * five-hex-digit name; nothing listens there, a connect to it is refused)
+ * rather than a path, which would need a directory and leave an inode;
+ * listen() stays EINVAL on a connected socket.  0 or errno (fail closed:
+ * the socket is not handed over). */
+int
+brk_unix_seal(int fd)
+{
+	sa_family_t fam = AF_UNIX;
+
+	return bind(fd, (struct sockaddr *)&fam, sizeof(fam)) == 0 ? 0 : errno;
+}
+
 /* A connect() to the sandbox's resolver (dns.c): the agent's socket is
  * replaced by one end of a socketpair whose other end the broker serves.
  * Nothing is looked up or granted by the connect itself, so it has no
@@ -416,6 +437,12 @@ brk_nconn_dns(struct brk_nconn *c)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (c->nonblock ? SOCK_NONBLOCK : 0), 0,
 	    sp) != 0) {
 		brk_notify_answer(nt, c->id, errno == EMFILE || errno == ENFILE ? errno : ENOMEM);
+		goto out;
+	}
+	if ((e = brk_unix_seal(sp[0])) != 0) {
+		close(sp[0]);
+		close(sp[1]);
+		brk_notify_answer(nt, c->id, e == ENOSPC ? EAGAIN : ENOMEM);
 		goto out;
 	}
 	if ((e = brk_dns_serve(c->s, sp[1])) != 0) {

@@ -30,6 +30,12 @@ int brk_notify_start(struct brk_sbx *s, int listener);
  * Called when s is freed; connects still in flight hold s. */
 void brk_notify_stop(struct brk_sbx *s);
 
+/* Bind fd, an AF_UNIX socket of the broker's an agent will hold (the
+ * channel, the resolver's socketpair end), so that the agent's bind()
+ * cannot name an abstract socket in the broker's (the host's) network
+ * namespace: an autobind.  0 or errno; on failure do not hand fd over. */
+int brk_unix_seal(int fd);
+
 /* ---- the names a sandbox's tokens grant (hosts.c) ---- */
 
 /* Make the directory shown in sandbox s at /capbroker/net (its file

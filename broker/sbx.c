@@ -641,7 +641,7 @@ brk_sbx_grants(struct brk_sbx *s, const struct brk_sbx_spec *spec, uint64_t now,
 static int
 brk_sbx_channel(struct brk_sbx *s, int *agent_fd, char *why, size_t whylen)
 {
-	int sv[2], sz = WIRE_REPLY_MAX * BRK_SNDBUF_REPLIES;
+	int sv[2], sz = WIRE_REPLY_MAX * BRK_SNDBUF_REPLIES, r;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
 		snprintf(why, whylen, "socketpair: %s", strerror(errno));
@@ -649,6 +649,12 @@ brk_sbx_channel(struct brk_sbx *s, int *agent_fd, char *why, size_t whylen)
 	}
 	s->fd = sv[0];
 	*agent_fd = sv[1];
+	/* bound, so the agent cannot name it in the host's abstract
+	 * namespace (brk_unix_seal) */
+	if ((r = brk_unix_seal(sv[1])) != 0) {
+		snprintf(why, whylen, "the channel's address: %s", strerror(r));
+		return CB_EIO;
+	}
 	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0)
 		return CB_EIO;
 	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
