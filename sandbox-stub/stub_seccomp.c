@@ -84,7 +84,7 @@ static const char *const allow_common[] = {
 	"get_mempolicy", "set_mempolicy", "mbind", "membarrier", "map_shadow_stack",
 	/* sockets: only the broker's socketpair and AF_UNIX made inside */
 	"sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
-	"getsockname", "getpeername", "setsockopt", "getsockopt",
+	"getsockname", "getpeername", "getsockopt",	/* setsockopt: sockopt_rules */
 	/* processes, threads, signals (the pid namespace and Landlock's signal
 	 * scope keep these inside the sandbox) */
 	"exit", "exit_group", "wait4", "waitid", "kill", "tkill", "tgkill",
@@ -182,6 +182,48 @@ deny_clone_ns(scmp_filter_ctx ctx)
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		RULE(ctx, SCMP_ACT_ERRNO(EPERM), "clone",
 		    SCMP_A0(SCMP_CMP_MASKED_EQ, f[i], f[i]));
+}
+
+/* setsockopt.  Every option an unprivileged program may set is allowed,
+ * but an IPv6 routing header: IPV6_RTHDR (a segment routing header, type
+ * 4, needs no privilege) makes the kernel send the socket's packets to the
+ * header's first segment, not to the peer, and resets the cached route.
+ * On a socket the broker connected (in the host's network namespace: the
+ * mediated connect() and net.connect's) the agent's TCP segments, its
+ * payload and the host's source address, went to any address it named:
+ * the host's, the LAN's, the metadata service's, never judged (red team).
+ * The IPv4 source routes (IP_OPTIONS with LSRR/SSRR) the kernel refuses
+ * without CAP_NET_RAW, as it does the IPv6 hop-by-hop and destination
+ * options; those are refused here too (EPERM), with the old RFC 2292
+ * names.  level and optname are ints to the kernel: compared on the low 32
+ * bits, as a set of masked ranges that never overlap (an unknown level or
+ * an IPv6 option above 127 falls to the default, ENOSYS). */
+static void
+sockopt_rules(scmp_filter_ctx ctx)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	static const int levels[] = { SOL_IP, SOL_SOCKET, IPPROTO_TCP, 282 /* SOL_TLS */ };
+	/* IPV6_2292HOPOPTS 3, _2292DSTOPTS 4, _2292RTHDR 5, _2292PKTOPTIONS 6,
+	 * IPV6_HOPOPTS 54, _RTHDRDSTOPTS 55, _RTHDR 57, _DSTOPTS 59 */
+	static const unsigned bad[] = { 3, 4, 5, 6, 54, 55, 57, 59 };
+	/* 0..127 less those, as (mask, value) pairs on the low 32 bits */
+	static const struct { uint32_t mask, val; } ok6[] = {
+		{ 0xffffffff, 0 }, { 0xffffffff, 1 }, { 0xffffffff, 2 }, { 0xffffffff, 7 },
+		{ 0xfffffff8, 8 }, { 0xfffffff0, 16 }, { 0xfffffff0, 32 }, { 0xfffffffc, 48 },
+		{ 0xfffffffe, 52 }, { 0xffffffff, 56 }, { 0xffffffff, 58 }, { 0xfffffffc, 60 },
+		{ 0xffffffc0, 64 },
+	};
+
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+		RULE(ctx, SCMP_ACT_ALLOW, "setsockopt",
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint64_t)levels[i]));
+	for (size_t i = 0; i < sizeof(ok6) / sizeof(ok6[0]); i++)
+		RULE(ctx, SCMP_ACT_ALLOW, "setsockopt",
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, IPPROTO_IPV6),
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, ok6[i].mask, ok6[i].val));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		RULE(ctx, eperm, "setsockopt", SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, IPPROTO_IPV6),
+		    SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffUL, bad[i]));
 }
 
 #ifndef MFD_NOEXEC_SEAL
@@ -337,6 +379,7 @@ stub_seccomp_build(enum sbx_tier tier, int exec_fd)
 	} else {
 		inet_rules(ctx);
 	}
+	sockopt_rules(ctx);
 	RULE(ctx, SCMP_ACT_ALLOW, "socketpair", SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	RULE(ctx, eperm, "socketpair", SCMP_A0(SCMP_CMP_NE, AF_UNIX));
 	/* personality: the query only. */
