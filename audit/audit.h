@@ -35,8 +35,10 @@
  * mutex-protected byte ring (no allocation, no formatting, no system call
  * beyond reading the vDSO clock) and returns.  A writer thread formats the
  * lines, chains the hashes, writes them in batches, fsyncs according to the
- * policy and writes the checkpoints.  Every function here may be called
- * from any thread.
+ * policy and writes the checkpoints.  A reserver thread keeps disk space
+ * allocated ahead of the queue (aud_opts.reserve_bytes), whatever the
+ * writer's fsync takes.  Every function here may be called from any
+ * thread.
  *
  * Failure is closed and never hangs: once a write or fsync fails, the log
  * is unhealthy for good, aud_append() and aud_flush() return CB_EAUDIT and
@@ -195,7 +197,7 @@ bool aud_healthy(const struct aud_log *log);
 /* Healthy and with room reserved for more records: an operation may act
  * (its record will fit).  See aud_opts.reserve_bytes. */
 bool aud_room(const struct aud_log *log);
-/* aud_room, waiting up to wait_ms (not full_wait_ms) for the writer to
+/* aud_room, waiting up to wait_ms (not full_wait_ms) for the reserver to
  * make room: for threads that are not the broker's loop, which may be slow
  * rather than refuse when the disk is only busy. */
 bool aud_room_wait(const struct aud_log *log, unsigned wait_ms);

@@ -9,7 +9,10 @@
  * producer copies its record under the mutex (a few hundred bytes); the
  * writer only holds it to take a snapshot of [tail, head) and to publish
  * its progress, and formats and writes without it, so producers never wait
- * for the disk unless the ring is full.
+ * for the disk unless the ring is full.  A second thread, the reserver,
+ * keeps disk space allocated ahead of the queue (the reserve): it too
+ * calls fallocate without the mutex, so neither thread waits for the
+ * other's system calls (the writer may wait seconds in fdatasync).
  */
 #include "audit/audit.h"
 #include "common/common.h"
@@ -80,8 +83,11 @@ struct aud_log {
 	pthread_cond_t work;	/* writer waits: records, flush, stop */
 	pthread_cond_t space;	/* producers wait: room in the ring */
 	pthread_cond_t done;	/* flushers wait: durable progress */
+	pthread_cond_t grow;	/* the reserver waits: the reserve is short, stop */
 	pthread_t thread;
 	bool thread_started;
+	pthread_t reserver;
+	bool reserver_started;
 
 	uint8_t *ring;
 	size_t cap;
@@ -96,6 +102,8 @@ struct aud_log {
 	 * record accepted is a record written, whatever else fills the disk. */
 	bool reserving;		/* fallocate works here */
 	bool disk_full;		/* the last extension got nothing */
+	bool reserver_idle;	/* the reserver waits for a short reserve */
+	bool reserver_stop;	/* aud_close: the reserver ends */
 	uint64_t alloc_end;	/* file offset allocated up to */
 	uint64_t pub_size;	/* bytes in the file (published by the writer) */
 	uint64_t est_pushed, est_done;	/* estimates of records queued / written */
@@ -226,29 +234,45 @@ reserve_left(const struct aud_log *l)
 	return l->alloc_end > used ? l->alloc_end - used : 0;
 }
 
-/* Keep opts.reserve_bytes allocated beyond what is written and queued:
- * fallocate with KEEP_SIZE (the file's size does not change, the blocks
- * are ours).  When the disk cannot give a whole chunk, take what it can
- * in halves; when it gives nothing, the reserve shrinks as records use it
- * and aud_room() turns false: operations are refused before they act.
- * Called by the writer without the mutex; returns true if the reserve is
- * still short (try again later). */
+/* Where and how much to extend the reserve (mu held), false if it need
+ * not grow: opts.reserve_bytes beyond what is written and queued, or as
+ * much again as the queue when producers are in a burst (so they seldom
+ * wait for an extension); asked for once less than half of it is left.
+ * After the disk said no, anything short of a whole reserve is asked for
+ * (the retries twice a second), and a reserve whole again (the records
+ * written took less than their estimates) ends the disk-full state. */
 static bool
-reserve_topup(struct aud_log *l)
+reserve_want(struct aud_log *l, uint64_t *fromp, uint64_t *lenp)
 {
-	uint64_t used, want, from, len;
+	uint64_t queued = l->est_pushed - l->est_done, used = l->pub_size + queued;
+	uint64_t want = used + (queued > l->o.reserve_bytes ? queued : l->o.reserve_bytes);
+	uint64_t from = l->alloc_end > l->pub_size ? l->alloc_end : l->pub_size;
 
-	pthread_mutex_lock(&l->mu);
-	used = l->pub_size + (l->est_pushed - l->est_done);
-	/* ahead of the queue by the reserve, or by the queue itself when
-	 * producers are in a burst (so they seldom wait for an extension) */
-	want = used + (l->est_pushed - l->est_done > l->o.reserve_bytes ?
-	    l->est_pushed - l->est_done : l->o.reserve_bytes);
-	from = l->alloc_end > l->pub_size ? l->alloc_end : l->pub_size;
-	pthread_mutex_unlock(&l->mu);
-	if (!l->reserving || from >= want - l->o.reserve_bytes / 2)
+	if (!l->reserving)
 		return false;
-	for (len = want - from; len >= 4096; len /= 2) {
+	if (l->disk_full && from >= want) {
+		l->disk_full = false;
+		pthread_cond_broadcast(&l->space);
+		return false;
+	}
+	if (from >= want - (l->disk_full ? 0 : l->o.reserve_bytes / 2))
+		return false;
+	*fromp = from;
+	*lenp = want - from < 4096 ? 4096 : want - from;
+	return true;
+}
+
+/* Allocate [from, from + len) ahead with fallocate, KEEP_SIZE (the file's
+ * size does not change, the blocks are ours); called without the mutex.
+ * When the disk cannot give it all, take what it can in halves; when it
+ * gives nothing, the reserve shrinks as records use it and aud_room()
+ * turns false: operations are refused before they act.  Ranges that
+ * overlap one another or what the writer wrote meanwhile are harmless
+ * (alloc_end takes the larger end). */
+static void
+reserve_extend(struct aud_log *l, uint64_t from, uint64_t len)
+{
+	for (; len >= 4096; len /= 2) {
 		if (fallocate(l->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)len) == 0) {
 			pthread_mutex_lock(&l->mu);
 			if (from + len > l->alloc_end)
@@ -256,20 +280,70 @@ reserve_topup(struct aud_log *l)
 			l->disk_full = false;
 			pthread_cond_broadcast(&l->space);
 			pthread_mutex_unlock(&l->mu);
-			return from + len < want;
+			return;
 		}
 		if (errno == EOPNOTSUPP || errno == ENOSYS) {
 			/* a file system without fallocate: no reserve, and say so
 			 * in the docs; the log still fails closed on ENOSPC */
+			pthread_mutex_lock(&l->mu);
 			l->reserving = false;
-			return false;
+			pthread_cond_broadcast(&l->space);
+			pthread_mutex_unlock(&l->mu);
+			return;
 		}
 	}
 	pthread_mutex_lock(&l->mu);
 	l->disk_full = true;
 	pthread_cond_broadcast(&l->space);
 	pthread_mutex_unlock(&l->mu);
-	return true;
+}
+
+/* The reserver thread.  The reserve used to be extended by the writer
+ * between its writes, and the writer waits in fdatasync, seconds on a
+ * busy disk: a burst used the reserve up meanwhile and operations were
+ * refused on a disk with plenty of room.  This thread is woken when less
+ * than half of the reserve is left (push, aud_room_wait, ring_room) and
+ * extends it whatever the writer is doing; after the disk said no it
+ * looks again twice a second, so operations resume by themselves when
+ * space returns. */
+static void *
+reserver_main(void *arg)
+{
+	struct aud_log *l = arg;
+	uint64_t from = 0, len = 0;
+	bool due = true;	/* a retry on a full disk is due */
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->reserver_stop && l->reserving) {
+		struct timespec dl;
+
+		if ((due || !l->disk_full) && reserve_want(l, &from, &len)) {
+			pthread_mutex_unlock(&l->mu);
+			reserve_extend(l, from, len);
+			pthread_mutex_lock(&l->mu);
+			due = false;
+			continue;
+		}
+		l->reserver_idle = true;
+		if (l->disk_full) {
+			dl = deadline_ms(500);
+			due = pthread_cond_timedwait(&l->grow, &l->mu, &dl) == ETIMEDOUT;
+		} else {
+			pthread_cond_wait(&l->grow, &l->mu);
+		}
+		l->reserver_idle = false;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
+/* Wake the reserver if the reserve is short and the disk has not said no
+ * (mu held).  Cheap when it need not: producers call it for every record. */
+static void
+reserve_poke(struct aud_log *l)
+{
+	if (l->reserver_idle && !l->disk_full && reserve_left(l) < l->o.reserve_bytes / 2)
+		pthread_cond_signal(&l->grow);
 }
 
 /* ---- producers ----------------------------------------------------- */
@@ -459,16 +533,17 @@ ring_room(struct aud_log *l, uint32_t est, size_t need, size_t *offp, size_t *ro
 			return CB_EAUDIT;
 		/* no room reserved for it: refused now rather than lost later
 		 * to ENOSPC (the operations that need it checked aud_room).  While
-		 * the disk has room the writer extends the reserve: wait for it,
+		 * the disk has room the reserver extends the reserve: wait for it,
 		 * bounded; once the disk said no, refuse at once (the hot path
 		 * must not stall on every denial of a full disk). */
 		if (l->reserving && reserve_left(l) < est) {
 			if (waited || l->disk_full)
 				return CB_EAUDIT;
-			pthread_cond_signal(&l->work);
+			reserve_poke(l);
 			dl = deadline_ms(l->o.full_wait_ms);
 			while (pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
-				if (atomic_load(&l->failed) || l->disk_full || reserve_left(l) >= est)
+				if (atomic_load(&l->failed) || l->disk_full || !l->reserving ||
+				    reserve_left(l) >= est)
 					break;
 			waited = true;
 			continue;
@@ -536,11 +611,13 @@ push(struct aud_log *l, int kind, const struct aud_rec *r)
 	l->appended++;
 	l->est_pushed += s.est;
 	/* Wake the writer only when it sleeps on an empty ring (at most once a
-	 * batch), when every record must be synced, or when the ring fills. */
+	 * batch), when every record must be synced, or when the ring fills;
+	 * the reserver when less than half of the reserve is left. */
 	if (l->writer_idle || l->o.fsync == AUD_FSYNC_ALWAYS ||
-	    (size_t)(l->head - l->tail) > l->cap / 2 || kind == K_CHECKPOINT ||
-	    (l->reserving && !l->disk_full && reserve_left(l) < l->o.reserve_bytes / 2))
+	    (size_t)(l->head - l->tail) > l->cap / 2 || kind == K_CHECKPOINT)
 		pthread_cond_signal(&l->work);
+	if (l->reserving)
+		reserve_poke(l);
 out:
 	if (rc != 0)
 		l->dropped++;
@@ -642,26 +719,25 @@ aud_room_wait(const struct aud_log *log, unsigned wait_ms)
 
 	if (!aud_healthy(log))
 		return false;
-	if (!l->reserving)
-		return true;
 	/* Once the disk refused to extend the reserve, no new operation until
 	 * it extends again: what remains is for the records of what was
 	 * already done (and the denials), and an operation allowed between two
 	 * denials would only make a full disk harder to see. */
 	pthread_mutex_lock(&l->mu);
-	ok = !l->disk_full && reserve_left(l) >= AUD_ROOM_MIN;
+	ok = !l->reserving || (!l->disk_full && reserve_left(l) >= AUD_ROOM_MIN);
 	if (!ok && !l->disk_full && !atomic_load(&l->failed)) {
-		/* Short only because producers outran the writer's top-up (a
-		 * burst from many sandboxes), not because the disk said no:
-		 * wake the writer and wait for it, bounded, as aud_append does,
-		 * rather than refuse an operation on a disk with room. */
+		/* Short only because producers outran the reserver (a burst
+		 * from many sandboxes), not because the disk said no: wake it
+		 * and wait for it, bounded, as aud_append does, rather than
+		 * refuse an operation on a disk with room. */
 		struct timespec dl = deadline_ms(wait_ms);
 
-		pthread_cond_signal(&l->work);
-		while (reserve_left(l) < AUD_ROOM_MIN && !l->disk_full && !atomic_load(&l->failed) &&
-		    pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
+		reserve_poke(l);
+		while (l->reserving && reserve_left(l) < AUD_ROOM_MIN && !l->disk_full &&
+		    !atomic_load(&l->failed) && pthread_cond_timedwait(&l->space, &l->mu, &dl) == 0)
 			;
-		ok = reserve_left(l) >= AUD_ROOM_MIN && !l->disk_full && !atomic_load(&l->failed);
+		ok = (!l->reserving || (reserve_left(l) >= AUD_ROOM_MIN && !l->disk_full)) &&
+		    !atomic_load(&l->failed);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return ok;
@@ -1124,8 +1200,6 @@ drain(struct aud_log *l, uint64_t t, uint64_t h, uint64_t *n, uint64_t *est)
 			*est = 0;
 			pthread_cond_broadcast(&l->space);
 			pthread_mutex_unlock(&l->mu);
-			/* a long batch: keep the reserve ahead of the producers */
-			(void)reserve_topup(l);
 		}
 	}
 	if (checkpoint_due(l, cb_mono_ns()) && (e = fmt_checkpoint(l)) != 0)
@@ -1142,15 +1216,11 @@ writer_main(void *arg)
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		uint64_t t, h, want, n, est, now = cb_mono_ns();
-		bool have = l->head != l->tail, sync, stop, short_reserve;
+		bool have = l->head != l->tail, sync, stop;
 		int e;
 
 		if (atomic_load(&l->failed))
 			break;
-		/* top the reserve up outside the lock (fallocate may take a while) */
-		pthread_mutex_unlock(&l->mu);
-		short_reserve = reserve_topup(l);
-		pthread_mutex_lock(&l->mu);
 		if (!(l->stopping || l->flush_want > l->durable || checkpoint_due(l, now) ||
 		    (have && (l->o.fsync == AUD_FSYNC_ALWAYS ||
 		    (size_t)(l->head - l->tail) > l->cap / 2 ||
@@ -1169,9 +1239,6 @@ writer_main(void *arg)
 				if (cpd < wake)
 					wake = cpd;
 			}
-			/* the disk was full: look again for room twice a second */
-			if (short_reserve && now + 500000000u < wake)
-				wake = now + 500000000u;
 			l->writer_idle = !have;
 			if (wake == UINT64_MAX) {
 				pthread_cond_wait(&l->work, &l->mu);
@@ -1416,6 +1483,7 @@ log_init(struct aud_log *l, const struct cap_keyring *kr, const struct aud_opts 
 	pthread_cond_init(&l->work, &ca);
 	pthread_cond_init(&l->space, &ca);
 	pthread_cond_init(&l->done, &ca);
+	pthread_cond_init(&l->grow, &ca);
 	pthread_condattr_destroy(&ca);
 	l->cap = l->o.ring_bytes;
 	l->out_cap = OUTBUF_FLUSH + 2 * LINE_CAP;
@@ -1447,24 +1515,38 @@ log_open_file(struct aud_log *l, const char *path, struct stat *st)
 	return 0;
 }
 
-/* Start the writer thread of l. */
+/* Start the writer thread of l, and the reserver where fallocate works. */
 static int
-start_writer(struct aud_log *l)
+start_threads(struct aud_log *l)
 {
 	sigset_t all, old;
 	int prc;
 
-	/* The writer takes no signals: they stay with the broker's loop, and
+	/* The threads take no signals: they stay with the broker's loop, and
 	 * a SIGXFSZ from an oversized write becomes EFBIG (fail closed) rather
 	 * than killing the broker. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	prc = pthread_create(&l->thread, NULL, writer_main, l);
+	if (prc == 0) {
+		l->thread_started = true;
+		if (l->reserving &&
+		    (prc = pthread_create(&l->reserver, NULL, reserver_main, l)) == 0)
+			l->reserver_started = true;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (prc != 0)
-		return CB_EINTERNAL;
-	l->thread_started = true;
-	return 0;
+	return prc != 0 ? CB_EINTERNAL : 0;
+}
+
+/* The first reserve, before anyone may act on aud_room() (no thread runs
+ * yet). */
+static void
+reserve_first(struct aud_log *l)
+{
+	uint64_t from, len;
+
+	if (reserve_want(l, &from, &len))
+		reserve_extend(l, from, len);
 }
 
 /* The first records of a reopened log: what a torn tail lost, then the open. */
@@ -1524,11 +1606,10 @@ aud_open(const char *path, const struct cap_keyring *kr, const struct aud_opts *
 	if (rc != 0)
 		goto out;
 	l->pub_size = l->size;
-	/* the first reserve before anyone may act on aud_room() */
-	(void)reserve_topup(l);
+	reserve_first(l);
 	l->pub_seq = l->seq;
 	l->pub_checkpoints = l->checkpoints;
-	if ((rc = start_writer(l)) != 0)
+	if ((rc = start_threads(l)) != 0)
 		goto out;
 	if ((rc = note_reopen(l, torn, existed)) != 0)
 		goto out;
@@ -1561,6 +1642,14 @@ aud_close(struct aud_log *l)
 		pthread_mutex_unlock(&l->mu);
 		pthread_join(l->thread, NULL);
 	}
+	/* after the writer: the close record may have waited for its room */
+	if (l->reserver_started) {
+		pthread_mutex_lock(&l->mu);
+		l->reserver_stop = true;
+		pthread_cond_signal(&l->grow);
+		pthread_mutex_unlock(&l->mu);
+		pthread_join(l->reserver, NULL);
+	}
 	if (atomic_load(&l->failed))
 		rc = CB_EAUDIT;
 	/* give the unused reserve back to the file system */
@@ -1573,6 +1662,7 @@ aud_close(struct aud_log *l)
 	pthread_cond_destroy(&l->work);
 	pthread_cond_destroy(&l->space);
 	pthread_cond_destroy(&l->done);
+	pthread_cond_destroy(&l->grow);
 	free(l->ring);
 	free(l->out);
 	free(l->line);

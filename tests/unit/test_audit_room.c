@@ -1,20 +1,24 @@
 /*
  * test_audit_room.c - aud_room() during a burst: when the reserve is short
- * only because producers outran the writer (the disk has room), aud_room
- * waits for the writer's top-up instead of refusing an operation; and the
- * wait is bounded by full_wait_ms, so a writer that does not come back
- * cannot hang the broker's loop.  Test code (trusted).
+ * only because producers outran its extension (the disk has room), aud_room
+ * waits for the top-up instead of refusing an operation; and the wait is
+ * bounded by full_wait_ms, so a top-up that does not come cannot hang the
+ * broker's loop.  Test code (trusted).
  *
  * The writer is held still through the public API: its checkpoint signer
- * blocks on a gate, and while it waits there it tops nothing up.  Records
- * appended meanwhile use the reserve up until aud_append refuses one.
+ * blocks on a gate.  The reserve is extended by a thread of its own, which
+ * the same gate holds in fallocate (defined here: the log's object file
+ * takes the executable's definition).  Records appended meanwhile use the
+ * reserve up until aud_append refuses one.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +51,20 @@ gate_sign(void *arg, const uint8_t *msg, size_t len, uint8_t sig[64], uint8_t ki
 	}
 	pthread_mutex_unlock(&gate_mu);
 	return cap_sign(kr, CAP_SIG_DOMAIN_AUDIT, msg, len, sig, kid);
+}
+
+/* While the gate is armed, extending the reserve waits too (giving it
+ * back at close does not). */
+int
+fallocate(int fd, int mode, off_t off, off_t len)
+{
+	if (!(mode & FALLOC_FL_PUNCH_HOLE)) {
+		pthread_mutex_lock(&gate_mu);
+		while (gate_armed)
+			pthread_cond_wait(&gate_cv, &gate_mu);
+		pthread_mutex_unlock(&gate_mu);
+	}
+	return (int)syscall(SYS_fallocate, fd, mode, off, len);
 }
 
 static void
@@ -141,9 +159,10 @@ room_done_within(struct room_call *c, unsigned ms)
 	}
 }
 
-/* Hold the writer in the gate and use up the reserve: afterwards the
- * reserve is short (an append was refused for want of it) while the disk
- * has room.  *cp is the thread whose checkpoint holds the writer. */
+/* Hold the writer and the reserve's extension in the gate and use up the
+ * reserve: afterwards the reserve is short (an append was refused for want
+ * of it) while the disk has room.  *cp is the thread whose checkpoint holds
+ * the writer. */
 static bool
 burst(struct aud_log *log, pthread_t *cp, int *accepted)
 {
@@ -183,8 +202,8 @@ open_log(const char *name)
 	return log;
 }
 
-/* The writer comes back while aud_room waits: the operation is allowed
- * (removing the wait makes this refuse at once). */
+/* The writer and the top-up come back while aud_room waits: the operation
+ * is allowed (removing the wait makes this refuse at once). */
 static void
 test_waits_for_topup(void)
 {
@@ -200,13 +219,14 @@ test_waits_for_topup(void)
 		return;
 	T_OK(aud_room(log), "room at rest");
 	ok = burst(log, &cp, &accepted);
-	T_OK(ok && accepted > 0, "a burst with the writer held uses the reserve up (%d records "
-	    "accepted, then one refused)", accepted);
+	T_OK(ok && accepted > 0, "a burst with the writer and the top-up held uses the reserve up "
+	    "(%d records accepted, then one refused)", accepted);
 	room_start(&c, log, &th);
 	usleep(150 * 1000);
-	T_OK(!room_done_within(&c, 0), "aud_room waits while the writer is held (reserve short, disk has room)");
+	T_OK(!room_done_within(&c, 0), "aud_room waits while the writer and the top-up are held "
+	    "(reserve short, disk has room)");
 	gate_set(false);
-	T_OK(room_done_within(&c, WATCHDOG_MS), "... and returns once the writer is back");
+	T_OK(room_done_within(&c, WATCHDOG_MS), "... and returns once they are back");
 	pthread_join(th, NULL);
 	T_OK(c.room, "... with room: the operation is allowed, not refused (%llu ms)",
 	    (unsigned long long)c.ms);
@@ -216,8 +236,8 @@ test_waits_for_topup(void)
 	T_OK(aud_close(log) == 0, "close");
 }
 
-/* The writer does not come back within full_wait_ms: aud_room gives up
- * and refuses (an unbounded wait would hang the loop that asked). */
+/* The top-up does not come within full_wait_ms: aud_room gives up and
+ * refuses (an unbounded wait would hang the loop that asked). */
 static void
 test_wait_is_bounded(void)
 {
@@ -232,11 +252,12 @@ test_wait_is_bounded(void)
 	if (!log)
 		return;
 	ok = burst(log, &cp, &accepted);
-	T_OK(ok && accepted > 0, "a burst with the writer held uses the reserve up (%d records "
-	    "accepted, then one refused)", accepted);
+	T_OK(ok && accepted > 0, "a burst with the writer and the top-up held uses the reserve up "
+	    "(%d records accepted, then one refused)", accepted);
 	room_start(&c, log, &th);
 	done = room_done_within(&c, WATCHDOG_MS);
-	T_OK(done, "with the writer held, aud_room returns without it (bounded wait)");
+	T_OK(done, "with the writer and the top-up held, aud_room returns without them (bounded "
+	    "wait)");
 	/* release the writer before joining: an unbounded wait ends now too */
 	gate_set(false);
 	pthread_join(th, NULL);
@@ -251,7 +272,7 @@ test_wait_is_bounded(void)
 	}
 	pthread_join(cp, &ret);
 	T_OK((intptr_t)ret == 0, "the held checkpoint completes");
-	T_OK(aud_room(log), "room again once the writer is back");
+	T_OK(aud_room(log), "room again once the writer and the top-up are back");
 	T_OK(aud_close(log) == 0, "close");
 }
 
