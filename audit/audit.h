@@ -98,7 +98,8 @@ struct aud_opts {
 	unsigned full_wait_ms;		/* how long aud_append waits on a full ring (default 200) */
 	unsigned flush_wait_ms;		/* how long aud_flush waits (default 5000) */
 	size_t reserve_bytes;		/* disk space kept allocated ahead of the records
-					 * (default 256 KiB, at least 2 worst-case records) */
+					 * (default 256 KiB, at least twice the room an
+					 * operation needs: 127 KiB) */
 	aud_checkpoint_fn *on_checkpoint;
 	void *on_checkpoint_arg;
 	aud_sign_fn *sign;		/* NULL: cap_sign() on the keyring given to aud_open,

@@ -46,10 +46,22 @@ enum {
 
 #define NSTR 5			/* sandbox, op, resource, actor, detail */
 /* A record's line beyond its strings (prefix, token, decision, reason,
- * sequence), and the room an operation needs before it may act: its
- * worst-case record and a checkpoint. */
+ * sequence, count): also the most a checkpoint line takes. */
 #define AUD_REC_FIXED	512
-#define AUD_ROOM_MIN	(2 * AUD_REC_FIXED + 6 * NSTR * AUD_FIELD_MAX)
+/* The longest line of a record: each string's JSON form is cut to
+ * AUD_FIELD_MAX (field_plan), 10,752 bytes in all. */
+#define AUD_REC_MAX	(AUD_REC_FIXED + NSTR * AUD_FIELD_MAX)
+/* The room an operation needs before it may act (aud_room).  Checking it
+ * takes nothing: an operation's line is appended after it acted, so the
+ * room must hold the lines of every operation that checked and has not
+ * appended yet (the loop's, and those of each served tree's thread,
+ * queued for the loop) and a checkpoint.  Six worst-case lines, about a
+ * hundred ordinary ones (each counts AUD_REC_FIXED and its strings, some
+ * 600 bytes for a served open).  It once read 2 x 512 + 6 x 5 x 2048 and
+ * was called one worst-case record: the 6 was the JSON escape of every
+ * byte, from before a field was cut by its JSON form. */
+#define AUD_ROOM_LINES	6
+#define AUD_ROOM_MIN	(AUD_REC_FIXED + AUD_ROOM_LINES * AUD_REC_MAX)
 #define RING_ALIGN 8
 #define JSON_ESC_MAX 16		/* one escape (a surrogate pair: 12) and a NUL */
 #define OUTBUF_FLUSH (256 * 1024)
