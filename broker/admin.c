@@ -14,6 +14,7 @@
 #include "broker/core.h"
 #include "broker/admin.h"
 #include "broker/approval.h"
+#include "broker/budget.h"
 #include "broker/commit.h"
 #include "broker/fleet.h"
 #include "broker/fs_served.h"

@@ -221,9 +221,9 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 
 		snprintf(detail, sizeof(detail), "request %llu, ttl %llus: %s",
 		    (unsigned long long)brk_fleet_rid(b, p->rid), (unsigned long long)ttl, p->reason);
-		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .op = "request", .resource = p->cap->text, .actor = "agent",
-		    .detail = detail }));
+		    .detail = detail });
 	}
 	b->request_arrived(b, p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)

@@ -91,6 +91,7 @@ brk_tick(evutil_socket_t fd, short ev, void *arg)
 			brk_budget_tick(s);
 			brk_hosts_refresh(s);
 		}
+	brk_unlogged_tick(b, false);
 	brk_clock_check(b);
 	brk_reap_tick(b);
 	/* Expiries and retired keys reach the file servers' grants. */
@@ -697,6 +698,8 @@ brk_free(struct brk *b)
 	if (b->aud) {
 		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .op = "broker.stop",
 		    .actor = "broker" });
+		/* what the log refused and has not said yet: now, or on stderr */
+		brk_unlogged_tick(b, true);
 		(void)aud_close(b->aud);
 	}
 	st_close(b->st);

@@ -36,6 +36,15 @@
  * burst of audit_bytes_burst, and its denials by at most audit_burst +
  * audit_budget x throttle_max lines, plus the coalesced summaries (at most
  * one per slot a second) and a handful of life-cycle lines.
+ *
+ * A line the log refuses (its ring or reserve full, the disk full: a
+ * denial is answered whatever the log says, and an operation's line comes
+ * after it acted) is never dropped silently: it is counted by kind
+ * (denial, allowed operation, other), and one audit.unlogged line a kind
+ * says how many and from when to when as soon as the log takes a line
+ * again (the sandbox's next line, its tick, its end).  A sandbox that ends
+ * first hands its counts to the broker's own (brk_audit's), written once a
+ * second; what the log still refuses at close is said on stderr.
  */
 #include "broker/core.h"
 #include "broker/budget.h"
@@ -83,22 +92,127 @@ brk_coal_clear(struct brk_coal *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* The line for c's repeats since its last line. */
-static void
-brk_coal_write(struct brk_sbx *s, struct brk_coal *c)
-{
-	struct aud_rec r = {
-		.kind = AUD_OP, .decision = AUD_DENY, .reason = c->reason, .sandbox = s->id,
-		.op = c->op, .resource = c->resource, .token_id = c->has_tid ? c->tid : NULL,
-		.actor = "agent", .detail = c->detail, .count = c->count, .first_ns = c->first_ns,
-		.last_ns = c->last_ns,
-	};
+/* ---- lines the log refused ------------------------------------------ */
 
-	if (s->b->aud && aud_append(s->b->aud, &r) == 0)
-		brk_budget_charge(s, aud_rec_cost(&r));
-	c->count = 0;
-	s->aud_bucket -= 1.0;
+static const char *const brk_unl_why[BRK_UNL_KINDS] = {
+	"denials without a line of their own: the audit log refused them (its ring or its "
+	"reserve was full); count says how many, first and last when",
+	"allowed operations, done, without a line of their own: the audit log refused them (its "
+	"ring or its reserve was full); count says how many, first and last when",
+	"other lines (events without a decision) the audit log refused (its ring or its reserve "
+	"was full); count says how many, first and last when",
+};
+
+static size_t
+brk_unl_kind(enum aud_decision d)
+{
+	return d == AUD_DENY ? BRK_UNL_DENY : d == AUD_ALLOW ? BRK_UNL_ALLOW : BRK_UNL_OTHER;
 }
+
+static void
+brk_unl_add(struct brk_unlogged *u, size_t k, uint64_t n, uint64_t first_ns, uint64_t last_ns)
+{
+	if (n == 0)
+		return;
+	if (u->n[k] == 0 || first_ns < u->first_ns[k])
+		u->first_ns[k] = first_ns;
+	if (last_ns > u->last_ns[k])
+		u->last_ns[k] = last_ns;
+	u->n[k] += n;
+}
+
+static bool
+brk_unl_any(const struct brk_unlogged *u)
+{
+	return (u->n[BRK_UNL_DENY] | u->n[BRK_UNL_ALLOW] | u->n[BRK_UNL_OTHER]) != 0;
+}
+
+/* r stood for one line of its kind that the log refused. */
+static void
+brk_unl_note(struct brk_unlogged *u, const struct aud_rec *r)
+{
+	uint64_t t = r->ts_ns ? r->ts_ns : brk_wall_ns();
+
+	brk_unl_add(u, brk_unl_kind(r->decision), r->count ? r->count : 1,
+	    r->count ? r->first_ns : t, r->count ? r->last_ns : t);
+}
+
+/* Write u's counts, one audit.unlogged line a kind, in sandbox's name
+ * (NULL: the broker's own), as long as the log takes them; a kind whose
+ * line is refused stays counted for the next chance.  The bytes written,
+ * for the sandbox's budget. */
+static size_t
+brk_unl_write(struct aud_log *log, struct brk_unlogged *u, const char *sandbox)
+{
+	size_t bytes = 0;
+
+	for (size_t k = 0; k < BRK_UNL_KINDS; k++) {
+		struct aud_rec r = {
+			.kind = AUD_ADMIN, .sandbox = sandbox, .op = "audit.unlogged",
+			.decision = k == BRK_UNL_DENY ? AUD_DENY : k == BRK_UNL_ALLOW ? AUD_ALLOW :
+			    AUD_NONE,
+			.actor = "broker", .detail = brk_unl_why[k], .count = u->n[k],
+			.first_ns = u->first_ns[k], .last_ns = u->last_ns[k],
+		};
+
+		if (u->n[k] == 0)
+			continue;
+		if (aud_append(log, &r) != 0)
+			break;
+		bytes += aud_rec_cost(&r);
+		u->n[k] = 0;
+	}
+	return bytes;
+}
+
+void
+brk_audit(struct brk *b, const struct aud_rec *r)
+{
+	if (!b->aud)
+		return;
+	if (aud_append(b->aud, r) != 0) {
+		brk_unl_note(&b->unlogged, r);
+		return;
+	}
+	if (brk_unl_any(&b->unlogged))
+		(void)brk_unl_write(b->aud, &b->unlogged, NULL);
+}
+
+/* stderr: the broker's last word on what the log never got. */
+static void
+brk_unl_say(const struct brk_unlogged *u)
+{
+	static const char *const what[BRK_UNL_KINDS] = { "denials", "allowed operations",
+		"other lines" };
+
+	for (size_t k = 0; k < BRK_UNL_KINDS; k++) {
+		char t0[32], t1[32];
+		time_t a = (time_t)(u->first_ns[k] / 1000000000u);
+		time_t z = (time_t)(u->last_ns[k] / 1000000000u);
+		struct tm tm;
+
+		if (u->n[k] == 0)
+			continue;
+		strftime(t0, sizeof(t0), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&a, &tm));
+		strftime(t1, sizeof(t1), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&z, &tm));
+		fprintf(stderr, "capbroker: %llu %s not logged, from %s to %s: the audit log "
+		    "refused their lines and the line that counts them\n",
+		    (unsigned long long)u->n[k], what[k], t0, t1);
+	}
+}
+
+void
+brk_unlogged_tick(struct brk *b, bool closing)
+{
+	if (!brk_unl_any(&b->unlogged))
+		return;
+	if (b->aud)
+		(void)brk_unl_write(b->aud, &b->unlogged, NULL);
+	if (closing)
+		brk_unl_say(&b->unlogged);
+}
+
+/* ---- a sandbox's lines ----------------------------------------------- */
 
 void
 brk_budget_charge(struct brk_sbx *s, size_t bytes)
@@ -116,9 +230,32 @@ brk_audit_sbx(struct brk_sbx *s, const struct aud_rec *r)
 	if (!s->b->aud)
 		return 0;
 	c.sandbox = s->id;
-	if ((e = aud_append(s->b->aud, &c)) == 0)
-		brk_budget_charge(s, aud_rec_cost(&c));
-	return e;
+	if ((e = aud_append(s->b->aud, &c)) != 0)
+		return e;
+	brk_budget_charge(s, aud_rec_cost(&c));
+	/* the log takes lines again: say what it refused before */
+	if (brk_unl_any(&s->unlogged))
+		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+	return 0;
+}
+
+void
+brk_audit_done(struct brk_sbx *s, const struct aud_rec *r)
+{
+	if (brk_audit_sbx(s, r) != 0)
+		brk_unl_note(&s->unlogged, r);
+}
+
+/* The line for c's repeats since its last line (counted if refused). */
+static void
+brk_coal_write(struct brk_sbx *s, struct brk_coal *c)
+{
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_DENY,
+	    .reason = c->reason, .op = c->op, .resource = c->resource,
+	    .token_id = c->has_tid ? c->tid : NULL, .actor = "agent", .detail = c->detail,
+	    .count = c->count, .first_ns = c->first_ns, .last_ns = c->last_ns });
+	c->count = 0;
+	s->aud_bucket -= 1.0;
 }
 
 void
@@ -152,11 +289,12 @@ brk_budget_deny(struct brk_sbx *s, int reason, const char *op, const char *resou
 		s->aud_bucket -= 1.0 / BRK_COAL_COST;
 		return;
 	}
-	/* health is checked before acting: a denial that finds no room is
-	 * only refused, and the reply says so */
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_DENY,
+	/* The agent is denied whatever the log says; a line the log refuses
+	 * (back-pressure, a full disk) is counted, and said once it takes
+	 * lines again. */
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_DENY,
 	    .reason = reason, .op = op, .resource = resource, .token_id = tid, .actor = "agent",
-	    .detail = detail }));
+	    .detail = detail });
 	s->aud_bucket -= 1.0;
 	if (victim->used) {
 		if (victim->count)
@@ -194,15 +332,27 @@ brk_budget_tick(struct brk_sbx *s)
 		else if (!c->count && mono - c->seen_mono >= BRK_COAL_IDLE_NS)
 			brk_coal_clear(c);
 	}
+	if (s->b->aud && brk_unl_any(&s->unlogged))
+		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
 }
 
 void
 brk_budget_end(struct brk_sbx *s)
 {
+	struct brk_unlogged *u = &s->unlogged;
+
 	for (size_t i = 0; i < BRK_COAL_SLOTS; i++) {
 		if (s->coal[i].used && s->coal[i].count)
 			brk_coal_write(s, &s->coal[i]);
 		brk_coal_clear(&s->coal[i]);
+	}
+	if (s->b->aud && brk_unl_any(u))
+		brk_budget_charge(s, brk_unl_write(s->b->aud, u, s->id));
+	/* Refused still: the broker's own line will count them (its name is
+	 * lost with the sandbox; the times say when). */
+	for (size_t k = 0; k < BRK_UNL_KINDS; k++) {
+		brk_unl_add(&s->b->unlogged, k, u->n[k], u->first_ns[k], u->last_ns[k]);
+		u->n[k] = 0;
 	}
 }
 

@@ -94,6 +94,17 @@ struct brk_coal {
 	uint64_t first_mono, seen_mono;
 };
 
+/* Lines the audit log refused (its ring or reserve full, the disk full),
+ * by kind: denials, allowed operations done, and other events.  Each is
+ * counted instead, from first to last (wall clock), and one audit.unlogged
+ * line of that kind says how many as soon as the log takes lines again
+ * (budget.c), so the log never silently lacks a decision. */
+enum { BRK_UNL_DENY, BRK_UNL_ALLOW, BRK_UNL_OTHER, BRK_UNL_KINDS };
+struct brk_unlogged {
+	uint64_t n[BRK_UNL_KINDS];
+	uint64_t first_ns[BRK_UNL_KINDS], last_ns[BRK_UNL_KINDS];
+};
+
 struct brk_out;			/* a queued reply */
 struct brk_proc;		/* a running proc.exec child */
 struct brk_notify;		/* a sandbox's seccomp listener (notify.c) */
@@ -147,6 +158,7 @@ struct brk_sbx {
 	uint64_t ndenied;
 	uint64_t nbytes;		/* bytes of audit log it caused */
 	struct brk_coal coal[BRK_COAL_SLOTS];
+	struct brk_unlogged unlogged;	/* its lines the log refused, not yet said */
 
 	struct brk_held held[BRK_HELD_MAX];
 	size_t nheld;
@@ -183,6 +195,8 @@ struct brk {
 	struct brk_pol *cur;
 	struct st *st;
 	struct aud_log *aud;
+	struct brk_unlogged unlogged;	/* lines of no sandbox (or of one ended)
+					 * the log refused, not yet said */
 	struct wire_dec *dec;
 	uint8_t *rbuf;			/* one receive buffer, WIRE_REQ_MAX + 1 */
 	uint8_t *sbuf;			/* one send buffer, WIRE_REPLY_MAX */
@@ -256,16 +270,6 @@ struct brk {
 	char cl_why[256];		/* why the link is down */
 	uint64_t cl_sbx_sig;		/* the sandboxes last published (fleet.c) */
 };
-
-/* Append r to the audit log (if open).  A failure is not reported here:
- * whoever is about to act checked the log's room first (brk_tok_commit,
- * brk_decide). */
-static inline void
-brk_audit(struct brk *b, const struct aud_rec *r)
-{
-	if (b->aud)
-		cb_ignore(aud_append(b->aud, r));
-}
 
 /* A reference on s: whatever keeps a sandbox across events (the read
  * loop, a DNS lookup, a proc.exec child, a waiting request, the connect

@@ -514,12 +514,17 @@ brk_dconn_query(struct brk_dconn *d)
 		return brk_dconn_reply(d, na ? LDNS_RCODE_NOERROR : LDNS_RCODE_NXDOMAIN, a, na);
 	/* Audited before the lookup, as a connect is before the broker
 	 * connects (room in the log, as brk_tok_commit asks): no line, no
-	 * query leaves the host (fail closed). */
+	 * query leaves the host (fail closed), and the refusal is a denial
+	 * like any other (it had no line at all before). */
 	if (!aud_room(s->b->aud) ||
 	    brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.resolve", .resource = d->q.name, .token_id = d->h->tok->c.id,
-	    .actor = "agent", .detail = "DNS query: looked up by the broker" }) != 0 ||
-	    brk_work(s->b, brk_dconn_lookup, brk_dconn_looked_up, d) != 0)
+	    .actor = "agent", .detail = "DNS query: looked up by the broker" }) != 0) {
+		brk_budget_deny(s, CB_EAUDIT, "net.resolve", d->q.name, d->h->tok->c.id,
+		    "DNS query: the audit log cannot take its line; not looked up");
+		return brk_dconn_reply(d, LDNS_RCODE_SERVFAIL, NULL, 0);
+	}
+	if (brk_work(s->b, brk_dconn_lookup, brk_dconn_looked_up, d) != 0)
 		return brk_dconn_reply(d, LDNS_RCODE_SERVFAIL, NULL, 0);
 	d->busy = true;
 	bufferevent_disable(d->bev, EV_READ);

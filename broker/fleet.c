@@ -17,6 +17,7 @@
  */
 #include "broker/core.h"
 #include "broker/approval.h"
+#include "broker/budget.h"
 #include "broker/commit.h"
 #include "broker/fleet.h"
 #include "broker/fs_served.h"

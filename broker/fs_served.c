@@ -545,9 +545,10 @@ brk_fss_roots(struct brk_fss *f)
 		pthread_mutex_lock(&f->mu);
 		t->moved = true;
 		pthread_mutex_unlock(&f->mu);
-		cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		brk_audit_done(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .reason = CB_ENOENT, .op = "fs.serve", .resource = t->path, .actor = "broker",
-		    .detail = "the tree's root was moved or removed on the host: no longer served" }));
+		    .detail = "the tree's root was moved or removed on the host: no longer "
+		    "served" });
 		any = true;
 	}
 	if (any && f->srv)
@@ -582,10 +583,10 @@ brk_fss_settle_end(struct brk_fss *f, int e)
 	f->settling = false;
 	pthread_mutex_unlock(&f->mu);
 	if (e != 0 && f->s)
-		cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		brk_audit_done(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .reason = e, .op = "fs.serve", .actor = "broker",
 		    .detail = "a grant was lost, but the kernel did not drop the cached file "
-		    "pages in time: they may be read until it does" }));
+		    "pages in time: they may be read until it does" });
 	while (l) {
 		struct brk_fss_link *next = l->next;
 
@@ -1223,7 +1224,7 @@ brk_fss_write(struct brk_fss *f, const struct brk_fss_aud *a)
 		brk_audit(f->b, &r);
 		return;
 	}
-	cb_ignore(brk_audit_sbx(f->s, &r));
+	brk_audit_done(f->s, &r);
 }
 
 static void
@@ -1841,10 +1842,10 @@ brk_fss_make_slots(struct brk_fss *f, uid_t agent)
 		if (dev < 0 || (r = fsrv_mount_detached(dev, &mo, &mnt)) != 0 ||
 		    (r = fsrv_add_slot(f->srv, dev, &f->slots[i].idx)) != 0) {
 			f->slots[i].idx = BRK_FSS_NOTREE;
-			cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
+			brk_audit_done(f->s, &(struct aud_rec){ .kind = AUD_ADMIN,
 			    .reason = r, .op = "fs.serve", .resource = "(slots)", .actor = "broker",
 			    .detail = "a slot for trees granted later could not be made: those are "
-			    "read-only to unmodified programs" }));
+			    "read-only to unmodified programs" });
 			if (dev >= 0)
 				close(dev);
 			if (mnt >= 0)
@@ -1930,9 +1931,9 @@ brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
 	    ws ? s->workspace : f->trees[0].path, (unsigned)geteuid(), strerror(e));
 	if (ws)
 		return CB_EUNSUPPORTED;
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN,
 	    .reason = CB_EUNSUPPORTED, .op = "fs.serve", .resource = f->trees[0].path,
-	    .actor = "broker", .detail = why }));
+	    .actor = "broker", .detail = why });
 	why[0] = '\0';
 	f->ntrees = 0;
 	return 0;
@@ -2100,8 +2101,8 @@ fail:
 static void
 brk_fss_serve_audit(struct brk_fss *f, int reason, const char *path, const char *detail)
 {
-	cb_ignore(brk_audit_sbx(f->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = reason,
-	    .op = "fs.serve", .resource = path, .actor = "broker", .detail = detail }));
+	brk_audit_done(f->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = reason,
+	    .op = "fs.serve", .resource = path, .actor = "broker", .detail = detail });
 }
 
 /* Is path a served tree's root or inside one (asked for already)? */

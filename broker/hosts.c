@@ -29,6 +29,7 @@
  *    live tokens whatever the file says.
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
 #include "broker/tokens.h"

@@ -549,9 +549,9 @@ brk_nconn_inet(struct brk_nconn *c, int family)
 		brk_notify_answer(nt, c->id, EACCES);
 		goto out;
 	}
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.connect", .resource = c->res, .token_id = h->tok->c.id, .actor = "agent",
-	    .detail = "mediated connect()" }));
+	    .detail = "mediated connect()" });
 	brk_nconn_go(c, family);
 	return;
 out:

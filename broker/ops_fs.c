@@ -457,9 +457,9 @@ brk_as_owner(const struct brk_fsctx *c)
 static void
 brk_allow(struct brk_sbx *s, const struct wire_req *q, const char *res, const struct brk_held *h)
 {
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = wire_op_name(q->op), .resource = res, .token_id = h ? h->tok->c.id : NULL,
-	    .actor = "agent" }));
+	    .actor = "agent" });
 }
 
 static void
@@ -898,7 +898,7 @@ brk_op_io(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u)
 		rp.has_n = true;
 		rp.n = (uint64_t)n;
 	}
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
-	    .op = wire_op_name(q->op), .token_id = hd->tid, .actor = "agent" }));
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	    .op = wire_op_name(q->op), .token_id = hd->tid, .actor = "agent" });
 	brk_reply(s, &rp, -1);
 }

@@ -368,9 +368,9 @@ brk_net_connect(struct brk_net *n, char *detail, size_t dlen)
 		cap_addr_format(&n->chosen, at, sizeof(at));
 		snprintf(detail, dlen, "connecting to %s", at);
 	}
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
 	    .op = "net.connect", .resource = n->res, .token_id = n->h->tok->c.id, .actor = "agent",
-	    .detail = detail }));
+	    .detail = detail });
 	n->fd = socket(n->chosen.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
 	if (n->fd < 0) {
 		brk_net_fail(n, CB_EIO, strerror(errno));

@@ -260,9 +260,9 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 	}
 	event_del(x->ev_status);
 	if (r != 0)
-		cb_ignore(brk_audit_sbx(x->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
+		brk_audit_done(x->s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r,
 		    .op = "proc.exec.failed", .resource = x->res,
-		    .token_id = x->tid, .actor = "broker", .detail = why }));
+		    .token_id = x->tid, .actor = "broker", .detail = why });
 }
 
 /* Add a read-only bind of a directory or file outside what every sandbox
@@ -557,12 +557,12 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		char detail[64];
 
 		snprintf(detail, sizeof(detail), "pooled sandbox, stub pid %d", (int)x->p.pid);
-		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN,
 		    .op = "sandbox.pool.take", .resource = id, .token_id = x->tid,
-		    .actor = "broker", .detail = detail }));
+		    .actor = "broker", .detail = detail });
 	}
-	cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
-	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" }));
+	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_OP, .decision = AUD_ALLOW,
+	    .op = "proc.exec", .resource = q->argv[0], .token_id = x->tid, .actor = "agent" });
 }
 
 /* Waits for each child: only brk_free calls it, once the loop no longer

@@ -26,6 +26,7 @@
  *    the loop.
  */
 #include "broker/core.h"
+#include "broker/budget.h"
 #include "broker/pool.h"
 #include "broker/reap.h"
 

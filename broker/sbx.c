@@ -177,8 +177,8 @@ brk_sbx_close_channel(struct brk_sbx *s, const char *why)
 	event_del(s->ev_rate);
 	brk_budget_end(s);
 	if (!s->exited && !s->close_noted && strcmp(why, "agent closed its channel") != 0)
-		cb_ignore(brk_audit_sbx(s, &(struct aud_rec){ .kind = AUD_ADMIN,
-		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why }));
+		brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN,
+		    .op = "sandbox.channel-closed", .actor = "broker", .detail = why });
 	if (s->spawned && !s->exited) {
 		/* ev_rate is free now that reading has stopped: reuse it. */
 		event_free(s->ev_rate);

@@ -155,10 +155,12 @@ ctl_audit_row(const json_t *o)
 		ctl_text(stdout, actor);
 		putchar(')');
 	}
-	/* A coalesced line (docs/audit.md) stands for count more denials. */
+	/* A coalesced line (docs/audit.md) stands for count more denials; an
+	 * audit.unlogged line for count lines the log refused. */
 	if (json_integer_value(json_object_get(o, "count")) > 0) {
-		printf("%s(%" JSON_INTEGER_FORMAT " more, ", *rsn ? " " : "",
-		    json_integer_value(json_object_get(o, "count")));
+		printf("%s(%" JSON_INTEGER_FORMAT " %s, ", *rsn ? " " : "",
+		    json_integer_value(json_object_get(o, "count")),
+		    op && strcmp(op, "audit.unlogged") == 0 ? "not logged" : "more");
 		ctl_text(stdout, ctl_jstr(o, "first") ? ctl_jstr(o, "first") : "-");
 		fputs(" to ", stdout);
 		ctl_text(stdout, ctl_jstr(o, "last") ? ctl_jstr(o, "last") : "-");
