@@ -69,22 +69,42 @@ fsrv_t(fuse_req_t req)
  * file system (same st_dev: one superblock, and the root is checked when
  * the tree is added) needs no fstatfs; anything else is asked.  Every
  * lookup goes through here (O_PATH), so the kernel meets such a mount's
- * root as EACCES and never gets a node beneath it.
+ * root as EACCES and never gets a node beneath it.  The fstat that
+ * decides is returned in st (fsrv_open_at_st): it is the opened fd's, so
+ * callers take it as their authority on the type, links and owner
+ * instead of asking the kernel a second time.
  */
 static int
-fsrv_open_at(struct fsrv_tree *t, const char *rel, uint64_t flags, mode_t mode)
+fsrv_open_at_st(struct fsrv_tree *t, const char *rel, uint64_t flags, mode_t mode,
+		struct stat *st)
 {
 	struct open_how how = { .flags = flags | O_CLOEXEC,
 		.mode = (flags & O_CREAT) ? mode : 0, .resolve = FSRV_RESOLVE };
-	struct stat st;
 	int fd = (int)syscall(SYS_openat2, t->root_fd, rel[0] ? rel : ".", &how, sizeof(how));
 
-	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != t->root_dev) && cb_fd_kernfs(fd)) {
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (st->st_dev != t->root_dev && cb_fd_kernfs(fd)) {
 		close(fd);
 		errno = EACCES;
 		return -1;
 	}
 	return fd;
+}
+
+static int
+fsrv_open_at(struct fsrv_tree *t, const char *rel, uint64_t flags, mode_t mode)
+{
+	struct stat st;
+
+	return fsrv_open_at_st(t, rel, flags, mode, &st);
 }
 
 /* The errno the agent sees for a failed resolution: a symlink or escape on
@@ -182,18 +202,17 @@ fsrv_parent(struct fsrv_tree *t, char *path, const char **name)
 	return fd < 0 ? -fsrv_err(errno) : fd;
 }
 
-/* stat of path itself (a final symlink is not followed).  0 or errno. */
+/* stat of path itself (a final symlink is not followed): the resolver's
+ * own fstat of the fd.  0 or errno. */
 static int
 fsrv_stat_path(struct fsrv_tree *t, const char *path, struct stat *st)
 {
-	int fd = fsrv_open_at(t, path, O_PATH | O_NOFOLLOW, 0), e = 0;
+	int fd = fsrv_open_at_st(t, path, O_PATH | O_NOFOLLOW, 0, st);
 
 	if (fd < 0)
 		return fsrv_err(errno);
-	if (fstatat(fd, "", st, AT_EMPTY_PATH) != 0)
-		e = errno;
 	close(fd);
-	return e;
+	return 0;
 }
 
 /*
@@ -242,10 +261,10 @@ fsrv_open_regular(struct fsrv_tree *t, const char *path, int flags, mode_t mode,
 			return S_ISDIR(st.st_mode) ? -EISDIR : S_ISLNK(st.st_mode) ? -ELOOP : -ENXIO;
 	}
 	/* O_TRUNC waits for the set-id check below: it would act at open. */
-	fd = fsrv_open_at(t, path, (uint64_t)((flags & ~O_TRUNC) | O_NONBLOCK), mode);
+	fd = fsrv_open_at_st(t, path, (uint64_t)((flags & ~O_TRUNC) | O_NONBLOCK), mode, &st);
 	if (fd < 0)
 		return -fsrv_err(errno);
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return -ENXIO;
 	}
@@ -472,13 +491,9 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 	int fd = -1, e = 0;
 	struct stat st;
 
-	fd = fsrv_open_at(t, path, O_PATH | O_NOFOLLOW, 0);
+	fd = fsrv_open_at_st(t, path, O_PATH | O_NOFOLLOW, 0, &st);
 	if (fd < 0)
 		return fsrv_err(errno);
-	if (fstatat(fd, "", &st, AT_EMPTY_PATH) != 0) {
-		e = errno;
-		goto out;
-	}
 	if (fsrv_foreign_link(t, &st)) {
 		e = EPERM;
 		goto out;
@@ -626,13 +641,11 @@ static int
 fsrv_sticky(struct fsrv_tree *t, const char *rel)
 {
 	struct stat st;
-	int fd = fsrv_open_at(t, rel, O_PATH | O_DIRECTORY, 0), e = 0;
+	int fd = fsrv_open_at_st(t, rel, O_PATH | O_DIRECTORY, 0, &st), e = 0;
 
 	if (fd < 0)
 		return fsrv_err(errno);
-	if (fstat(fd, &st) != 0)
-		e = errno;
-	else if ((st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
+	if ((st.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
 		e = EPERM;
 	close(fd);
 	return e;
