@@ -143,7 +143,7 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	struct fsrv_tree *t = NULL;
 	char mp[32];
 	struct stat st;
-	int e = CB_EINVAL, dfd = -1;
+	int e = CB_EINVAL, dfd = -1, fl;
 
 	/* Never a kernel file system (fsrv_open_at trusts the root's). */
 	if (root_fd >= 0 && (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
@@ -165,6 +165,13 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	e = CB_EIO;
 	if ((root_fd >= 0 && (t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0) ||
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		goto out;
+	/* Non-blocking: fsrv_serve reads on without poll() while requests
+	 * are queued, and a read that finds none must return (EAGAIN).  The
+	 * flag is the open file's, shared with the caller's fd; nothing else
+	 * reads this device. */
+	if ((fl = fcntl(dfd, F_GETFL)) < 0 ||
+	    (!(fl & O_NONBLOCK) && fcntl(dfd, F_SETFL, fl | O_NONBLOCK) != 0))
 		goto out;
 	t->root_uid = root_fd >= 0 ? st.st_uid : 0;
 	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
@@ -424,6 +431,46 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	return 0;
 }
 
+/*
+ * Serve tree i, which poll() said has a request, and then read on while
+ * requests are already queued.  On one CPU the serving thread is rarely
+ * put to sleep by its poll(): the reply to an open wakes the agent, which
+ * takes the CPU, closes the file (an asynchronous release) and opens the
+ * next one before the thread runs again; by then both requests are
+ * queued, and poll() only says so, twice an open.  The device is
+ * non-blocking (fsrv_tree_new), so a read that finds nothing costs one
+ * EAGAIN; looking on is done only while it has lately paid (+1 for a
+ * request found, -1 for none, within +-FSRV_LOOK_EARLY; one found brings
+ * a negative count back to 0), and otherwise every FSRV_LOOK_PROBE-th
+ * time, as the client looks for its replies (client/conn.c).  At most
+ * FSRV_LOOK_MAX requests are served so before poll() again, so that the
+ * stop pipe and the other trees are seen while one agent keeps this one
+ * busy.  Nothing is skipped: each request read is served as poll() would
+ * have had it served (fsrv_process).
+ */
+#define FSRV_LOOK_EARLY 4
+#define FSRV_LOOK_PROBE 16
+#define FSRV_LOOK_MAX 32
+
+static int
+fsrv_serve(struct fsrv *s, unsigned i)
+{
+	struct fsrv_tree *t = s->trees[i];
+	int r = fsrv_process(s, i);
+
+	for (unsigned k = 1; r == 0 && k < FSRV_LOOK_MAX; k++) {
+		if (t->early < 0 && ++t->probe % FSRV_LOOK_PROBE != 0)
+			break;
+		r = fsrv_process(s, i);
+		if (r == 0)
+			t->early = t->early < 0 ? 0 : t->early < FSRV_LOOK_EARLY ? t->early + 1 :
+				FSRV_LOOK_EARLY;
+		else if (r == CB_ETIMEDOUT && t->early > -FSRV_LOOK_EARLY)
+			t->early--;
+	}
+	return r;
+}
+
 int
 fsrv_run(struct fsrv *s, int stop_fd)
 {
@@ -454,7 +501,7 @@ fsrv_run(struct fsrv *s, int stop_fd)
 		for (nfds_t i = 0; i < n; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			int r = fsrv_process(s, map[i]);
+			int r = fsrv_serve(s, map[i]);
 
 			if (r != 0 && r != CB_ETIMEDOUT && r != CB_ECLOSED)
 				return r;

@@ -47,6 +47,11 @@ struct fsrv_tree {
 	size_t iolen;
 	bool closed;
 	bool as_owner;			/* act as uid/gid (fsrv_tree_owner) */
+	/* Whether the next request has lately been queued already when one
+	 * was answered, and a count that makes every FSRV_LOOK_PROBE-th
+	 * answer look anyway: fsrv_serve in server.c. */
+	int8_t early;
+	uint8_t probe;
 	/* Passthrough (fsrv_cfg.passthrough): libfuse 3.14 cannot ask for it,
 	 * so the tree's I/O goes through fsrv_pt_read/fsrv_pt_writev, which
 	 * see every request and reply (passthrough.c). */
