@@ -180,7 +180,8 @@ int fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out) CB_WARN_UNUSED;
 
 /* Serve the directory root_fd on the FUSE connection dev_fd (an open
  * /dev/fuse, mounted or about to be: see fsrv_mount_detached()).  Both fds
- * are duplicated; the caller keeps and closes its own.  The connection
+ * are duplicated; the caller keeps and closes its own (the device's open
+ * file is made O_NONBLOCK, which the caller's copy shares).  The connection
  * ends when the server closes its copy of dev_fd (fsrv_free), so the caller
  * must not keep its copy of dev_fd open longer than it wants the mount to
  * stay alive.  *tree receives the index the authorisation function sees.
@@ -226,15 +227,18 @@ int fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid) CB_WARN
 /* The fd to poll for POLLIN on behalf of tree; -1 for an unknown tree. */
 int fsrv_fd(const struct fsrv *s, unsigned tree);
 
-/* Read and answer one request of tree (blocking if none is pending and the
- * fd is blocking).  Returns 0, CB_ETIMEDOUT when nothing was pending (a
- * non-blocking fd), CB_ECLOSED once the mount is gone (unmounted or
+/* Read and answer one request of tree.  The tree's device is
+ * non-blocking (fsrv_add_tree and fsrv_add_slot make it so).  Returns 0,
+ * CB_ETIMEDOUT when nothing was pending, CB_ECLOSED once the mount is gone (unmounted or
  * aborted: stop polling this tree), CB_EIO on a read error. */
 int fsrv_process(struct fsrv *s, unsigned tree);
 
 /* Serve every tree until all are closed or stop_fd (if >= 0) becomes
- * readable.  For programs that have no loop of their own (tests, tools).
- * Returns 0 or CB_EIO. */
+ * readable: poll, and after a request read the same tree again while
+ * requests have lately been queued already (at most 32 before the next
+ * poll, so stop_fd is still seen).  For programs that have no loop of
+ * their own (the broker's serving thread, tests, tools).  Returns 0 or
+ * CB_EIO. */
 int fsrv_run(struct fsrv *s, int stop_fd);
 
 /* Drop every name and attribute the kernel caches for every tree (call
