@@ -114,9 +114,11 @@ brk_unl_add(struct brk_unlogged *u, size_t k, uint64_t n, uint64_t first_ns, uin
 {
 	if (n == 0)
 		return;
+	/* A count written (n back to 0) leaves its times behind: they say
+	 * nothing of the lines counted from now on. */
 	if (u->n[k] == 0 || first_ns < u->first_ns[k])
 		u->first_ns[k] = first_ns;
-	if (last_ns > u->last_ns[k])
+	if (u->n[k] == 0 || last_ns > u->last_ns[k])
 		u->last_ns[k] = last_ns;
 	u->n[k] += n;
 }
