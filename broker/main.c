@@ -656,26 +656,32 @@ run_start(const struct brk_opts *bo, const struct brk_sbx_spec *spec, struct brk
     struct brk_sbx **sp)
 {
 	char why[1024];
-	int e;
+	int e, code = EXIT_SETUP;
 
-	if ((e = brk_new_early(bo, bp, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
-		return EXIT_SETUP;
-	}
+	why[0] = '\0';
+	*sp = NULL;
+	if ((e = brk_new_early(bo, bp, why, sizeof(why))) != 0)
+		goto out;
 	if ((e = brk_sbx_begin(*bp, spec, sp, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
-		return run_create_exit(e);
+		code = run_create_exit(e);
+		goto out;
 	}
 	if ((e = brk_open(*bp, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
 		brk_sbx_discard(*sp);
-		return EXIT_SETUP;
+		*sp = NULL;
+		goto out;
 	}
+	/* finish frees the sandbox when it fails */
 	if ((e = brk_sbx_finish(*sp, why, sizeof(why))) != 0) {
-		fprintf(stderr, "capbroker: %s\n", why);
-		return run_create_exit(e);
+		*sp = NULL;
+		code = run_create_exit(e);
+		goto out;
 	}
-	return 0;
+	code = 0;
+out:
+	if (code != 0)
+		fprintf(stderr, "capbroker: %s\n", why[0] ? why : cb_strerror(e));
+	return code;
 }
 
 static int

@@ -856,6 +856,31 @@ brk_sbx_watch(struct brk_sbx *s)
 	return 0;
 }
 
+/* The "sandbox.start" line, on the log's queue before the agent is let
+ * go, or no start: the agent runs only once its start is on the record.
+ * Not brk_audit, which counts a refused line as unlogged and goes on: the
+ * admission's aud_room looks at the reserve, not at a ring that a slow
+ * disk has let fill, so the append can still be refused here.  Before
+ * brk_sbx_watch, so that a refusal abandons a sandbox nothing has listed. */
+static int
+brk_sbx_start_line(struct brk_sbx *s, const struct brk_sbx_spec *spec, char *why, size_t whylen)
+{
+	char detail[sizeof(s->workspace) + BRK_DETAIL_MAX];
+	int r;
+
+	if (s->b->aud == NULL)
+		return 0;
+	snprintf(detail, sizeof(detail), "tier %s, workspace %s, %zu grant(s)", s->tier_name,
+	    s->workspace, s->nheld);
+	r = aud_append(s->b->aud, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
+	    .op = "sandbox.start", .resource = s->command,
+	    .actor = spec->actor ? spec->actor : "broker", .detail = detail });
+	if (r != 0)
+		snprintf(why, whylen, "the audit log refused the sandbox's start line: %s",
+		    cb_strerror(r));
+	return r;
+}
+
 /* A sandbox that did not start: its agent (if any) killed and reaped, its
  * instance ended, everything freed. */
 static void
@@ -984,17 +1009,9 @@ brk_sbx_finish(struct brk_sbx *s, char *why, size_t whylen)
 		.ttl = spec->ttl ? spec->ttl : pol_default_ttl(b->pol), .actor = spec->actor },
 		why, whylen)) != 0 ||
 	    (!s->spawned && (r = brk_sbx_spawn(s, sp, why, whylen)) != 0) ||
+	    (r = brk_sbx_start_line(s, spec, why, whylen)) != 0 ||
 	    (r = brk_sbx_watch(s)) != 0)
 		goto out;
-	{
-		char detail[sizeof(s->workspace) + BRK_DETAIL_MAX];
-
-		snprintf(detail, sizeof(detail), "tier %s, workspace %s, %zu grant(s)", s->tier_name,
-		    s->workspace, s->nheld);
-		brk_audit(b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
-		    .op = "sandbox.start", .resource = s->command,
-		    .actor = spec->actor ? spec->actor : "broker", .detail = detail });
-	}
 	/* Recorded and on the log's queue: the agent may start.  A stub that
 	 * is gone already (CB_ECLOSED) failed its set-up; its report and exit
 	 * come through the events just added.  One that cannot be told is
