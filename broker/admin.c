@@ -35,6 +35,7 @@
 #define BRK_ADMIN_PAGE 200
 /* Room kept free in a reply page: one more entry always fits. */
 #define ADM_PAGE_ROOM (4 * ST_TEXT_MAX + 2 * CAP_STR_MAX + 1024)
+#define ADM_FLUSH_MS 1000	/* status with flush begins no sandbox's queues after this */
 
 struct brk_admin {
 	struct brk_admin *next;
@@ -171,6 +172,31 @@ adm_wait_end(struct adm_wait *w)
 
 /* ---- commands --------------------------------------------------------- */
 
+/*
+ * Before aud_flush for capctl audit: the lines that wait in a queue before
+ * the log's own, made log lines now through the path they take anyway (the
+ * order and the chain are the log's): what each served file system queued
+ * (brk_fss_flush: the loop writes a batch up to 2 ms late, later when
+ * busy), then each sandbox's coalesced counts (brk_budget_flush: up to 2 s
+ * late) and the counts of lines the log refused, if it takes them now.
+ * Bounded: a drain is at most a queue (BRK_FSS_AUDQ_MAX lines), the work a
+ * batch does anyway, and no sandbox is begun after ADM_FLUSH_MS (a log
+ * that slow refuses lines, which are counted; the rest is written by its
+ * own batch and tick, as always).
+ */
+static void
+adm_flush_queued(struct brk *b)
+{
+	uint64_t until = cb_mono_ns() + (uint64_t)ADM_FLUSH_MS * 1000000u;
+
+	brk_fss_flush_ending(b);
+	for (struct brk_sbx *s = b->sbx; s && cb_mono_ns() < until; s = s->next) {
+		brk_fss_flush(s);	/* its denials reach the budget first */
+		brk_budget_flush(s);
+	}
+	brk_unlogged_tick(b, false);
+}
+
 static void
 adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 {
@@ -178,10 +204,13 @@ adm_status(struct brk_admin *a, const struct wire_adm_req *q)
 	struct aud_stats as;
 
 	/* capctl audit reads the file next: a decision the agent was already
-	 * answered must be in it (the writer is asynchronous, docs/audit.md).
-	 * A failed log is no refusal here; audit_healthy says so. */
-	if (q->flush)
+	 * answered must be in it (the writer is asynchronous, docs/audit.md),
+	 * also one still queued before the log.  A failed log is no refusal
+	 * here; audit_healthy says so. */
+	if (q->flush) {
+		adm_flush_queued(b);
 		cb_ignore(aud_flush(b->aud));
+	}
 	aud_stats(b->aud, &as);
 	brk_admin_reply(a, &(struct wire_adm_rep){ .cmd = WIRE_ADM_STATUS, .state = b->state_dir,
 	    .pid = (uint64_t)getpid(), .sandboxes = b->nsbx, .audit_healthy = aud_healthy(b->aud),

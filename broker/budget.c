@@ -339,6 +339,16 @@ brk_budget_tick(struct brk_sbx *s)
 }
 
 void
+brk_budget_flush(struct brk_sbx *s)
+{
+	for (size_t i = 0; i < BRK_COAL_SLOTS; i++)
+		if (s->coal[i].used && s->coal[i].count)
+			brk_coal_write(s, &s->coal[i]);
+	if (s->b->aud && brk_unl_any(&s->unlogged))
+		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+}
+
+void
 brk_budget_end(struct brk_sbx *s)
 {
 	struct brk_unlogged *u = &s->unlogged;

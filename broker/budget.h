@@ -42,6 +42,10 @@ enum brk_budget brk_budget_check(struct brk_sbx *s, struct timeval *wait, char *
     size_t whylen);
 /* Once a second: write the counts that waited a second or more. */
 void brk_budget_tick(struct brk_sbx *s);
+/* capctl audit is about to read the log (admin status with flush): write
+ * every pending count now, and s's counts of refused lines if the log
+ * takes them; the kinds stay remembered, so repeats go on coalescing. */
+void brk_budget_flush(struct brk_sbx *s);
 /* The sandbox ends: write every count, forget every denial; a count of
  * refused lines the log still refuses passes to the broker's. */
 void brk_budget_end(struct brk_sbx *s);

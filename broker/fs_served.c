@@ -1366,6 +1366,29 @@ brk_fss_aud_ready(evutil_socket_t fd, short ev, void *arg)
 	}
 }
 
+void
+brk_fss_flush(struct brk_sbx *s)
+{
+	static const struct timeval now = { 0, 0 };
+	struct brk_fss *f = s->fss;
+
+	if (!f)
+		return;
+	brk_fss_drain(f);
+	/* The drain dropped the batch's timer: the budget check that follows
+	 * every batch (and any the server asked for) as soon as the loop is
+	 * back, never here, where f's sandbox may be stopped for it. */
+	if (f->ev_aud_tm)
+		cb_ignore(evtimer_add(f->ev_aud_tm, &now));
+}
+
+void
+brk_fss_flush_ending(struct brk *b)
+{
+	for (struct brk_fss *f = b->fss_ending; f; f = f->next_ending)
+		brk_fss_drain(f);	/* freed by its own wake-up, as always */
+}
+
 /* ---- the server thread ---------------------------------------------- */
 
 /* Serve the trees the loop queued (granted while the sandbox runs), each

@@ -82,6 +82,16 @@ void brk_fss_refresh_all(struct brk *b);
  * here, not the broker.  0, or CB_ENOMEM (done is not called). */
 int brk_fss_when_settled(struct brk *b, void (*done)(void *arg), void *arg) CB_WARN_UNUSED;
 
+/* capctl audit is about to read the log (admin status with flush): write
+ * the lines s's file server queued now, through the same path as its
+ * batches (denials through the audit budget), instead of up to
+ * BRK_FSS_AUD_DELAY_US later, or later still when the loop is busy; the
+ * budget is checked again right after, as after every batch.  No-op
+ * without a server.  brk_fss_flush_ending: the same for the servers of
+ * sandboxes already freed (their last close lines). */
+void brk_fss_flush(struct brk_sbx *s);
+void brk_fss_flush_ending(struct brk *b);
+
 /* Stop serving: from now on every operation is refused, the audit queue is
  * written, and the server thread ends on its own (closing the FUSE
  * connections: the agent sees ENOTCONN, never a hang).  The close lines of
