@@ -1760,8 +1760,14 @@ brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *
 	/* The session reads the connection only once the thread runs: the
 	 * mount's first request (INIT) waits for it. */
 	if ((r = brk_fss_tree_mount(t, agent, &root, &dev, why, whylen)) == 0 &&
-	    (r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0)
-		snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
+	    (r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0) {
+		if (r == CB_EBUSY)
+			snprintf(why, whylen, "served tree %s: no FUSE connection left (at most %u "
+			    "trees a sandbox and %u connections a broker: docs/fsrv.md, \"Bounds\")",
+			    t->path, FSRV_MAX_TREES, FSRV_SESSIONS_MAX);
+		else
+			snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
+	}
 	if (root >= 0)
 		close(root);
 	if (dev >= 0)

@@ -19,6 +19,7 @@
 #include "fsrv/srv_int.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -134,6 +135,26 @@ out:
 	return e;
 }
 
+/* Live FUSE sessions in this process (FSRV_SESSIONS_MAX). */
+static atomic_uint fsrv_sessions;
+
+/* Take one of the process's sessions, or false past the bound. */
+static bool
+fsrv_session_take(void)
+{
+	if (atomic_fetch_add(&fsrv_sessions, 1) < FSRV_SESSIONS_MAX)
+		return true;
+	atomic_fetch_sub(&fsrv_sessions, 1);
+	return false;
+}
+
+static void
+fsrv_session_destroy(struct fuse_session *se)
+{
+	fuse_session_destroy(se);
+	atomic_fetch_sub(&fsrv_sessions, 1);
+}
+
 /* A tree on dev_fd rooted at root_fd, or a slot (root_fd -1). */
 static int
 fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
@@ -177,10 +198,15 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
+	e = CB_EBUSY;
+	if (!fsrv_session_take())
+		goto out;
 	e = CB_EINTERNAL;
 	t->se = fuse_session_new(&args, &fsrv_ops, sizeof(fsrv_ops), t);
-	if (t->se == NULL)
+	if (t->se == NULL) {
+		atomic_fetch_sub(&fsrv_sessions, 1);
 		goto out;
+	}
 	/* libfuse takes an open /dev/fuse as "/dev/fd/N" (and then mounts
 	 * nothing itself), or, for passthrough, as the fd of our own I/O
 	 * callbacks (passthrough.c); the session owns dfd from here. */
@@ -208,7 +234,7 @@ out:
 		close(dfd);
 	if (t != NULL) {
 		if (t->se != NULL)
-			fuse_session_destroy(t->se);
+			fsrv_session_destroy(t->se);
 		if (t->root_fd >= 0)
 			close(t->root_fd);
 		fsrv_nodes_fini(&t->nodes);
@@ -747,7 +773,7 @@ fsrv_free(struct fsrv *s)
 
 		/* Closing the session's /dev/fuse ends the connection: the agent
 		 * gets ENOTCONN from then on, never a hang. */
-		fuse_session_destroy(t->se);
+		fsrv_session_destroy(t->se);
 		/* Its /dev/fuse is closed: the backing ids died with it, and
 		 * the number may name another tree's device by now. */
 		t->dev_fd = -1;

@@ -276,6 +276,44 @@ test_slots(void)
 	close(file);
 }
 
+/* The process-wide bound on FUSE sessions (FSRV_SESSIONS_MAX): libfuse
+ * takes a pthread key per session, and past glibc's 1,024 a new one failed
+ * as an unexplained internal error (a broker with about 205 medium
+ * sandboxes refused the next: "served tree ...: internal error").  Now the
+ * bound is ours, said as CB_EBUSY, and a session given back is usable
+ * again.  Servers of FSRV_MAX_TREES trees each, until one is refused. */
+static void
+test_sessions_bound(void)
+{
+	struct fsrv_cfg cfg = { .authz = allow_all };
+	struct fsrv *s[FSRV_SESSIONS_MAX / FSRV_MAX_TREES + 2] = { NULL };
+	size_t ns = 0;
+	unsigned n = 0, tree;
+	int dev = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int dir = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = 0;
+
+	while (r == 0 && ns < sizeof(s) / sizeof(s[0])) {
+		if ((r = fsrv_new(&cfg, &s[ns])) != 0)
+			break;
+		ns++;
+		for (unsigned i = 0; i < FSRV_MAX_TREES && r == 0; i++)
+			if ((r = fsrv_add_slot(s[ns - 1], dev, &tree)) == 0)
+				n++;
+	}
+	T_ERR(r, CB_EBUSY, "past the process's FUSE sessions a slot is refused as busy");
+	T_OK(n == FSRV_SESSIONS_MAX, "... after exactly FSRV_SESSIONS_MAX of them (%u)", n);
+	T_ERR(fsrv_add_tree(s[ns - 1], dir, dev, &tree), CB_EBUSY, "... and so is a tree");
+	fsrv_free(s[0]);
+	s[0] = NULL;
+	T_ERR(fsrv_add_tree(s[ns - 1], dir, dev, &tree), 0,
+	    "a server freed gives its sessions back");
+	for (size_t i = 0; i < ns; i++)
+		fsrv_free(s[i]);
+	close(dev);
+	close(dir);
+}
+
 int
 main(void)
 {
@@ -285,5 +323,6 @@ main(void)
 	test_toolong();
 	test_rules();
 	test_slots();
+	test_sessions_bound();
 	return t_done();
 }
