@@ -961,9 +961,7 @@ fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
 	}
 	if (r->detail == NULL)
 		r->detail = "served";
-	/* Once stopping, only refusals come here: each is owed its line (the
-	 * loop writes it in the sandbox's name, as a last close line). */
-	brk_fss_audit(f, r, f->stopping);
+	brk_fss_audit(f, r, false);
 }
 
 /*
@@ -1064,7 +1062,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
 			t = &f->trees[i];
-	if (!t) {
+	if (!t || f->stopping) {
 		pthread_mutex_unlock(&f->mu);
 		return CB_EPERM;
 	}
@@ -1073,15 +1071,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		pthread_mutex_unlock(&f->mu);
 		return CB_ETOOBIG;
 	}
-	/* A request that raced the sandbox's stop (an agent process not yet
-	 * killed: pid 1 is killed after its launcher) is refused, with its
-	 * line as any refusal (fss_authz_audit: a late one). */
-	if (f->stopping) {
+	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
 		e = CB_EPERM;
-		why = "the sandbox is stopping: not served";
-	} else if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0)) {
-		e = CB_EPERM;
-	}
 	now = cb_now();
 	if (now < f->floor)
 		now = f->floor;
