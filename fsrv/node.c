@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FSRV_NODES_START 64u	/* buckets and ids a tree starts with (a power of 2) */
+
 static uint32_t
 fsrv_hash(uint64_t parent, const char *name)
 {
@@ -125,8 +127,11 @@ fsrv_nodes_init(struct fsrv_nodes *t, uint32_t max)
 
 	memset(t, 0, sizeof(*t));
 	t->max = max ? max : FSRV_MAX_NODES_DEFAULT;
-	t->nbuckets = 1024;
-	t->capids = 1024;
+	/* Small, and doubled as names come (fsrv_rehash, fsrv_new_id): a
+	 * medium sandbox has five trees (the workspace and four slots, most
+	 * never used), and 1,024 of each cost 20 KiB a tree at rest. */
+	t->nbuckets = FSRV_NODES_START;
+	t->capids = FSRV_NODES_START;
 	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
 	t->byid = calloc(t->capids, sizeof(*t->byid));
 	t->freeids = calloc(t->capids, sizeof(*t->freeids));
