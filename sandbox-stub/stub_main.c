@@ -1261,6 +1261,34 @@ mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Wait for the broker's next message on the status socket (a pooled
+ * sandbox's hand-over, a held one's "go"): true once it is there, false if
+ * the waiting agent died first (SIGCHLD on sfd; it never ran agent code).
+ * The outer stub's death ends the sandbox here. */
+static bool
+pid1_await_word(int outer_pidfd, int sfd)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = STUB_FD_STATUS, .events = POLLIN },
+		{ .fd = outer_pidfd, .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(pfd, 3, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			stub_die(errno, "poll");
+		}
+		if (pfd[1].revents != 0)
+			kill_all_and_exit(128 + SIGKILL);
+		if (pfd[2].revents != 0)
+			return false;
+		if (pfd[0].revents != 0)
+			return true;
+	}
+}
+
 /*
  * A pooled sandbox (--pool): everything is built but the task, and its
  * agent process waits locked (agent_pooled).  pid 1 says so ("pooled ...")
@@ -1276,7 +1304,6 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, ch
     size_t *lenp)
 {
 	static char msg[STUB_HANDOVER_MAX + 1];
-	struct pollfd pfd[3];
 	char line[96];
 	int n;
 	ssize_t r;
@@ -1285,23 +1312,8 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, ch
 	    c->ncgroup > 0 || c->in_cgroup ? 1 : 0);
 	if (write(STUB_FD_STATUS, line, (size_t)n) != n)
 		kill_all_and_exit(SBX_EXIT_SETUP);
-	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
-	/* SIGCHLD: the waiting agent died (it never ran a task's code). */
-	pfd[2] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	for (;;) {
-		if (poll(pfd, 3, -1) == -1) {
-			if (errno == EINTR)
-				continue;
-			stub_die(errno, "poll");
-		}
-		if (pfd[1].revents != 0)
-			kill_all_and_exit(128 + SIGKILL);
-		if (pfd[2].revents != 0)
-			kill_all_and_exit(SBX_EXIT_SETUP);
-		if (pfd[0].revents != 0)
-			break;
-	}
+	if (!pid1_await_word(outer_pidfd, sfd))
+		kill_all_and_exit(SBX_EXIT_SETUP);
 	do
 		r = recv(STUB_FD_STATUS, msg, sizeof(msg), MSG_TRUNC);
 	while (r == -1 && errno == EINTR);
@@ -1329,26 +1341,11 @@ pid1_await_handover(struct stub_cfg *c, int outer_pidfd, int sfd, int ll_abi, ch
 static void
 pid1_await_go(int outer_pidfd, int sfd)
 {
-	struct pollfd pfd[3];
 	char msg[8];
 	ssize_t r;
 
-	pfd[0] = (struct pollfd){ .fd = STUB_FD_STATUS, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = outer_pidfd, .events = POLLIN };
-	pfd[2] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	for (;;) {
-		if (poll(pfd, 3, -1) == -1) {
-			if (errno == EINTR)
-				continue;
-			stub_die(errno, "poll");
-		}
-		if (pfd[1].revents != 0)
-			kill_all_and_exit(128 + SIGKILL);
-		if (pfd[2].revents != 0)
-			stub_die(0, "the agent process died before its start");
-		if (pfd[0].revents != 0)
-			break;
-	}
+	if (!pid1_await_word(outer_pidfd, sfd))
+		stub_die(0, "the agent process died before its start");
 	do
 		r = recv(STUB_FD_STATUS, msg, sizeof(msg), MSG_TRUNC);
 	while (r == -1 && errno == EINTR);
