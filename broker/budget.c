@@ -223,6 +223,15 @@ brk_budget_charge(struct brk_sbx *s, size_t bytes)
 	s->nbytes += bytes;
 }
 
+/* Write s's counts of refused lines if the log takes them now, charged to
+ * its budget. */
+static void
+brk_unl_write_sbx(struct brk_sbx *s)
+{
+	if (s->b->aud && brk_unl_any(&s->unlogged))
+		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+}
+
 int
 brk_audit_sbx(struct brk_sbx *s, const struct aud_rec *r)
 {
@@ -236,8 +245,7 @@ brk_audit_sbx(struct brk_sbx *s, const struct aud_rec *r)
 		return e;
 	brk_budget_charge(s, aud_rec_cost(&c));
 	/* the log takes lines again: say what it refused before */
-	if (brk_unl_any(&s->unlogged))
-		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+	brk_unl_write_sbx(s);
 	return 0;
 }
 
@@ -334,8 +342,7 @@ brk_budget_tick(struct brk_sbx *s)
 		else if (!c->count && mono - c->seen_mono >= BRK_COAL_IDLE_NS)
 			brk_coal_clear(c);
 	}
-	if (s->b->aud && brk_unl_any(&s->unlogged))
-		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+	brk_unl_write_sbx(s);
 }
 
 void
@@ -344,8 +351,7 @@ brk_budget_flush(struct brk_sbx *s)
 	for (size_t i = 0; i < BRK_COAL_SLOTS; i++)
 		if (s->coal[i].used && s->coal[i].count)
 			brk_coal_write(s, &s->coal[i]);
-	if (s->b->aud && brk_unl_any(&s->unlogged))
-		brk_budget_charge(s, brk_unl_write(s->b->aud, &s->unlogged, s->id));
+	brk_unl_write_sbx(s);
 }
 
 void
@@ -353,13 +359,9 @@ brk_budget_end(struct brk_sbx *s)
 {
 	struct brk_unlogged *u = &s->unlogged;
 
-	for (size_t i = 0; i < BRK_COAL_SLOTS; i++) {
-		if (s->coal[i].used && s->coal[i].count)
-			brk_coal_write(s, &s->coal[i]);
+	brk_budget_flush(s);
+	for (size_t i = 0; i < BRK_COAL_SLOTS; i++)
 		brk_coal_clear(&s->coal[i]);
-	}
-	if (s->b->aud && brk_unl_any(u))
-		brk_budget_charge(s, brk_unl_write(s->b->aud, u, s->id));
 	/* Refused still: the broker's own line will count them (its name is
 	 * lost with the sandbox; the times say when). */
 	for (size_t k = 0; k < BRK_UNL_KINDS; k++) {
