@@ -83,15 +83,26 @@ print(d, u)' "$S/audit.jsonl" "$sb" "$@"
 # every SANDBOX [UNLOGGED...]: the log accounts for all N denials
 every() { local d u; read -r d u < <(denials "$@"); [ $((d + u)) -eq "$N" ]; }
 
+# let_deny NAME TITLE WANT: agent NAME makes its denials; its report matches WANT
+let_deny() {
+	echo go >&$GO
+	wait_for 300 grep -q denied= "$T_TMP/$1.out"
+	t_match "$2" "$(cat "$T_TMP/$1.out")" "$3"
+}
+# agent_end NAME: agent NAME exits
+agent_end() {
+	echo >&$GO
+	exec {GO}>&-
+	wait "${APID[$1]}"
+}
+
 srv_start "$S"
 
 # -- 1. the count is written as soon as the log takes lines again ------------
 deny_agent a1
 t_is "a read before the disk fills" "$(head -n 1 "$T_TMP/a1.out")" data
 fill
-echo go >&$GO
-wait_for 300 grep -q denied= "$T_TMP/a1.out"
-t_match "the agent was denied $N times on the full disk" "$(cat "$T_TMP/a1.out")" "denied=$N allowed=0"
+let_deny a1 "the agent was denied $N times on the full disk" "denied=$N allowed=0"
 read -r lines counted < <(denials a1)
 echo "# on the full disk: $lines denial lines, $counted counted"
 t_ok "... and the log refused some of their lines ($lines of $N written)" test "$lines" -lt "$N"
@@ -109,19 +120,13 @@ t_match "... a line saying how many and when, first and last" \
 t_match "capctl audit shows it" "$("$CTL" --state "$S" audit --sandbox a1 --op audit.unlogged)" \
 	"audit.unlogged.*\([0-9]+ not logged, [-0-9T:.]+Z to [-0-9T:.]+Z\)"
 t_ok "the log verifies" "$CTL" --state "$S" audit verify
-echo >&$GO
-exec {GO}>&-
-wait "${APID[a1]}"
+agent_end a1
 
 # -- 2. a sandbox that ends first leaves its count to the broker -------------
 deny_agent a2
 fill
-echo go >&$GO
-wait_for 300 grep -q denied= "$T_TMP/a2.out"
-t_match "a second agent denied $N times on the full disk" "$(cat "$T_TMP/a2.out")" "denied=$N"
-echo >&$GO
-exec {GO}>&-
-wait "${APID[a2]}"
+let_deny a2 "a second agent denied $N times on the full disk" "denied=$N"
+agent_end a2
 gone() { ! "$CTL" --state "$S" sandboxes 2>/dev/null | grep -q a2; }
 wait_for 100 gone
 rm -f "$S/fill" "$S/fill2"
@@ -139,12 +144,8 @@ t_ok "the log verifies" "$CTL" --state "$S" audit verify
 # reserve, so the log is made to fail for good instead: a file size limit)
 deny_agent a3
 prlimit --pid "$SRV" --fsize=$(($(stat -c %s "$S/audit.jsonl") + 2000))
-echo go >&$GO
-wait_for 300 grep -q denied= "$T_TMP/a3.out"
-t_match "a third agent denied $N times once the log failed" "$(cat "$T_TMP/a3.out")" "denied=$N"
-echo >&$GO
-exec {GO}>&-
-wait "${APID[a3]}"
+let_deny a3 "a third agent denied $N times once the log failed" "denied=$N"
+agent_end a3
 srv_stop
 said=$(sed -n 's/^capbroker: \([0-9]*\) denials not logged, from .* to .*: the audit log refused.*/\1/p' "$T_TMP/serve.log")
 echo "# stderr: $(grep 'not logged' "$T_TMP/serve.log" | tr '\n' ' ')"
