@@ -41,11 +41,11 @@ OPT  := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover
 HARDEN_DEFS :=
 endif
 
-PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson fuse3 ldns libpq
+PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig jansson ldns libpq
 
 # The packages each module's code calls.  A program, a unit test and
 # libcapclient.so link only the packages of the modules they link (the
-# client library neither jansson nor fuse3, capbroker no jansson); every
+# client library no jansson, capbroker no jansson); every
 # package's compiler flags stay global (headers only).  libseccomp is linked
 # by nothing: the stub loads filters compiled at build time.  libpq (cluster)
 # and ldns (broker/dns.c) are not linked either: they are loaded when a
@@ -61,7 +61,7 @@ audit_PKGS  := libsodium
 state_PKGS  := sqlite3 libsodium
 cluster_PKGS :=
 broker_PKGS := libevent_core libsodium
-fsrv_PKGS   := fuse3
+fsrv_PKGS   :=
 cli_PKGS    := jansson
 client_PKGS :=
 admin_PKGS  :=

@@ -1754,8 +1754,7 @@ brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *
 	    (r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0) {
 		if (r == CB_EBUSY)
 			snprintf(why, whylen, "served tree %s: no FUSE connection left (at most %u "
-			    "trees a sandbox and %u connections a broker: docs/fsrv.md, \"Bounds\")",
-			    t->path, FSRV_MAX_TREES, FSRV_SESSIONS_MAX);
+			    "trees a sandbox: docs/fsrv.md, \"Bounds\")", t->path, FSRV_MAX_TREES);
 		else
 			snprintf(why, whylen, "served tree %s: %s", t->path, cb_strerror(r));
 	}

@@ -164,13 +164,6 @@ struct fsrv_cfg {
 #define FSRV_MAX_NODES_DEFAULT (256u * 1024u)
 #define FSRV_MAX_HANDLES_DEFAULT 4096u
 #define FSRV_MAX_TREES 64u
-/* FUSE connections served by one process, over all its servers: libfuse
- * takes a pthread key per session (fuse_session_new) and glibc has 1,024
- * (PTHREAD_KEYS_MAX) a process, which past that refuses a session with an
- * opaque failure; the rest is left to the libraries' own keys.  Past it a
- * tree or slot is CB_EBUSY.  A sandbox with a served workspace and the
- * default four slots takes five: about 190 such sandboxes a broker. */
-#define FSRV_SESSIONS_MAX 960u
 
 struct fsrv;
 

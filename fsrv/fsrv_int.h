@@ -12,6 +12,7 @@
 #ifndef CB_FSRV_INT_H
 #define CB_FSRV_INT_H
 
+#include <linux/fuse.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,5 +132,42 @@ int fsrv_open_flags(int flags);
 
 /* Is path equal to prefix or beneath it?  ("" is the root: everything.) */
 bool fsrv_path_within(const char *path, const char *prefix);
+
+/* A request from /dev/fuse, decoded (proto.c).  Every pointer is into the
+ * buffer given, and every name ends inside it. */
+struct fsrv_msg {
+	struct fuse_in_header h;
+	bool known;		/* an opcode fsrv answers (otherwise ENOSYS) */
+	union {			/* the opcode's fixed part, copied (aligned) */
+		struct fuse_init_in init;
+		struct fuse_forget_in forget;
+		struct fuse_batch_forget_in forgets;
+		struct fuse_getattr_in getattr;
+		struct fuse_setattr_in setattr;
+		struct fuse_mknod_in mknod;
+		struct fuse_mkdir_in mkdir;
+		struct fuse_rename_in rename;
+		struct fuse_rename2_in rename2;
+		struct fuse_link_in link;
+		struct fuse_open_in open;
+		struct fuse_create_in create;
+		struct fuse_read_in read;
+		struct fuse_write_in write;
+		struct fuse_release_in release;
+		struct fuse_fsync_in fsync;
+		struct fuse_interrupt_in interrupt;
+	} a;
+	const char *name;	/* LOOKUP, MKNOD, MKDIR, UNLINK, RMDIR, LINK, CREATE: the name;
+				 * SYMLINK: the new name; RENAME(2): the old name */
+	const char *name2;	/* SYMLINK: the link's text; RENAME(2): the new name */
+	const void *data;	/* WRITE: the data; BATCH_FORGET: its entries */
+	size_t datalen;
+};
+
+/* Decode len bytes read from /dev/fuse into m.  0; an errno to answer
+ * the request with (EIO: malformed, ENOSYS: an opcode not served); or -1
+ * when it is too short to have a header (nothing can be answered).  Pure:
+ * no state, no system call (the fuzz target's entry point). */
+int fsrv_msg_decode(const void *buf, size_t len, struct fsrv_msg *m) CB_WARN_UNUSED;
 
 #endif

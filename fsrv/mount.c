@@ -42,7 +42,7 @@ fsrv_mount_err(int e)
  * block without a request (the server may not be serving yet, and the
  * mount is not ours to use: user_id is the agent's).  What we write is a
  * property of this connection alone, gone with it; the INIT reply asks
- * for the same (ops.c, fsrv_init), so the order of the two does not
+ * for the same (proto.c, fsrv_init), so the order of the two does not
  * matter.  Best effort: without it reads are only smaller.  Cached pages
  * still come only from checked reads, and a revocation drops them all.
  */

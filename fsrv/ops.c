@@ -4,8 +4,8 @@
  *
  * Trust domain: broker, acting on host files for a hostile agent.  Why the
  * handlers are safe:
- *  - libfuse decodes the kernel's requests; the kernel builds them from the
- *    agent's system calls.  Names are checked again here (fsrv_name_ok: one
+ *  - proto.c decodes the kernel's requests (lengths, names and sizes
+ *    checked there); the kernel builds them from the agent's system calls.  Names are checked again here (fsrv_name_ok: one
  *    component, no "." or "..", no '/'), node ids are looked up in the
  *    tree's table (never cast to pointers), flags and modes are masked.
  *  - The path judged by the authorisation function is the path acted on:
@@ -52,9 +52,9 @@
 #define FSRV_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
 static struct fsrv_tree *
-fsrv_t(fuse_req_t req)
+fsrv_t(const struct fsrv_req *req)
 {
-	return fuse_req_userdata(req);
+	return req->t;
 }
 
 /*
@@ -119,12 +119,11 @@ fsrv_err(int e)
 
 /* Ask the caller.  0 or EACCES. */
 static int
-fsrv_check(fuse_req_t req, enum fsrv_op op, unsigned need, const char *path)
+fsrv_check(struct fsrv_req *req, enum fsrv_op op, unsigned need, const char *path)
 {
 	struct fsrv_tree *t = fsrv_t(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fsrv_check c = { .tree = t->idx, .op = op, .need = need, .path = path,
-		.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid, .ttl = &t->ttl };
+		.pid = req->pid, .uid = req->uid, .gid = req->gid, .ttl = &t->ttl };
 	double was = t->ttl;
 	int r;
 
@@ -154,7 +153,7 @@ fsrv_ttl(const struct fsrv_tree *t, double configured)
 /* The path of node ino (name == NULL) or of its child name, into buf.
  * Optionally the node itself.  0 or an errno. */
 static int
-fsrv_path(fuse_req_t req, fuse_ino_t ino, const char *name, char *buf, struct fsrv_node **np)
+fsrv_path(struct fsrv_req *req, uint64_t ino, const char *name, char *buf, struct fsrv_node **np)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_node *n;
@@ -309,7 +308,7 @@ static void fsrv_handle_free(struct fsrv_tree *t, struct fsrv_handle *h);
  * the I/O on our fd.  True when the kernel's pages are dropped at this
  * open (its attributes may be as old as the attribute timeout too). */
 static bool
-fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struct fsrv_handle *h,
+fsrv_open_mode(const struct fsrv_tree *t, struct fsrv_fi *fi, const struct fsrv_handle *h,
 	       const struct stat *st)
 {
 	struct fsrv_node *n = h->node;
@@ -344,11 +343,11 @@ fsrv_open_mode(const struct fsrv_tree *t, struct fuse_file_info *fi, const struc
 /* Hand the kernel a node for (parent, name) with attributes st; for a
  * create, also the open handle h (freed here if that fails). */
 static void
-fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const struct stat *st,
-		 struct fuse_file_info *fi, struct fsrv_handle *h)
+fsrv_give_entry(struct fsrv_req *req, uint64_t parent, const char *name, const struct stat *st,
+		 struct fsrv_fi *fi, struct fsrv_handle *h)
 {
 	struct fsrv_tree *t = fsrv_t(req);
-	struct fuse_entry_param e;
+	struct fsrv_entry e;
 	struct fsrv_node *p, *n = NULL;
 	bool full = false;
 	uint32_t names;
@@ -373,7 +372,7 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	if (r != 0) {
 		if (h != NULL)
 			fsrv_handle_free(t, h);
-		fuse_reply_err(req, r);
+		fsrv_reply_err(req, r);
 		return;
 	}
 	e.ino = n->id;
@@ -384,8 +383,8 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 	if (fi != NULL) {
 		fi->fh = (uint64_t)(uintptr_t)h;
 		cb_ignore(fsrv_open_mode(t, fi, h, st));
-		t->pt_reply = h->backing;
-		if (fuse_reply_create(req, &e, fi) != 0) {
+		fi->backing = (uint32_t)h->backing;
+		if (fsrv_reply_create(req, &e, fi) != 0) {
 			/* Interrupted: the kernel holds neither name nor handle. */
 			pthread_mutex_lock(&t->srv->lock);
 			fsrv_node_forget(&t->nodes, n, 1);
@@ -393,12 +392,12 @@ fsrv_reply_entry(fuse_req_t req, fuse_ino_t parent, const char *name, const stru
 			fsrv_handle_free(t, h);
 		}
 	} else {
-		fuse_reply_entry(req, &e);
+		fsrv_reply_entry(req, &e);
 	}
 }
 
 static void
-fsrv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+fsrv_lookup(struct fsrv_req *req, uint64_t parent, const char *name)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char path[FSRV_PATH_MAX];
@@ -407,28 +406,28 @@ fsrv_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
 	    (e = fsrv_check(req, FSRV_OP_LOOKUP, FSRV_CAP_SEE, path)) != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
 	e = fsrv_stat_path(t, path, &st);
 	if (e == ENOENT && t->srv->cfg.entry_timeout > 0) {
 		/* A negative entry: the kernel may remember "no such name". */
-		struct fuse_entry_param ne;
+		struct fsrv_entry ne;
 
 		memset(&ne, 0, sizeof(ne));
 		ne.entry_timeout = t->srv->cfg.entry_timeout;
-		fuse_reply_entry(req, &ne);
+		fsrv_reply_entry(req, &ne);
 		return;
 	}
 	if (e != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
-	fsrv_reply_entry(req, parent, name, &st, NULL, NULL);
+	fsrv_give_entry(req, parent, name, &st, NULL, NULL);
 }
 
 static void
-fsrv_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+fsrv_forget(struct fsrv_req *req, uint64_t ino, uint64_t nlookup)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_node *n;
@@ -438,27 +437,25 @@ fsrv_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	if (n != NULL)
 		fsrv_node_forget(&t->nodes, n, nlookup);
 	pthread_mutex_unlock(&t->srv->lock);
-	fuse_reply_none(req);
 }
 
 static void
-fsrv_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+fsrv_forget_multi(struct fsrv_req *req, size_t count, const struct fuse_forget_one *f)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 
 	pthread_mutex_lock(&t->srv->lock);
 	for (size_t i = 0; i < count; i++) {
-		struct fsrv_node *n = fsrv_node_get(&t->nodes, f[i].ino);
+		struct fsrv_node *n = fsrv_node_get(&t->nodes, f[i].nodeid);
 
 		if (n != NULL)
 			fsrv_node_forget(&t->nodes, n, f[i].nlookup);
 	}
 	pthread_mutex_unlock(&t->srv->lock);
-	fuse_reply_none(req);
 }
 
 static void
-fsrv_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+fsrv_getattr(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char path[FSRV_PATH_MAX];
@@ -467,7 +464,7 @@ fsrv_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
 	    (e = fsrv_check(req, FSRV_OP_GETATTR, FSRV_CAP_SEE, path)) != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
 	if (fi != NULL && fi->fh != 0) {
@@ -478,9 +475,9 @@ fsrv_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		e = fsrv_stat_path(t, path, &st);
 	}
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
+		fsrv_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
 }
 
 /* Apply the attribute changes of a setattr to the object at path. */
@@ -498,7 +495,7 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 		e = EPERM;
 		goto out;
 	}
-	if (to_set & FUSE_SET_ATTR_MODE) {
+	if (to_set & FATTR_MODE) {
 		/* No set-id bits: a served tree never gains a set-id file. */
 		if (a->st_mode & (S_ISUID | S_ISGID)) {
 			e = EPERM;
@@ -509,7 +506,7 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 			goto out;
 		}
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if (to_set & FATTR_SIZE) {
 		struct stat ost;
 		int wfd = h != NULL ? -1 : fsrv_open_regular(t, path, O_WRONLY, 0, &ost);
 
@@ -524,16 +521,16 @@ fsrv_apply_attr(struct fsrv_tree *t, const char *path, const struct stat *a, int
 		if (e != 0)
 			goto out;
 	}
-	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+	if (to_set & (FATTR_ATIME | FATTR_MTIME)) {
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 
-		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		if (to_set & FATTR_ATIME_NOW)
 			ts[0].tv_nsec = UTIME_NOW;
-		else if (to_set & FUSE_SET_ATTR_ATIME)
+		else if (to_set & FATTR_ATIME)
 			ts[0] = a->st_atim;
-		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		if (to_set & FATTR_MTIME_NOW)
 			ts[1].tv_nsec = UTIME_NOW;
-		else if (to_set & FUSE_SET_ATTR_MTIME)
+		else if (to_set & FATTR_MTIME)
 			ts[1] = a->st_mtim;
 		if (utimensat(fd, "", ts, AT_EMPTY_PATH) != 0) {
 			e = errno;
@@ -548,18 +545,17 @@ out:
 /* Ask the caller about a setattr; a mode change says from what to what
  * (the current mode read without following a final symlink). */
 static int
-fsrv_check_setattr(fuse_req_t req, const char *path, const struct stat *attr, int to_set)
+fsrv_check_setattr(struct fsrv_req *req, const char *path, const struct stat *attr, int to_set)
 {
 	struct fsrv_tree *t = fsrv_t(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fsrv_check c = { .tree = t->idx, .op = FSRV_OP_SETATTR, .need = FSRV_CAP_WRITE,
-		.path = path, .pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid };
+		.path = path, .pid = req->pid, .uid = req->uid, .gid = req->gid };
 	struct stat cur;
 	int e;
 
 	if (t->root_fd < 0)
 		return EACCES;	/* a slot without its root */
-	if (to_set & FUSE_SET_ATTR_MODE) {
+	if (to_set & FATTR_MODE) {
 		if ((e = fsrv_stat_path(t, path, &cur)) != 0)
 			return e;
 		c.set_mode = true;
@@ -570,8 +566,8 @@ fsrv_check_setattr(fuse_req_t req, const char *path, const struct stat *attr, in
 }
 
 static void
-fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-	     struct fuse_file_info *fi)
+fsrv_setattr(struct fsrv_req *req, uint64_t ino, struct stat *attr, int to_set,
+	     struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	const struct fsrv_handle *h = NULL;
@@ -583,7 +579,7 @@ fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	    (e = fsrv_check_setattr(req, path, attr, to_set)) != 0)
 		goto out;
 	/* Files belong to the tree's owner: an agent cannot give them away. */
-	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+	if (to_set & (FATTR_UID | FATTR_GID)) {
 		e = EPERM;
 		goto out;
 	}
@@ -594,13 +590,13 @@ fsrv_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	e = h != NULL ? (fstat(h->fd, &st) == 0 ? 0 : errno) : fsrv_stat_path(t, path, &st);
 out:
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fuse_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
+		fsrv_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
 }
 
 static void
-fsrv_readlink(fuse_req_t req, fuse_ino_t ino)
+fsrv_readlink(struct fsrv_req *req, uint64_t ino)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char path[FSRV_PATH_MAX], target[FSRV_PATH_MAX];
@@ -630,9 +626,9 @@ out:
 	if (pfd >= 0)
 		close(pfd);
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fuse_reply_readlink(req, target);
+		fsrv_reply_readlink(req, target);
 }
 
 /* Is directory rel of t sticky and world-writable (/var/tmp)?  0, EPERM,
@@ -692,7 +688,7 @@ fsrv_symlink_ok(struct fsrv_tree *t, const char *dir)
 /* mkdir and symlink: make name in parent with make(), then reply with its
  * entry.  target is the symlink's text (NULL for mkdir). */
 static void
-fsrv_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, const char *target)
+fsrv_make(struct fsrv_req *req, uint64_t parent, const char *name, mode_t mode, const char *target)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char path[FSRV_PATH_MAX];
@@ -717,38 +713,38 @@ out:
 	if (pfd >= 0)
 		close(pfd);
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fsrv_reply_entry(req, parent, name, &st, NULL, NULL);
+		fsrv_give_entry(req, parent, name, &st, NULL, NULL);
 }
 
 static void
-fsrv_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+fsrv_mkdir(struct fsrv_req *req, uint64_t parent, const char *name, mode_t mode)
 {
 	fsrv_make(req, parent, name, mode, NULL);
 }
 
 static void
-fsrv_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+fsrv_symlink(struct fsrv_req *req, const char *link, uint64_t parent, const char *name)
 {
 	if (strnlen(link, FSRV_PATH_MAX) >= FSRV_PATH_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
+		fsrv_reply_err(req, ENAMETOOLONG);
 		return;
 	}
 	fsrv_make(req, parent, name, 0, link);
 }
 
 static void
-fsrv_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+fsrv_mknod(struct fsrv_req *req, uint64_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
 	/* Regular files come through create; devices, FIFOs and sockets are
 	 * never made in a served tree. */
-	fuse_reply_err(req, EPERM);
+	fsrv_reply_err(req, EPERM);
 }
 
 static void
-fsrv_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
+fsrv_remove(struct fsrv_req *req, uint64_t parent, const char *name, bool dir)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_node *p;
@@ -777,23 +773,23 @@ fsrv_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 out:
 	if (pfd >= 0)
 		close(pfd);
-	fuse_reply_err(req, e);
+	fsrv_reply_err(req, e);
 }
 
 static void
-fsrv_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+fsrv_unlink(struct fsrv_req *req, uint64_t parent, const char *name)
 {
 	fsrv_remove(req, parent, name, false);
 }
 
 static void
-fsrv_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+fsrv_rmdir(struct fsrv_req *req, uint64_t parent, const char *name)
 {
 	fsrv_remove(req, parent, name, true);
 }
 
 static void
-fsrv_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+fsrv_rename(struct fsrv_req *req, uint64_t parent, const char *name, uint64_t newparent,
 	    const char *newname, unsigned int flags)
 {
 	struct fsrv_tree *t = fsrv_t(req);
@@ -839,11 +835,11 @@ out:
 		close(f1);
 	if (f2 >= 0)
 		close(f2);
-	fuse_reply_err(req, e);
+	fsrv_reply_err(req, e);
 }
 
 static void
-fsrv_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+fsrv_link(struct fsrv_req *req, uint64_t ino, uint64_t newparent, const char *newname)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char p1[FSRV_PATH_MAX], p2[FSRV_PATH_MAX];
@@ -879,9 +875,9 @@ out:
 	if (f2 >= 0)
 		close(f2);
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fsrv_reply_entry(req, newparent, newname, &st, NULL, NULL);
+		fsrv_give_entry(req, newparent, newname, &st, NULL, NULL);
 }
 
 /* Every server's open handles, their bound (fsrv_handles_limit), and the
@@ -1013,7 +1009,7 @@ fsrv_handles_close(struct fsrv_tree *t)
 }
 
 static void
-fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+fsrv_open(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h;
@@ -1023,18 +1019,18 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int e, fd;
 
 	if ((e = fsrv_path(req, ino, NULL, path, &n)) != 0 ||
-	    (e = fsrv_check(req, FSRV_OP_OPEN, fsrv_open_need(fi->flags), path)) != 0) {
-		fuse_reply_err(req, e);
+	    (e = fsrv_check(req, FSRV_OP_OPEN, fsrv_open_need((int)fi->flags), path)) != 0) {
+		fsrv_reply_err(req, e);
 		return;
 	}
-	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) & ~(O_CREAT | O_EXCL), 0, &st);
+	fd = fsrv_open_regular(t, path, fsrv_open_flags((int)fi->flags) & ~(O_CREAT | O_EXCL), 0, &st);
 	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+		fsrv_reply_err(req, -fd);
 		return;
 	}
 	if ((h = fsrv_handle_new(t, fd)) == NULL) {
 		close(fd);
-		fuse_reply_err(req, EMFILE);
+		fsrv_reply_err(req, EMFILE);
 		return;
 	}
 	pthread_mutex_lock(&t->srv->lock);
@@ -1050,15 +1046,15 @@ fsrv_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * Attributes only (offset -1): that waits for no page lock, so the
 	 * serving thread may write it, unlike a page invalidation. */
 	if (fsrv_open_mode(t, fi, h, &st))
-		cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, ino, -1, 0));
-	t->pt_reply = h->backing;
-	if (fuse_reply_open(req, fi) != 0)
+		cb_ignore(fsrv_notify_inval_inode(t, ino, -1, 0));
+	fi->backing = (uint32_t)h->backing;
+	if (fsrv_reply_open(req, fi) != 0)
 		fsrv_handle_free(t, h);	/* interrupted: the kernel has no handle */
 }
 
 static void
-fsrv_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	    struct fuse_file_info *fi)
+fsrv_create(struct fsrv_req *req, uint64_t parent, const char *name, mode_t mode,
+	    struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h;
@@ -1067,26 +1063,26 @@ fsrv_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	int e, fd;
 
 	if ((e = fsrv_path(req, parent, name, path, NULL)) != 0 ||
-	    (e = fsrv_check(req, FSRV_OP_CREATE, fsrv_open_need(fi->flags | O_CREAT), path)) != 0) {
-		fuse_reply_err(req, e);
+	    (e = fsrv_check(req, FSRV_OP_CREATE, fsrv_open_need((int)fi->flags | O_CREAT), path)) != 0) {
+		fsrv_reply_err(req, e);
 		return;
 	}
-	fd = fsrv_open_regular(t, path, fsrv_open_flags(fi->flags) | O_CREAT, mode & 0777, &st);
+	fd = fsrv_open_regular(t, path, fsrv_open_flags((int)fi->flags) | O_CREAT, mode & 0777, &st);
 	if (fd < 0) {
-		fuse_reply_err(req, -fd);
+		fsrv_reply_err(req, -fd);
 		return;
 	}
 	if ((h = fsrv_handle_new(t, fd)) == NULL) {
 		close(fd);
-		fuse_reply_err(req, EMFILE);
+		fsrv_reply_err(req, EMFILE);
 		return;
 	}
 	h->backing = fsrv_pt_backing(t, fd);
-	fsrv_reply_entry(req, parent, name, &st, fi, h);
+	fsrv_give_entry(req, parent, name, &st, fi, h);
 }
 
 static void
-fsrv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+fsrv_read(struct fsrv_req *req, uint64_t ino, size_t size, off_t off, struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
@@ -1096,57 +1092,58 @@ fsrv_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fi
 
 	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
 	    (e = fsrv_check(req, FSRV_OP_READ, FSRV_CAP_READ, path)) != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
 	if (size > FSRV_IO_MAX)
 		size = FSRV_IO_MAX;
-	if (size >= FSRV_SPLICE_MIN && t->srv->splice) {
-		/* Large reads: libfuse splices the file's pages into a pipe and
+	if (size >= FSRV_SPLICE_MIN) {
+		/* Large reads: the file's pages are spliced into a pipe and
 		 * the pipe into /dev/fuse, one copy (into the agent's buffer)
 		 * instead of two (pread here, then the write to the kernel).
 		 * The reply is exactly what the file holds at off now (the
-		 * size from fstat, capped); should the file shrink meanwhile,
-		 * libfuse sends what it could read.  A reply libfuse cannot
-		 * splice (a pipe it cannot grow) it reads and writes itself. */
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(size);
+		 * size from fstat, capped); a file that shrank meanwhile, or a
+		 * pipe that cannot be had, is copied below instead. */
 		struct stat st;
+		size_t len;
 
 		if (fstat(h->fd, &st) != 0) {
-			fuse_reply_err(req, errno);
+			fsrv_reply_err(req, errno);
 			return;
 		}
-		bv.buf[0].size = st.st_size <= off ? 0 :
+		len = st.st_size <= off ? 0 :
 			(size_t)st.st_size - (size_t)off < size ? (size_t)(st.st_size - off) : size;
-		bv.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		bv.buf[0].fd = h->fd;
-		bv.buf[0].pos = off;
-		h->nread += bv.buf[0].size;
-		fuse_reply_data(req, &bv, FUSE_BUF_SPLICE_NONBLOCK);
-		return;
+		if (len == 0) {
+			fsrv_reply_buf(req, NULL, 0);	/* at or past the end */
+			return;
+		}
+		if (fsrv_reply_splice(req, h->fd, off, len) <= 0) {
+			h->nread += len;
+			return;
+		}
 	}
-	if (t->iolen < size) {
-		char *b = realloc(t->io, size);
+	if (t->srv->iolen < size) {
+		char *b = realloc(t->srv->io, size);
 
 		if (b == NULL) {
-			fuse_reply_err(req, ENOMEM);
+			fsrv_reply_err(req, ENOMEM);
 			return;
 		}
-		t->io = b;
-		t->iolen = size;
+		t->srv->io = b;
+		t->srv->iolen = size;
 	}
-	n = pread(h->fd, t->io, size, off);
+	n = pread(h->fd, t->srv->io, size, off);
 	if (n < 0) {
-		fuse_reply_err(req, errno);
+		fsrv_reply_err(req, errno);
 	} else {
 		h->nread += (uint64_t)n;
-		fuse_reply_buf(req, t->io, (size_t)n);
+		fsrv_reply_buf(req, t->srv->io, (size_t)n);
 	}
 }
 
 static void
-fsrv_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-	   struct fuse_file_info *fi)
+fsrv_write(struct fsrv_req *req, uint64_t ino, const char *buf, size_t size, off_t off,
+	   struct fsrv_fi *fi)
 {
 	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
 	char path[FSRV_PATH_MAX];
@@ -1155,20 +1152,20 @@ fsrv_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t o
 
 	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
 	    (e = fsrv_check(req, FSRV_OP_WRITE, FSRV_CAP_WRITE, path)) != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
 	n = pwrite(h->fd, buf, size, off);
 	if (n < 0) {
-		fuse_reply_err(req, errno);
+		fsrv_reply_err(req, errno);
 	} else {
 		h->nwritten += (uint64_t)n;
-		fuse_reply_write(req, (size_t)n);
+		fsrv_reply_write(req, (size_t)n);
 	}
 }
 
 static void
-fsrv_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+fsrv_release(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
@@ -1183,20 +1180,20 @@ fsrv_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		t->srv->cfg.on_close(t->srv->cfg.authz_arg, &c);
 	}
 	fsrv_handle_free(t, h);
-	fuse_reply_err(req, 0);
+	fsrv_reply_err(req, 0);
 }
 
 static void
-fsrv_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+fsrv_fsync(struct fsrv_req *req, uint64_t ino, int datasync, struct fsrv_fi *fi)
 {
 	const struct fsrv_handle *h = (const struct fsrv_handle *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	fuse_reply_err(req, (datasync ? fdatasync(h->fd) : fsync(h->fd)) == 0 ? 0 : errno);
+	fsrv_reply_err(req, (datasync ? fdatasync(h->fd) : fsync(h->fd)) == 0 ? 0 : errno);
 }
 
 static void
-fsrv_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+fsrv_opendir(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h = NULL;
@@ -1226,7 +1223,7 @@ fsrv_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fsrv_node_hold(n);
 	pthread_mutex_unlock(&t->srv->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0)
+	if (fsrv_reply_open(req, fi) != 0)
 		fsrv_handle_free(t, h);
 	return;
 out:
@@ -1234,11 +1231,11 @@ out:
 		close(fd);
 	if (h != NULL)
 		fsrv_handle_free(t, h);
-	fuse_reply_err(req, e);
+	fsrv_reply_err(req, e);
 }
 
 static void
-fsrv_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+fsrv_readdir(struct fsrv_req *req, uint64_t ino, size_t size, off_t off, struct fsrv_fi *fi)
 {
 	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
 	char path[FSRV_PATH_MAX];
@@ -1276,7 +1273,7 @@ fsrv_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		memset(&st, 0, sizeof(st));
 		st.st_ino = h->entry->d_ino;
 		st.st_mode = (mode_t)h->entry->d_type << 12;
-		len = fuse_add_direntry(req, p, rem, h->entry->d_name, &st, h->entry->d_off);
+		len = fsrv_add_direntry(p, rem, h->entry->d_name, &st, h->entry->d_off);
 		if (len > rem)
 			break;	/* kept for the next batch */
 		p += len;
@@ -1286,22 +1283,22 @@ fsrv_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 	}
 out:
 	if (e != 0)
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 	else
-		fuse_reply_buf(req, buf, size - rem);
+		fsrv_reply_buf(req, buf, size - rem);
 	free(buf);
 }
 
 static void
-fsrv_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+fsrv_releasedir(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
 	(void)ino;
 	fsrv_handle_free(fsrv_t(req), (struct fsrv_handle *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
+	fsrv_reply_err(req, 0);
 }
 
 static void
-fsrv_statfs(fuse_req_t req, fuse_ino_t ino)
+fsrv_statfs(struct fsrv_req *req, uint64_t ino)
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	char path[FSRV_PATH_MAX];
@@ -1310,44 +1307,16 @@ fsrv_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
 	    (e = fsrv_check(req, FSRV_OP_STATFS, FSRV_CAP_SEE, path)) != 0) {
-		fuse_reply_err(req, e);
+		fsrv_reply_err(req, e);
 		return;
 	}
 	if (fstatvfs(t->root_fd, &sv) != 0)
-		fuse_reply_err(req, errno);
+		fsrv_reply_err(req, errno);
 	else
-		fuse_reply_statfs(req, &sv);
+		fsrv_reply_statfs(req, &sv);
 }
 
-static void
-fsrv_init(void *userdata, struct fuse_conn_info *conn)
-{
-	struct fsrv_tree *t = userdata;
-
-	/* Replies may be spliced (large reads, fsrv_read); requests are not
-	 * (SPLICE_READ: the buffer is ours to check), pages are never moved.
-	 * No export (no handles the agent could forge), no writeback cache
-	 * (every write is checked).
-	 * No flush handler either: the kernel then stops sending FUSE_FLUSH
-	 * (a round trip on every close) after the first ENOSYS; writes are
-	 * not buffered here, so there is nothing to flush. */
-	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-				  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_EXPORT_SUPPORT |
-				  FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL);
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE) {
-		conn->want |= FUSE_CAP_SPLICE_WRITE;
-		t->srv->splice = true;
-	}
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	/* Readahead up to one max_read: the kernel keeps the smaller of this
-	 * and its connection's read_ahead_kb, which a root mounter raises to
-	 * the same (mount.c, fsrv_mount_readahead). */
-	conn->max_readahead = FSRV_READ_MAX;
-}
-
-const struct fuse_lowlevel_ops fsrv_ops = {
-	.init = fsrv_init,
+const struct fsrv_ll_ops fsrv_ops = {
 	.lookup = fsrv_lookup,
 	.forget = fsrv_forget,
 	.forget_multi = fsrv_forget_multi,

@@ -1,13 +1,11 @@
 /*
- * server.c - fsrv's sessions (one libfuse low-level session per served
- * tree, driven by the caller's loop), and the invalidation of the kernel's
- * caches after a revocation.
+ * server.c - fsrv's connections (one /dev/fuse a served tree, read by
+ * the caller's loop), and the invalidation of the kernel's caches after a
+ * revocation.
  *
- * Trust domain: broker.  libfuse decodes the kernel's protocol (we never
- * parse /dev/fuse ourselves; see docs/dependencies.md); the session reads
- * a request with fuse_session_receive_buf and dispatches it to ops.c with
- * fuse_session_process_buf, so the caller's loop decides when the server
- * runs and one tree's requests never block another's.
+ * Trust domain: broker.  A request is read here and decoded and answered
+ * by proto.c (which trusts none of it), so the caller's loop decides when
+ * the server runs and one tree's requests never block another's.
  *
  * Invalidations are written by a helper thread.  A FUSE_NOTIFY_INVAL_ENTRY
  * takes the parent directory's lock in the kernel; if an agent's mkdir in
@@ -58,8 +56,8 @@ fsrv_notifier(void *arg)
 			/* ENOENT: the kernel no longer holds it; nothing to do. */
 			if (!t->closed) {
 				if (q[i].name != NULL)
-					cb_ignore(fuse_lowlevel_notify_inval_entry(t->se, q[i].id,
-						q[i].name, strlen(q[i].name)));
+					cb_ignore(fsrv_notify_inval_entry(t, q[i].id,
+						q[i].name));
 				else
 					/* Attributes and every page (offset 0, length
 					 * 0: all), so a revoked file's cached data
@@ -69,7 +67,7 @@ fsrv_notifier(void *arg)
 					 * (direct I/O still maps through the page
 					 * cache); mapped pages are unmapped, and the
 					 * next access faults into the check. */
-					cb_ignore(fuse_lowlevel_notify_inval_inode(t->se, q[i].id,
+					cb_ignore(fsrv_notify_inval_inode(t, q[i].id,
 						0, 0));
 			}
 			free(q[i].name);
@@ -109,6 +107,7 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		goto out;
 	s->cfg = *cfg;
+	s->pipe[0] = s->pipe[1] = -1;
 	if (s->cfg.max_handles == 0)
 		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
 	if (s->cfg.max_handles_all == 0)
@@ -135,34 +134,11 @@ out:
 	return e;
 }
 
-/* Live FUSE sessions in this process (FSRV_SESSIONS_MAX). */
-static atomic_uint fsrv_sessions;
-
-/* Take one of the process's sessions, or false past the bound. */
-static bool
-fsrv_session_take(void)
-{
-	if (atomic_fetch_add(&fsrv_sessions, 1) < FSRV_SESSIONS_MAX)
-		return true;
-	atomic_fetch_sub(&fsrv_sessions, 1);
-	return false;
-}
-
-static void
-fsrv_session_destroy(struct fuse_session *se)
-{
-	fuse_session_destroy(se);
-	atomic_fetch_sub(&fsrv_sessions, 1);
-}
-
 /* A tree on dev_fd rooted at root_fd, or a slot (root_fd -1). */
 static int
 fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 {
-	char *argv[] = { (char *)"capbroker-fsrv", NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
 	struct fsrv_tree *t = NULL;
-	char mp[32];
 	struct stat st;
 	int e = CB_EINVAL, dfd = -1, fl;
 
@@ -176,7 +152,7 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	e = CB_ENOMEM;
 	if ((t = calloc(1, sizeof(*t))) == NULL)
 		goto out;
-	t->root_fd = t->slot_root = -1;
+	t->root_fd = t->slot_root = t->dev_fd = -1;
 	t->slot = root_fd < 0;
 	if (fsrv_nodes_init(&t->nodes, s->cfg.max_nodes) != 0)
 		goto out;
@@ -198,26 +174,6 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
-	e = CB_EBUSY;
-	if (!fsrv_session_take())
-		goto out;
-	e = CB_EINTERNAL;
-	t->se = fuse_session_new(&args, &fsrv_ops, sizeof(fsrv_ops), t);
-	if (t->se == NULL) {
-		atomic_fetch_sub(&fsrv_sessions, 1);
-		goto out;
-	}
-	/* libfuse takes an open /dev/fuse as "/dev/fd/N" (and then mounts
-	 * nothing itself), or, for passthrough, as the fd of our own I/O
-	 * callbacks (passthrough.c); the session owns dfd from here. */
-	if (s->cfg.passthrough) {
-		if (fuse_session_custom_io(t->se, &fsrv_pt_io, dfd) != 0)
-			goto out;
-	} else {
-		snprintf(mp, sizeof(mp), "/dev/fd/%d", dfd);
-		if (fuse_session_mount(t->se, mp) != 0)
-			goto out;
-	}
 	t->dev_fd = dfd;
 	dfd = -1;
 	/* Under the lock: fsrv_invalidate_*() may run on another thread
@@ -229,12 +185,11 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	t = NULL;
 	e = 0;
 out:
-	fuse_opt_free_args(&args);
 	if (dfd >= 0)
 		close(dfd);
 	if (t != NULL) {
-		if (t->se != NULL)
-			fsrv_session_destroy(t->se);
+		if (t->dev_fd >= 0)
+			close(t->dev_fd);
 		if (t->root_fd >= 0)
 			close(t->root_fd);
 		fsrv_nodes_fini(&t->nodes);
@@ -416,28 +371,31 @@ fsrv_fd(const struct fsrv *s, unsigned tree)
 {
 	if (tree >= s->ntrees || s->trees[tree]->closed)
 		return -1;
-	return fuse_session_fd(s->trees[tree]->se);
+	return s->trees[tree]->dev_fd;
 }
 
 int
 fsrv_process(struct fsrv *s, unsigned tree)
 {
 	struct fsrv_tree *t;
-	int r;
+	ssize_t n;
 
 	if (tree >= s->ntrees)
 		return CB_EINVAL;
 	t = s->trees[tree];
 	if (t->closed)
 		return CB_ECLOSED;
-	r = fuse_session_receive_buf(t->se, &t->buf);
-	if (r == -EINTR || r == -EAGAIN)
-		return CB_ETIMEDOUT;	/* nothing (or an interrupted request) */
-	if (r == 0 || r == -ENODEV || fuse_session_exited(t->se)) {
+	/* One buffer for every tree: one thread serves them all. */
+	if (s->rbuf == NULL && (s->rbuf = malloc(FSRV_RBUF_LEN)) == NULL)
+		return CB_ENOMEM;
+	n = read(t->dev_fd, s->rbuf, FSRV_RBUF_LEN);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
+		return CB_ETIMEDOUT;	/* nothing (or a request interrupted before it was read) */
+	if (n == 0 || (n < 0 && errno == ENODEV)) {
 		t->closed = true;	/* unmounted or aborted */
 		return CB_ECLOSED;
 	}
-	if (r < 0)
+	if (n < 0)
 		return CB_EIO;
 	if (t->root_fd < 0 && t->slot)
 		fsrv_slot_take(s, t);
@@ -445,15 +403,11 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	/* The checks of this request may lower it (struct fsrv_check.ttl). */
 	t->ttl = s->cfg.attr_timeout > s->cfg.entry_timeout ? s->cfg.attr_timeout :
 		s->cfg.entry_timeout;
-	fuse_session_process_buf(t->se, &t->buf);
+	fsrv_dispatch(t, s->rbuf, (size_t)n);
 	if (!s->cfg.keep_identity)
 		fsrv_identity(s, NULL);
 	if (s->cfg.release_names)
 		fsrv_release_wait(s);
-	if (fuse_session_exited(t->se)) {
-		t->closed = true;
-		return CB_ECLOSED;
-	}
 	return 0;
 }
 
@@ -510,8 +464,7 @@ fsrv_run(struct fsrv *s, int stop_fd)
 			if (s->trees[i]->closed)
 				continue;
 			map[n] = i;
-			pfd[n++] = (struct pollfd){ .fd = fuse_session_fd(s->trees[i]->se),
-						    .events = POLLIN };
+			pfd[n++] = (struct pollfd){ .fd = s->trees[i]->dev_fd, .events = POLLIN };
 		}
 		if (n == 0)
 			return 0;
@@ -771,16 +724,14 @@ fsrv_free(struct fsrv *s)
 	for (unsigned i = 0; i < s->ntrees; i++) {
 		struct fsrv_tree *t = s->trees[i];
 
-		/* Closing the session's /dev/fuse ends the connection: the agent
+		/* Closing the tree's /dev/fuse ends the connection: the agent
 		 * gets ENOTCONN from then on, never a hang. */
-		fsrv_session_destroy(t->se);
+		close(t->dev_fd);
 		/* Its /dev/fuse is closed: the backing ids died with it, and
 		 * the number may name another tree's device by now. */
 		t->dev_fd = -1;
 		/* A killed sandbox never releases its files: close them here. */
 		fsrv_handles_close(t);
-		free(t->buf.mem);
-		free(t->io);
 		if (t->root_fd >= 0)
 			close(t->root_fd);
 		if (t->slot_root >= 0)
@@ -791,6 +742,9 @@ fsrv_free(struct fsrv *s)
 	for (size_t i = 0; i < s->nq; i++)
 		free(s->q[i].name);
 	free(s->q);
+	free(s->rbuf);
+	free(s->io);
+	fsrv_pipe_close(s);
 	if (s->started) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);

@@ -7,17 +7,83 @@
 #ifndef CB_FSRV_SRV_INT_H
 #define CB_FSRV_SRV_INT_H
 
-#define FUSE_USE_VERSION 34
-#include <fuse_lowlevel.h>
-
 #include <dirent.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "fsrv/fsrv_int.h"
 
 #define FSRV_IO_MAX (1u << 20)	/* the largest read we answer at once */
 #define FSRV_GROUPS_MAX 64	/* supplementary groups restored after a request */
+#define FSRV_WRITE_MAX (1u << 20)	/* the largest write the kernel sends (max_write) */
+/* A request buffer: the largest write and its headers (libfuse's
+ * FUSE_BUFFER_HEADER_SIZE; the kernel wants room for at least that). */
+#define FSRV_RBUF_LEN (FSRV_WRITE_MAX + 4096u)
+/* The attribute changes a setattr may ask for that ops.c looks at. */
+#define FSRV_FATTR_KNOWN (FATTR_MODE | FATTR_UID | FATTR_GID | FATTR_SIZE | FATTR_ATIME | \
+			  FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW | FATTR_CTIME)
+
+struct fsrv_tree;
+
+/* One request being answered: whose, and who asked (the kernel's word
+ * for the calling process; in the sandbox's namespaces as seen from the
+ * broker's). */
+struct fsrv_req {
+	struct fsrv_tree *t;
+	uint64_t unique;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+};
+
+/* An open, its handle and how the kernel is to treat the file. */
+struct fsrv_fi {
+	uint32_t flags;		/* open(2)'s flags, as the kernel sent them */
+	uint64_t fh;		/* ours: a struct fsrv_handle */
+	bool direct_io, keep_cache;
+	uint32_t backing;	/* passthrough: the kernel's backing id, or 0 */
+};
+
+/* A name handed to the kernel (ino 0: a negative entry). */
+struct fsrv_entry {
+	uint64_t ino, generation;
+	struct stat attr;
+	double attr_timeout, entry_timeout;
+};
+
+/* The handlers (ops.c); proto.c decodes and calls them.  Each answers its
+ * request (or, for the forgets, does not: the kernel wants no answer). */
+struct fsrv_ll_ops {
+	void (*lookup)(struct fsrv_req *, uint64_t parent, const char *name);
+	void (*forget)(struct fsrv_req *, uint64_t ino, uint64_t nlookup);
+	void (*forget_multi)(struct fsrv_req *, size_t count, const struct fuse_forget_one *);
+	void (*getattr)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
+	void (*setattr)(struct fsrv_req *, uint64_t ino, struct stat *, int to_set, struct fsrv_fi *);
+	void (*readlink)(struct fsrv_req *, uint64_t ino);
+	void (*mknod)(struct fsrv_req *, uint64_t parent, const char *name, mode_t, dev_t);
+	void (*mkdir)(struct fsrv_req *, uint64_t parent, const char *name, mode_t);
+	void (*unlink)(struct fsrv_req *, uint64_t parent, const char *name);
+	void (*rmdir)(struct fsrv_req *, uint64_t parent, const char *name);
+	void (*symlink)(struct fsrv_req *, const char *link, uint64_t parent, const char *name);
+	void (*rename)(struct fsrv_req *, uint64_t parent, const char *name, uint64_t newparent,
+		       const char *newname, unsigned int flags);
+	void (*link)(struct fsrv_req *, uint64_t ino, uint64_t newparent, const char *newname);
+	void (*open)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
+	void (*read)(struct fsrv_req *, uint64_t ino, size_t size, off_t off, struct fsrv_fi *);
+	void (*write)(struct fsrv_req *, uint64_t ino, const char *buf, size_t size, off_t off,
+		      struct fsrv_fi *);
+	void (*release)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
+	void (*fsync)(struct fsrv_req *, uint64_t ino, int datasync, struct fsrv_fi *);
+	void (*opendir)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
+	void (*readdir)(struct fsrv_req *, uint64_t ino, size_t size, off_t off, struct fsrv_fi *);
+	void (*releasedir)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
+	void (*statfs)(struct fsrv_req *, uint64_t ino);
+	void (*create)(struct fsrv_req *, uint64_t parent, const char *name, mode_t,
+		       struct fsrv_fi *);
+};
 
 /* An open file or directory.  fd is the broker's own descriptor, opened
  * beneath the root at open time; it is never handed to the agent. */
@@ -38,13 +104,12 @@ struct fsrv_tree {
 	int root_fd;
 	uid_t root_uid;			/* the root's owner: the hardlink rule */
 	dev_t root_dev;			/* the root's file system (fsrv_open_at) */
-	struct fuse_session *se;
-	struct fuse_buf buf;
+	int dev_fd;			/* the connection's /dev/fuse, ours (non-blocking) */
+	uint32_t minor;			/* the protocol's minor, agreed at INIT */
+	bool got_init;
 	struct fsrv_nodes nodes;	/* guarded by srv->lock */
 	uint32_t nhandles;
 	struct fsrv_handle *handles;	/* freed by fsrv_free if still open */
-	char *io;			/* read buffer */
-	size_t iolen;
 	bool closed;
 	bool as_owner;			/* act as uid/gid (fsrv_tree_owner) */
 	/* Whether the next request has lately been queued already when one
@@ -52,17 +117,9 @@ struct fsrv_tree {
 	 * answer look anyway: fsrv_serve in server.c. */
 	int8_t early;
 	uint8_t probe;
-	/* Passthrough (fsrv_cfg.passthrough): libfuse 3.14 cannot ask for it,
-	 * so the tree's I/O goes through fsrv_pt_read/fsrv_pt_writev, which
-	 * see every request and reply (passthrough.c). */
-	int dev_fd;			/* the session's /dev/fuse (owned by the session) */
-	uint64_t cur_unique;		/* the request being answered */
 	double ttl;			/* its answer's cache time (fsrv_check may lower it) */
 	uint64_t ttl_at;		/* ... lowered then (cb_mono_ns) */
-	uint32_t cur_opcode;
-	bool pt_offered;		/* the kernel offered FUSE_PASSTHROUGH */
-	bool pt_on;			/* ... and we asked for it */
-	int pt_reply;			/* backing id to put in the next open reply */
+	bool pt_on;			/* passthrough asked for at INIT (fsrv_cfg.passthrough) */
 	uid_t uid;
 	gid_t gid;
 	/* A slot (fsrv_add_slot): root_fd is -1 until fsrv_slot_fill's root
@@ -98,7 +155,13 @@ struct fsrv {
 	struct fsrv_inval *q;
 	size_t nq, capq;
 	bool stop, busy, started;
-	bool splice;		/* the kernel takes spliced replies (fsrv_init) */
+	/* The serving thread's buffers: the request read, a copied reply's
+	 * data, and the pipe of spliced replies (proto.c). */
+	char *rbuf;
+	char *io;
+	size_t iolen;
+	int pipe[2];
+	bool no_splice;		/* the pipe cannot be made big enough here */
 	/* Invalidations of paged nodes queued and written (under lock), and
 	 * one that could not be queued: fsrv_invalidate_settle. */
 	uint64_t data_queued, data_done;
@@ -109,11 +172,38 @@ struct fsrv {
 };
 
 /* The FUSE operations (ops.c). */
-extern const struct fuse_lowlevel_ops fsrv_ops;
+extern const struct fsrv_ll_ops fsrv_ops;
 
-/* Passthrough (passthrough.c): the session's I/O, a backing id for an
- * open file (0 when passthrough is off or refused), and its release. */
-extern const struct fuse_custom_io fsrv_pt_io;
+/* The protocol (proto.c).  Decode and answer one request read from t's
+ * connection; serving thread. */
+void fsrv_dispatch(struct fsrv_tree *t, const void *buf, size_t len);
+
+/* Answers: 0, or -errno of the write (-ENOENT: the request was
+ * interrupted and the kernel no longer waits for it). */
+int fsrv_reply_err(const struct fsrv_req *r, int error);
+int fsrv_reply_entry(const struct fsrv_req *r, const struct fsrv_entry *e);
+int fsrv_reply_create(const struct fsrv_req *r, const struct fsrv_entry *e,
+		      const struct fsrv_fi *fi);
+int fsrv_reply_attr(const struct fsrv_req *r, const struct stat *st, double timeout);
+int fsrv_reply_open(const struct fsrv_req *r, const struct fsrv_fi *fi);
+int fsrv_reply_write(const struct fsrv_req *r, size_t n);
+int fsrv_reply_buf(const struct fsrv_req *r, const void *buf, size_t n);
+int fsrv_reply_readlink(const struct fsrv_req *r, const char *target);
+int fsrv_reply_statfs(const struct fsrv_req *r, const struct statvfs *sv);
+/* len bytes of fd at off, spliced: 0, 1 (not spliced: copy them), -errno. */
+int fsrv_reply_splice(const struct fsrv_req *r, int fd, off_t off, size_t len);
+void fsrv_pipe_close(struct fsrv *s);
+/* One directory entry into buf (rem bytes left): its padded length,
+ * written only if it fits. */
+size_t fsrv_add_direntry(char *buf, size_t rem, const char *name, const struct stat *st,
+			 off_t off);
+/* Notices, from any thread: 0 or -errno (-ENOENT: the kernel holds no
+ * such name or inode). */
+int fsrv_notify_inval_inode(const struct fsrv_tree *t, uint64_t ino, int64_t off, int64_t len);
+int fsrv_notify_inval_entry(const struct fsrv_tree *t, uint64_t parent, const char *name);
+
+/* Passthrough (passthrough.c): a backing id for an open file (0 when
+ * passthrough is off or refused), and its release. */
 int fsrv_pt_backing(struct fsrv_tree *t, int fd);
 void fsrv_pt_close(struct fsrv_tree *t, int id);
 

@@ -1,0 +1,266 @@
+/*
+ * test_fsrv_proto.c - fsrv's own FUSE protocol (fsrv/proto.c): the
+ * decoder refuses every malformed request it is shown (lengths, names,
+ * write sizes, forget counts, extensions); and a server answers requests
+ * written to it over a socketpair standing in for /dev/fuse: nothing
+ * before INIT, INIT's negotiation (what is asked for and what never is),
+ * ENOSYS for what is not served, no answer to a forget, a lookup and a
+ * getattr of a real directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsrv/fsrv_int.h"
+#include "tests/tap.h"
+
+/* A request: header, fixed part, then tail bytes as given. */
+static size_t
+req(char *buf, uint32_t opcode, uint64_t unique, uint64_t node, const void *fixed, size_t flen,
+    const void *tail, size_t tlen)
+{
+	struct fuse_in_header h = { .opcode = opcode, .unique = unique, .nodeid = node,
+		.uid = 1000, .gid = 1000, .pid = 42 };
+
+	h.len = (uint32_t)(sizeof(h) + flen + tlen);
+	memcpy(buf, &h, sizeof(h));
+	if (flen)
+		memcpy(buf + sizeof(h), fixed, flen);
+	if (tlen)
+		memcpy(buf + sizeof(h) + flen, tail, tlen);
+	return h.len;
+}
+
+static void
+test_decode(void)
+{
+	_Alignas(8) char buf[512] = { 0 };
+	struct fsrv_msg m;
+	struct fuse_in_header *h = (struct fuse_in_header *)buf;
+	struct fuse_write_in w = { .size = 5 };
+	struct fuse_batch_forget_in bf = { .count = 2 };
+	struct fuse_forget_one fo[2] = { { 2, 1 }, { 3, 1 } };
+	struct fuse_rename2_in rn = { .newdir = 1 };
+	struct fuse_init_in in = { .major = 7, .minor = 38 };
+	size_t n;
+
+	T_ERR(fsrv_msg_decode(buf, 39, &m), -1, "shorter than a header: nothing to answer");
+	n = req(buf, FUSE_LOOKUP, 7, 1, NULL, 0, "name", 5);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a lookup decodes");
+	T_OK(m.name != NULL && strcmp(m.name, "name") == 0 && m.h.unique == 7 && m.h.nodeid == 1,
+	    "... with its name, unique and node");
+	T_ERR(fsrv_msg_decode(buf, n - 1, &m), EIO, "a header whose length is not what was read");
+	n = req(buf, FUSE_LOOKUP, 7, 1, NULL, 0, "name", 4);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a name without its NUL inside the request");
+	n = req(buf, FUSE_LOOKUP, 7, 1, NULL, 0, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a lookup without a name");
+	n = req(buf, FUSE_SYMLINK, 8, 1, NULL, 0, "new\0target", 11);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a symlink decodes");
+	T_OK(m.name && m.name2 && !strcmp(m.name, "new") && !strcmp(m.name2, "target"),
+	    "... its new name, then its text");
+	n = req(buf, FUSE_SYMLINK, 8, 1, NULL, 0, "new\0target", 10);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a second name without its NUL");
+	n = req(buf, FUSE_RENAME2, 9, 1, &rn, sizeof(rn), "a\0b", 4);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a rename2 decodes");
+	T_OK(m.a.rename2.newdir == 1 && !strcmp(m.name, "a") && !strcmp(m.name2, "b"),
+	    "... its new directory and both names");
+	n = req(buf, FUSE_RENAME2, 9, 1, &rn, sizeof(rn) - 1, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a fixed part cut short");
+	n = req(buf, FUSE_WRITE, 10, 2, &w, sizeof(w), "hello", 5);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a write decodes");
+	T_OK(m.datalen == 5 && memcmp(m.data, "hello", 5) == 0, "... its data inside the request");
+	w.size = 6;
+	n = req(buf, FUSE_WRITE, 10, 2, &w, sizeof(w), "hello", 5);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a write saying more than it carries");
+	w.size = UINT32_MAX;
+	n = req(buf, FUSE_WRITE, 10, 2, &w, sizeof(w), "hello", 5);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "... or 4 GiB");
+	w.size = 4;
+	n = req(buf, FUSE_WRITE, 10, 2, &w, sizeof(w), "hello", 5);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "... or less");
+	n = req(buf, FUSE_BATCH_FORGET, 11, 0, &bf, sizeof(bf), fo, sizeof(fo));
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a batch of forgets decodes");
+	T_OK(m.a.forgets.count == 2 && m.datalen == sizeof(fo), "... two of them");
+	bf.count = 3;
+	n = req(buf, FUSE_BATCH_FORGET, 11, 0, &bf, sizeof(bf), fo, sizeof(fo));
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a batch counting more than it carries");
+	bf.count = UINT32_MAX;
+	n = req(buf, FUSE_BATCH_FORGET, 11, 0, &bf, sizeof(bf), fo, sizeof(fo));
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "... or 4 G of them");
+	n = req(buf, FUSE_FLUSH, 12, 2, NULL, 0, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), ENOSYS, "an opcode not served: ENOSYS");
+	n = req(buf, 4096 + 1, 12, 2, NULL, 0, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), ENOSYS, "... CUSE's too");
+	n = req(buf, UINT32_MAX, 12, 2, NULL, 0, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), ENOSYS, "... and any number past the table");
+	n = req(buf, FUSE_LOOKUP, 13, 1, NULL, 0, "name\0\0\0\0\0\0\0\0", 13);
+	h->total_extlen = 1;
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "extensions are set apart");
+	h->total_extlen = 2;
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "extensions longer than the request");
+	n = req(buf, FUSE_LOOKUP, 13, 1, NULL, 0, "namexxxx", 8);
+	h->total_extlen = 1;
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a name is never read out of the extensions");
+	n = req(buf, FUSE_INIT, 1, 0, &in, 16, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a 7.6-sized INIT decodes");
+	T_OK(m.a.init.flags2 == 0 && m.a.init.minor == 38, "... flags2 read as 0");
+	n = req(buf, FUSE_INIT, 1, 0, &in, 8, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a shorter INIT does not");
+	n = req(buf, FUSE_INIT, 1, 0, &in, sizeof(in), "xxxxxxxx", 8);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "an INIT longer than ours decodes");
+	n = req(buf, FUSE_SETATTR, 14, 2, &in, 40, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a setattr cut short");
+}
+
+static int
+allow_all(void *arg, const struct fsrv_check *c)
+{
+	(void)arg;
+	(void)c;
+	return 0;
+}
+
+/* The answer to the last request: its header (error, unique) and body. */
+static ssize_t
+answer(int fd, struct fuse_out_header *h, void *body, size_t len)
+{
+	_Alignas(8) char buf[4096];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < (ssize_t)sizeof(*h))
+		return -1;
+	memcpy(h, buf, sizeof(*h));
+	if (h->len != (uint32_t)n)
+		return -2;
+	n -= (ssize_t)sizeof(*h);
+	if (body != NULL)
+		memcpy(body, buf + sizeof(*h), (size_t)n < len ? (size_t)n : len);
+	return n;
+}
+
+static void
+test_serve(void)
+{
+	struct fsrv_cfg cfg = { .authz = allow_all, .attr_timeout = 1, .entry_timeout = 1 };
+	struct fsrv *s = NULL;
+	char dir[] = "/tmp/cb-fsrv-proto-XXXXXX", path[64];
+	_Alignas(8) char buf[512];
+	struct fuse_out_header h;
+	struct fuse_init_in in = { .major = 7, .minor = 40, .max_readahead = 131072,
+		.flags = FUSE_ASYNC_READ | FUSE_MAX_PAGES | FUSE_INIT_EXT | FUSE_POSIX_ACL |
+			 FUSE_WRITEBACK_CACHE | FUSE_EXPORT_SUPPORT | FUSE_DO_READDIRPLUS |
+			 FUSE_ATOMIC_O_TRUNC };
+	struct fuse_init_out io;
+	struct fuse_entry_out eo;
+	struct fuse_attr_out ao;
+	struct fuse_forget_in fg = { .nlookup = 1 };
+	struct fuse_getattr_in ga = { 0 };
+	int sp[2], root, fd;
+	unsigned tree;
+	size_t n;
+	ssize_t got;
+
+	if (mkdtemp(dir) == NULL || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+		T_OK(0, "a directory and a socketpair");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	T_OK(fd >= 0 && write(fd, "12345", 5) == 5, "a file of 5 bytes");
+	if (fd >= 0)
+		close(fd);
+	root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	T_ERR(fsrv_new(&cfg, &s), 0, "a server");
+	T_ERR(fsrv_add_tree(s, root, sp[1], &tree), 0, "a tree on the socketpair");
+
+	n = req(buf, FUSE_LOOKUP, 2, 1, NULL, 0, "f", 2);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n, "a lookup before INIT");
+	T_ERR(fsrv_process(s, tree), 0, "... is read");
+	got = answer(sp[0], &h, NULL, 0);
+	T_OK(got == 0 && h.unique == 2 && h.error == -EIO, "... and answered EIO (%zd, %d)", got,
+	    h.error);
+
+	n = req(buf, FUSE_INIT, 1, 0, &in, sizeof(in), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "INIT");
+	memset(&io, 0, sizeof(io));
+	got = answer(sp[0], &h, &io, sizeof(io));
+	T_OK(got == (ssize_t)sizeof(io) && h.error == 0 && h.unique == 1, "... answered whole");
+	T_OK(io.major == 7 && io.minor == FUSE_KERNEL_MINOR_VERSION, "... protocol 7.%u", io.minor);
+	T_OK((io.flags & (FUSE_ASYNC_READ | FUSE_MAX_PAGES | FUSE_BIG_WRITES | FUSE_ATOMIC_O_TRUNC |
+			  FUSE_INIT_EXT)) ==
+	    (FUSE_ASYNC_READ | FUSE_MAX_PAGES | FUSE_BIG_WRITES | FUSE_ATOMIC_O_TRUNC | FUSE_INIT_EXT),
+	    "... asks for what was offered and wanted (flags %#x)", io.flags);
+	T_OK(!(io.flags & (FUSE_POSIX_ACL | FUSE_WRITEBACK_CACHE | FUSE_EXPORT_SUPPORT |
+			   FUSE_DO_READDIRPLUS)),
+	    "... and never for ACLs, a writeback cache, export or readdirplus");
+	T_OK(!(io.flags & FUSE_ASYNC_DIO), "... nor for what was not offered");
+	T_OK(io.max_write == 1u << 20 && io.max_pages == 256, "... 1 MiB writes (%u, %u pages)",
+	    io.max_write, io.max_pages);
+	T_OK(io.flags2 == 0 && io.unused[0] == 0, "... no passthrough unless the policy opts in");
+
+	n = req(buf, FUSE_FLUSH, 3, 2, NULL, 0, NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a flush");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -ENOSYS && h.unique == 3,
+	    "... is ENOSYS (the kernel then sends no more)");
+	n = req(buf, FUSE_LOOKUP, 4, 1, NULL, 0, "f", 1);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a lookup whose name has no NUL");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EIO, "... is EIO");
+
+	n = req(buf, FUSE_LOOKUP, 5, 1, NULL, 0, "f", 2);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a lookup of f");
+	memset(&eo, 0, sizeof(eo));
+	got = answer(sp[0], &h, &eo, sizeof(eo));
+	T_OK(got == (ssize_t)sizeof(eo) && h.error == 0 && h.unique == 5, "... answered");
+	T_OK(eo.nodeid > FSRV_ROOT_ID && eo.attr.size == 5 && S_ISREG(eo.attr.mode) &&
+	    eo.entry_valid == 1 && eo.attr_valid == 1, "... a node for a 5-byte file, cached 1 s");
+
+	n = req(buf, FUSE_LOOKUP, 6, 1, NULL, 0, "absent", 7);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a lookup of absent");
+	memset(&eo, 0xff, sizeof(eo));
+	got = answer(sp[0], &h, &eo, sizeof(eo));
+	T_OK(got == (ssize_t)sizeof(eo) && h.error == 0 && eo.nodeid == 0 && eo.attr.mode == 0,
+	    "... a negative entry (node 0, no attributes)");
+
+	n = req(buf, FUSE_GETATTR, 7, 1, &ga, sizeof(ga), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a getattr of the root");
+	memset(&ao, 0, sizeof(ao));
+	got = answer(sp[0], &h, &ao, sizeof(ao));
+	T_OK(got == (ssize_t)sizeof(ao) && h.error == 0 && S_ISDIR(ao.attr.mode),
+	    "... a directory");
+
+	n = req(buf, FUSE_GETATTR, 8, 999, &ga, sizeof(ga), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a getattr of a node never handed out");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -ESTALE, "... is ESTALE");
+
+	n = req(buf, FUSE_FORGET, 9, eo.nodeid, &fg, sizeof(fg), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a forget");
+	T_OK(answer(sp[0], &h, NULL, 0) == -1, "... is not answered");
+	n = req(buf, FUSE_FORGET, 10, 1, &fg, 3, NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a malformed forget");
+	T_OK(answer(sp[0], &h, NULL, 0) == -1, "... is not answered either");
+	T_ERR(fsrv_process(s, tree), CB_ETIMEDOUT, "nothing more queued: the read says so");
+
+	close(sp[0]);
+	T_ERR(fsrv_process(s, tree), CB_ECLOSED, "the other end gone: the connection is closed");
+	fsrv_free(s);
+	unlink(path);
+	rmdir(dir);
+	close(root);
+	close(sp[1]);
+}
+
+int
+main(void)
+{
+	test_decode();
+	test_serve();
+	return t_done();
+}
