@@ -961,7 +961,9 @@ fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
 	}
 	if (r->detail == NULL)
 		r->detail = "served";
-	brk_fss_audit(f, r, false);
+	/* Once stopping, only refusals come here: each is owed its line (the
+	 * loop writes it in the sandbox's name, as a last close line). */
+	brk_fss_audit(f, r, f->stopping);
 }
 
 /*
@@ -1062,7 +1064,7 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	for (unsigned i = 0; i < f->ntrees; i++)
 		if (f->trees[i].idx == c->tree)
 			t = &f->trees[i];
-	if (!t || f->stopping) {
+	if (!t) {
 		pthread_mutex_unlock(&f->mu);
 		return CB_EPERM;
 	}
@@ -1071,8 +1073,15 @@ fss_authz(void *arg, const struct fsrv_check *c)
 		pthread_mutex_unlock(&f->mu);
 		return CB_ETOOBIG;
 	}
-	if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0))
+	/* One that raced the stop (an agent process killed after its launcher,
+	 * or one that waited in the gate) is refused for that, with its line
+	 * (a late one); nothing of the broker is read past this (docs/fsrv.md). */
+	if (f->stopping) {
+		e = CB_ESTOPPING;
+		why = "the sandbox is stopping: not served";
+	} else if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0)) {
 		e = CB_EPERM;
+	}
 	now = cb_now();
 	if (now < f->floor)
 		now = f->floor;

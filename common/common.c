@@ -72,6 +72,7 @@ static const struct cb_errinfo cb_errs[] = {
 	{ CB_ERATE, "rate-limited", "too many requests" },
 	{ CB_ECLOSED, "closed", "channel closed" },
 	{ CB_ECLUSTER, "cluster-stale", "the cluster database is unreachable (fail closed)" },
+	{ CB_ESTOPPING, "stopping", "the sandbox is stopping" },
 };
 
 static const struct cb_errinfo *

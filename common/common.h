@@ -90,6 +90,7 @@ enum cb_err {
 	CB_ERATE = -100,	/* sandbox over its request rate */
 	CB_ECLOSED = -101,	/* peer closed the channel */
 	CB_ECLUSTER = -102,	/* the cluster database is unreachable or the view stale (fail closed) */
+	CB_ESTOPPING = -103,	/* the sandbox is stopping: nothing more is served */
 };
 
 /* Discard a result on purpose (best-effort calls); says so at the call. */

@@ -39,7 +39,9 @@ agent_start calm --tier medium --workspace "$W2"
 # writer can fall behind (a slow fdatasync) and the broker then refuses an
 # open for want of room in the log (audit-failed: back-pressure, nothing
 # done; docs/audit.md), which is not the budget this test is about.  That
-# every refusal was that is checked in the log below.
+# every refusal was that is checked in the log below (or, once the sandbox
+# is stopped, the stop itself: the open that waited for the budget when the
+# stop came is refused with reason stopping, after the sandbox.stop line).
 "$CB" run --connect "$S/admin.sock" --id flood --tier medium --workspace "$W" --timeout 60 -- \
 	/usr/bin/python3 -c '
 import os, time
@@ -98,12 +100,25 @@ t_is "one line says it is throttled" "$ft" 1
 t_is "one line says it was stopped, and why" "$fs" 1
 t_match "... naming the budget it spent" "$(grep '"sandbox":"flood"' "$S/audit.jsonl" | grep '"sandbox.throttled"')" \
 	'audit budget spent \(bytes of log; '
-# (deny lines of its opens: only for want of room in the log, above)
+# (deny lines of its opens: only for want of room in the log, above; and,
+# once its sandbox.stop line is written, for its stop: reason stopping, an
+# open that waited for the budget when the stop came.  A stopping refusal
+# before the stop line, or one with reason permission, is another reason.)
 refused_other() { # STATE SANDBOX: its fs.open denials for any other reason
+	awk -v sb="\"sandbox\":\"$2\"," '
+		index($0, sb "\"op\":\"sandbox.stop\"") { stopped = 1 }
+		index($0, sb "\"op\":\"fs.open\"") && /"decision":"deny"/ &&
+		    !/"reason":"audit-failed"/ && !(stopped && /"reason":"stopping"/) { n++ }
+		END { print n + 0 }' "$1/audit.jsonl"
+}
+refused_stopping() { # STATE SANDBOX: its fs.open denials for its stop
 	grep "\"sandbox\":\"$2\",\"op\":\"fs.open\"" "$1/audit.jsonl" | grep '"decision":"deny"' |
-		grep -vc '"reason":"audit-failed"'
+		grep -c '"reason":"stopping"'
 }
 t_is "... no open of it refused for any other reason" "$(refused_other "$S" flood)" 0
+nstop=$(refused_stopping "$S" flood)
+echo "# $nstop open(s) of it refused as it stopped (reason stopping, after its stop line)"
+t_ok "... those at most the 32 a tree served after a stop ($nstop)" test "$nstop" -le 32
 t_is "the other sandbox was never throttled" "$(grep -c '"sandbox":"calm","op":"sandbox.throttled"' "$S/audit.jsonl")" 0
 agent_do calm "cat a.txt"
 t_match "... and still reads" "$AOUT" "^hello"

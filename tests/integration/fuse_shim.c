@@ -16,6 +16,15 @@
  *    is written that many milliseconds late (once: the file is removed,
  *    and $CB_SHIM_INVAL_ARM.hit made when the wait begins), as the kernel
  *    dropping the pages of a sandbox holding many cached files would be.
+ *  - CB_SHIM_OPEN_ARM (874-fs-served-stop-refused.sh): while the file
+ *    $CB_SHIM_OPEN_ARM exists, the next FUSE_OPEN the server reads from
+ *    /dev/fuse is handed to it only once $CB_SHIM_OPEN_ARM.hold is gone
+ *    (at most 30 s; once: the arm file is removed, and
+ *    $CB_SHIM_OPEN_ARM.hit made when the wait begins).  The agent that
+ *    opened waits for its answer meanwhile (the kernel sent the request:
+ *    not even SIGKILL ends that wait), so the test can stop the sandbox
+ *    and then let the server judge the open, as a request that raced the
+ *    stop on a loaded machine.
  *
  * Nothing else changes.  Test code, never built into the product.
  */
@@ -53,19 +62,39 @@ sleep_ms(const char *ms)
 		;
 }
 
+/* CB_SHIM_OPEN_ARM: an open read while armed waits for the hold to go. */
+static void
+open_hold(const char *arm)
+{
+	char hit[4096], hold[4096];
+	int h;
+
+	if (unlink(arm) != 0)
+		return;
+	snprintf(hit, sizeof(hit), "%s.hit", arm);
+	snprintf(hold, sizeof(hold), "%s.hold", arm);
+	if ((h = open(hit, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) >= 0)
+		close(h);
+	for (int i = 0; i < 3000 && access(hold, F_OK) == 0; i++)
+		sleep_ms("10");
+}
+
 ssize_t
 read(int fd, void *buf, size_t len)
 {
 	static read_fn real;
-	const char *ms = getenv("CB_SHIM_RELEASE_MS");
+	const char *ms = getenv("CB_SHIM_RELEASE_MS"), *arm = getenv("CB_SHIM_OPEN_ARM");
 	ssize_t n;
 
 	if (!real)
 		real = (read_fn)dlsym(RTLD_NEXT, "read");
 	n = real(fd, buf, len);
-	if (ms && n >= (ssize_t)sizeof(struct fuse_in_header) &&
-	    ((const struct fuse_in_header *)buf)->opcode == FUSE_RELEASE && is_dev_fuse(fd))
+	if (n < (ssize_t)sizeof(struct fuse_in_header))
+		return n;
+	if (ms && ((const struct fuse_in_header *)buf)->opcode == FUSE_RELEASE && is_dev_fuse(fd))
 		sleep_ms(ms);
+	if (arm && ((const struct fuse_in_header *)buf)->opcode == FUSE_OPEN && is_dev_fuse(fd))
+		open_hold(arm);
 	return n;
 }
 

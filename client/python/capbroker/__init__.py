@@ -74,6 +74,7 @@ _NAMES = {
     -92: "audit-failed", -93: "escape", -94: "file-type", -95: "never-reachable",
     -96: "denied", -97: "request-expired", -98: "connection-refused",
     -99: "resolve-failed", -100: "rate-limited", -101: "closed", -102: "cluster-stale",
+    -103: "stopping",
 }
 
 
