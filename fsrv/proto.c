@@ -565,6 +565,61 @@ fsrv_no_reply(uint32_t opcode)
 	    opcode == FUSE_INTERRUPT || opcode == FUSE_NOTIFY_REPLY;
 }
 
+/* The requests on an open file or directory: true if m is one (and was
+ * answered). */
+static bool
+fsrv_dispatch_fh(struct fsrv_req *r, const struct fsrv_msg *m)
+{
+	const struct fsrv_ll_ops *ops = &fsrv_ops;
+	struct fsrv_fi fi;
+
+	memset(&fi, 0, sizeof(fi));
+	switch (m->h.opcode) {
+	case FUSE_OPEN:
+		fi.flags = m->a.open.flags;
+		ops->open(r, m->h.nodeid, &fi);
+		break;
+	case FUSE_OPENDIR:
+		fi.flags = m->a.open.flags;
+		ops->opendir(r, m->h.nodeid, &fi);
+		break;
+	case FUSE_CREATE:
+		fi.flags = m->a.create.flags;
+		ops->create(r, m->h.nodeid, m->name, m->a.create.mode, &fi);
+		break;
+	case FUSE_READ:
+		fi.fh = m->a.read.fh;
+		fi.flags = m->a.read.flags;
+		ops->read(r, m->h.nodeid, m->a.read.size, (off_t)m->a.read.offset, &fi);
+		break;
+	case FUSE_READDIR:
+		fi.fh = m->a.read.fh;
+		ops->readdir(r, m->h.nodeid, m->a.read.size, (off_t)m->a.read.offset, &fi);
+		break;
+	case FUSE_WRITE:
+		fi.fh = m->a.write.fh;
+		fi.flags = m->a.write.flags;
+		ops->write(r, m->h.nodeid, m->data, m->datalen, (off_t)m->a.write.offset, &fi);
+		break;
+	case FUSE_RELEASE:
+		fi.fh = m->a.release.fh;
+		fi.flags = m->a.release.flags;
+		ops->release(r, m->h.nodeid, &fi);
+		break;
+	case FUSE_RELEASEDIR:
+		fi.fh = m->a.release.fh;
+		ops->releasedir(r, m->h.nodeid, &fi);
+		break;
+	case FUSE_FSYNC:
+		fi.fh = m->a.fsync.fh;
+		ops->fsync(r, m->h.nodeid, m->a.fsync.fsync_flags & FUSE_FSYNC_FDATASYNC, &fi);
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 void
 fsrv_dispatch(struct fsrv_tree *t, const void *buf, size_t len)
 {
@@ -649,53 +704,15 @@ fsrv_dispatch(struct fsrv_tree *t, const void *buf, size_t len)
 	case FUSE_LINK:
 		ops->link(&r, m.a.link.oldnodeid, m.h.nodeid, m.name);
 		break;
-	case FUSE_OPEN:
-		fi.flags = m.a.open.flags;
-		ops->open(&r, m.h.nodeid, &fi);
-		break;
-	case FUSE_OPENDIR:
-		fi.flags = m.a.open.flags;
-		ops->opendir(&r, m.h.nodeid, &fi);
-		break;
-	case FUSE_CREATE:
-		fi.flags = m.a.create.flags;
-		ops->create(&r, m.h.nodeid, m.name, m.a.create.mode, &fi);
-		break;
-	case FUSE_READ:
-		fi.fh = m.a.read.fh;
-		fi.flags = m.a.read.flags;
-		ops->read(&r, m.h.nodeid, m.a.read.size, (off_t)m.a.read.offset, &fi);
-		break;
-	case FUSE_READDIR:
-		fi.fh = m.a.read.fh;
-		ops->readdir(&r, m.h.nodeid, m.a.read.size, (off_t)m.a.read.offset, &fi);
-		break;
-	case FUSE_WRITE:
-		fi.fh = m.a.write.fh;
-		fi.flags = m.a.write.flags;
-		ops->write(&r, m.h.nodeid, m.data, m.datalen, (off_t)m.a.write.offset, &fi);
-		break;
-	case FUSE_RELEASE:
-		fi.fh = m.a.release.fh;
-		fi.flags = m.a.release.flags;
-		ops->release(&r, m.h.nodeid, &fi);
-		break;
-	case FUSE_RELEASEDIR:
-		fi.fh = m.a.release.fh;
-		ops->releasedir(&r, m.h.nodeid, &fi);
-		break;
-	case FUSE_FSYNC:
-		fi.fh = m.a.fsync.fh;
-		ops->fsync(&r, m.h.nodeid, m.a.fsync.fsync_flags & FUSE_FSYNC_FDATASYNC, &fi);
-		break;
 	case FUSE_STATFS:
 		ops->statfs(&r, m.h.nodeid);
 		break;
 	default:
-		/* FLUSH among them: the kernel stops sending it (a round trip
-		 * on every close) after the first ENOSYS; writes are not
-		 * buffered here, so there is nothing to flush. */
-		cb_ignore(fsrv_reply_err(&r, ENOSYS));
+		/* FLUSH among the ones not served: the kernel stops sending it
+		 * (a round trip on every close) after the first ENOSYS; writes
+		 * are not buffered here, so there is nothing to flush. */
+		if (!fsrv_dispatch_fh(&r, &m))
+			cb_ignore(fsrv_reply_err(&r, ENOSYS));
 		break;
 	}
 }
