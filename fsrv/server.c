@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,11 +120,8 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 		pthread_mutex_destroy(&s->lock);
 		goto out;
 	}
-	if (pthread_create(&s->notifier, NULL, fsrv_notifier, s) != 0) {
-		pthread_cond_destroy(&s->cond);
-		pthread_mutex_destroy(&s->lock);
-		goto out;
-	}
+	/* The notifier is started by the first invalidation (fsrv_queue): an
+	 * idle sandbox's server costs no thread of its own for it. */
 	s->started = true;
 	fsrv_handles_server(1);
 	*out = s;
@@ -488,13 +486,38 @@ fsrv_run(struct fsrv *s, int stop_fd)
 	}
 }
 
+/* Start the notifier if it is not running; called with s->lock held
+ * (it waits for the lock before it looks at the queue).  Every signal is
+ * blocked in it from its first instruction: it must never be the thread a
+ * process signal of the broker's is delivered to.  False if it could not
+ * be started. */
+static bool
+fsrv_notifier_start(struct fsrv *s)
+{
+	sigset_t all, old;
+	int e;
+
+	if (s->notifying)
+		return true;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	e = pthread_create(&s->notifier, NULL, fsrv_notifier, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	s->notifying = e == 0;
+	return s->notifying;
+}
+
 /* Queue one invalidation; called with s->lock held.  A failed allocation
- * drops it: a name then lives at most its timeout; dropped pages are
- * counted (data_lost), so fsrv_invalidate_settle can say so. */
+ * (or a notifier that cannot be started) drops it: a name then lives at
+ * most its timeout; dropped pages are counted (data_lost), so
+ * fsrv_invalidate_settle can say so. */
 static void
 fsrv_queue(struct fsrv *s, unsigned tree, uint64_t id, const char *name, bool data)
 {
 	struct fsrv_inval *q = s->q;
+
+	if (!fsrv_notifier_start(s))
+		goto lost;
 
 	if (s->nq == s->capq) {
 		size_t nc = s->capq ? s->capq * 2 : 64;
@@ -718,7 +741,8 @@ fsrv_free(struct fsrv *s)
 		s->stop = true;
 		pthread_cond_broadcast(&s->cond);
 		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->notifier, NULL);
+		if (s->notifying)
+			pthread_join(s->notifier, NULL);
 	}
 	fsrv_identity(s, NULL);
 	for (unsigned i = 0; i < s->ntrees; i++) {

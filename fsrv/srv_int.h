@@ -166,7 +166,8 @@ struct fsrv {
 	 * one that could not be queued: fsrv_invalidate_settle. */
 	uint64_t data_queued, data_done;
 	bool data_lost;
-	pthread_t notifier;
+	pthread_t notifier;	/* once notifying: started by the first invalidation */
+	bool notifying;
 	uint32_t nnodes;	/* names of every tree together (the pool), under lock */
 	bool full;		/* a name was refused; on_full said so */
 };
