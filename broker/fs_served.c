@@ -193,7 +193,11 @@ struct brk_fss {
 	bool full_said;			/* BRK_FSS_TREES_MAX reached, audited once */
 	/* Written by the loop only (ntrees, and each tree but its idx: under
 	 * mu once the thread runs); idx by the thread, under mu. */
-	struct brk_fss_tree trees[BRK_FSS_TREES_MAX];
+	/* Each its own allocation: a tree never moves once its thread may
+	 * read it, and a sandbox pays for the trees it has (about 2 KiB each,
+	 * two paths), not for BRK_FSS_TREES_MAX of them (100 KiB: most of an
+	 * idle sandbox's heap; docs/performance.md). */
+	struct brk_fss_tree *trees[BRK_FSS_TREES_MAX];
 	unsigned ntrees;
 	struct sbx_mount mounts[SBX_MOUNTS_MAX];
 	size_t nmounts;
@@ -521,7 +525,7 @@ brk_fss_roots(struct brk_fss *f)
 	bool any = false;
 
 	for (unsigned i = 0; i < f->ntrees; i++) {
-		struct brk_fss_tree *t = &f->trees[i];
+		struct brk_fss_tree *t = f->trees[i];
 		struct stat st;
 		bool moved;
 		int fd;
@@ -1062,8 +1066,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	brk_fss_room(f, c);
 	/* Under the lock: the loop adds trees granted while the sandbox runs. */
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (f->trees[i].idx == c->tree)
-			t = &f->trees[i];
+		if (f->trees[i]->idx == c->tree)
+			t = f->trees[i];
 	if (!t) {
 		pthread_mutex_unlock(&f->mu);
 		return CB_EPERM;
@@ -1164,8 +1168,8 @@ fss_closed(void *arg, const struct fsrv_close *c)
 	pthread_mutex_lock(&f->mu);
 	brk_fss_gate(f);
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (f->trees[i].idx == c->tree)
-			t = &f->trees[i];
+		if (f->trees[i]->idx == c->tree)
+			t = f->trees[i];
 	if (t) {
 		snprintf(path, sizeof(path), "%s%s%s", t->path, c->path[0] ? "/" : "",
 		    c->path[0] ? c->path : "(unlinked)");
@@ -1200,8 +1204,8 @@ fss_full(void *arg, unsigned tree, uint32_t names)
 	char detail[96];
 
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (f->trees[i].idx == tree)
-			t = &f->trees[i];
+		if (f->trees[i]->idx == tree)
+			t = f->trees[i];
 	if (!t)
 		return;
 	snprintf(detail, sizeof(detail), "%lu names held, the most it may (served_names): new "
@@ -1435,7 +1439,7 @@ brk_fss_add_late(struct brk_fss *f)
 			cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
 			continue;
 		}
-		t = &f->trees[q[i].ti];		/* the loop wrote it before the 'a' */
+		t = f->trees[q[i].ti];		/* the loop wrote it before the 'a' */
 		e = fsrv_add_tree(f->srv, q[i].root, q[i].dev, &idx);
 
 		if (e == 0 && t->uid != 0 && !f->stub_mounts)
@@ -1464,8 +1468,8 @@ brk_fss_main(void *arg)
 	 * the agent creates belong to the owner and the owner's permissions
 	 * decide.  A root-owned tree is served as root. */
 	for (unsigned i = 0; i < f->ntrees && !e && !f->stub_mounts; i++)
-		if (f->trees[i].uid != 0 && f->trees[i].idx != BRK_FSS_NOTREE)
-			e = fsrv_tree_owner(f->srv, f->trees[i].idx, f->trees[i].uid, f->trees[i].gid);
+		if (f->trees[i]->uid != 0 && f->trees[i]->idx != BRK_FSS_NOTREE)
+			e = fsrv_tree_owner(f->srv, f->trees[i]->idx, f->trees[i]->uid, f->trees[i]->gid);
 	pthread_mutex_lock(&f->mu);
 	f->started = e ? e : 1;
 	pthread_cond_broadcast(&f->cond);
@@ -1554,13 +1558,28 @@ brk_fss_rw_tokens(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t w
 	return 0;
 }
 
+/* A tree for host path path, served at dst ("": at path), not served yet. */
+static struct brk_fss_tree *
+brk_fss_tree_new(const char *path, const char *dst)
+{
+	struct brk_fss_tree *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	snprintf(t->path, sizeof(t->path), "%s", path);
+	snprintf(t->dst, sizeof(t->dst), "%s", dst);
+	t->mnt = -1;
+	t->idx = BRK_FSS_NOTREE;
+	return t;
+}
+
 /* Was bd made a served tree? */
 static bool
 brk_fss_rw_served(const struct brk_fss *f, const struct sbx_bind *bd)
 {
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (f->trees[i].dst[0] && f->trees[i].idx != BRK_FSS_NOTREE &&
-		    strcmp(f->trees[i].dst, bd->dst) == 0 && strcmp(f->trees[i].path, bd->src) == 0)
+		if (f->trees[i]->dst[0] && f->trees[i]->idx != BRK_FSS_NOTREE &&
+		    strcmp(f->trees[i]->dst, bd->dst) == 0 && strcmp(f->trees[i]->path, bd->src) == 0)
 			return true;
 	return false;
 }
@@ -1570,6 +1589,8 @@ brk_fss_rw_served(const struct brk_fss *f, const struct sbx_bind *bd)
 static int
 brk_fss_rw_trees(struct brk_fss *f, const struct sbx_config *cfg)
 {
+	struct brk_fss_tree *t;
+
 	for (size_t i = 0; i < cfg->nbinds; i++) {
 		const struct sbx_bind *bd = &cfg->binds[i];
 		bool covered = false;
@@ -1583,36 +1604,37 @@ brk_fss_rw_trees(struct brk_fss *f, const struct sbx_config *cfg)
 			continue;
 		if (!f->binds && !(f->binds = calloc(cfg->nbinds, sizeof(*f->binds))))
 			return CB_ENOMEM;
-		snprintf(f->trees[f->ntrees].path, sizeof(f->trees[0].path), "%s", bd->src);
-		snprintf(f->trees[f->ntrees].dst, sizeof(f->trees[0].dst), "%s", bd->dst);
-		f->trees[f->ntrees].mnt = -1;
-		f->trees[f->ntrees].idx = BRK_FSS_NOTREE;
-		f->ntrees++;
+		if ((t = brk_fss_tree_new(bd->src, bd->dst)) == NULL)
+			return CB_ENOMEM;
+		f->trees[f->ntrees++] = t;
 	}
 	return 0;
 }
 
 /* Add the tree rooted at path unless it is already served (or inside a
- * served tree); a served tree inside path is replaced by it. */
-static void
+ * served tree); a served tree inside path is replaced by it.  Before the
+ * sandbox starts (no thread reads the trees yet).  CB_ENOMEM. */
+static int
 brk_fss_want(struct brk_fss *f, const char *path)
 {
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (brk_fss_within(f->trees[i].path, path))
-			return;	/* path is inside (or is) a served tree */
-	for (unsigned i = 0; i < f->ntrees; i++)
-		if (!brk_fss_within(path, f->trees[i].path))
-			f->trees[k++] = f->trees[i];	/* trees inside path go */
+		if (brk_fss_within(f->trees[i]->path, path))
+			return 0;	/* path is inside (or is) a served tree */
+	for (unsigned i = 0; i < f->ntrees; i++) {
+		if (!brk_fss_within(path, f->trees[i]->path))
+			f->trees[k++] = f->trees[i];
+		else
+			free(f->trees[i]);	/* trees inside path go */
+	}
 	f->ntrees = k;
 	if (f->ntrees == SBX_MOUNTS_MAX)
-		return;
-	snprintf(f->trees[f->ntrees].path, sizeof(f->trees[0].path), "%s", path);
-	f->trees[f->ntrees].dst[0] = '\0';
-	f->trees[f->ntrees].mnt = -1;
-	f->trees[f->ntrees].idx = BRK_FSS_NOTREE;
+		return 0;
+	if ((f->trees[f->ntrees] = brk_fss_tree_new(path, "")) == NULL)
+		return CB_ENOMEM;
 	f->ntrees++;
+	return 0;
 }
 
 /* May a grant's root be served at its own path inside the sandbox?  Not
@@ -1671,9 +1693,11 @@ brk_fss_binds_free(struct brk_fss *f)
 static void
 brk_fss_discard(struct brk_fss *f)
 {
-	for (unsigned i = 0; i < f->ntrees; i++)
-		if (f->trees[i].mnt >= 0)
-			close(f->trees[i].mnt);
+	for (unsigned i = 0; i < f->ntrees; i++) {
+		if (f->trees[i]->mnt >= 0)
+			close(f->trees[i]->mnt);
+		free(f->trees[i]);
+	}
 	for (size_t i = 0; i < SBX_SLOTS_MAX; i++)
 		if (f->slot_mnt[i] >= 0)
 			close(f->slot_mnt[i]);
@@ -1813,26 +1837,26 @@ brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, 
 	int r;
 
 	for (unsigned i = 0, k = 0; i < f->ntrees; i++) {
-		bool ws = !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
+		bool ws = !f->trees[i]->dst[0] && strcmp(f->trees[i]->path, s->workspace) == 0;
 
 		if (f->stub_mounts) {
 			/* pid 1 makes the mount; the root waits for its
 			 * connection (brk_fss_connections). */
 			int root;
 
-			if ((r = brk_fss_root_open(&f->trees[i], &root, why, whylen)) != 0) {
+			if ((r = brk_fss_root_open(f->trees[i], &root, why, whylen)) != 0) {
 				if (ws)
 					return r;
 				continue;
 			}
 			f->uroot[f->nfuse] = root;
 			f->uti[f->nfuse] = i;
-			f->fuse_dsts[f->nfuse++] = f->trees[i].dst[0] ? f->trees[i].dst :
-			    f->trees[i].path;
+			f->fuse_dsts[f->nfuse++] = f->trees[i]->dst[0] ? f->trees[i]->dst :
+			    f->trees[i]->path;
 			*ws_served |= ws;
 			continue;
 		}
-		if ((r = brk_fss_tree_open(f, &f->trees[i], agent, why, whylen)) != 0) {
+		if ((r = brk_fss_tree_open(f, f->trees[i], agent, why, whylen)) != 0) {
 			/* A grant's root that cannot be opened through the
 			 * resolver (missing, a kernel file system, not ours to
 			 * search) is not served; capcall still answers for it.
@@ -1841,8 +1865,8 @@ brk_fss_mount_trees(struct brk_fss *f, uid_t agent, bool *ws_served, char *why, 
 				return r;
 			continue;
 		}
-		f->mounts[k++] = (struct sbx_mount){ .fd = f->trees[i].mnt,
-			.dst = f->trees[i].dst[0] ? f->trees[i].dst : f->trees[i].path };
+		f->mounts[k++] = (struct sbx_mount){ .fd = f->trees[i]->mnt,
+			.dst = f->trees[i]->dst[0] ? f->trees[i]->dst : f->trees[i]->path };
 		f->nmounts = k;
 		*ws_served |= ws;
 	}
@@ -1961,15 +1985,15 @@ brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
 	if (f->ntrees == 0)
 		return 0;	/* nothing to say: no slots either (brk_fss_start) */
 	for (unsigned i = 0; i < f->ntrees; i++)
-		ws |= !f->trees[i].dst[0] && strcmp(f->trees[i].path, s->workspace) == 0;
+		ws |= !f->trees[i]->dst[0] && strcmp(f->trees[i]->path, s->workspace) == 0;
 	snprintf(why, whylen, "the file server cannot serve %s: a broker that is not root needs "
 	    "/dev/fuse usable by uid %u inside the sandbox (mode 0666; here: %s), and a root "
 	    "broker mounts it itself; run capbroker as root, or make /dev/fuse usable",
-	    ws ? s->workspace : f->trees[0].path, (unsigned)geteuid(), strerror(e));
+	    ws ? s->workspace : f->trees[0]->path, (unsigned)geteuid(), strerror(e));
 	if (ws)
 		return CB_EUNSUPPORTED;
 	brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN,
-	    .reason = CB_EUNSUPPORTED, .op = "fs.serve", .resource = f->trees[0].path,
+	    .reason = CB_EUNSUPPORTED, .op = "fs.serve", .resource = f->trees[0]->path,
 	    .actor = "broker", .detail = why });
 	why[0] = '\0';
 	f->ntrees = 0;
@@ -2074,8 +2098,8 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	 * that can be shown at its own path (the workspace token's root is
 	 * the workspace). */
 	for (size_t i = 0; i < ng; i++)
-		if (brk_fss_servable(f, g[i].root))
-			brk_fss_want(f, g[i].root);
+		if (brk_fss_servable(f, g[i].root) && (r = brk_fss_want(f, g[i].root)) != 0)
+			goto fail;
 	if ((r = brk_fss_rw_trees(f, cfg)) != 0)
 		goto fail;
 	/* With no tree yet the broker serves all the same: a tree granted
@@ -2121,7 +2145,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	s->fss = f;
 	if (r != 0) {
 		snprintf(why, whylen, "the file server cannot act as the owner of %s: %s",
-		    f->trees[0].path, cb_strerror(r));
+		    f->trees[0]->path, cb_strerror(r));
 		return r;	/* the thread ends; brk_fss_stop frees the rest */
 	}
 	brk_fss_apply(f, cfg, ws_served);
@@ -2147,7 +2171,7 @@ static bool
 brk_fss_known(const struct brk_fss *f, const char *path)
 {
 	for (unsigned i = 0; i < f->ntrees; i++)
-		if (brk_fss_within(f->trees[i].path, path))
+		if (brk_fss_within(f->trees[i]->path, path))
 			return true;
 	return false;
 }
@@ -2226,6 +2250,7 @@ static void
 brk_fss_late_tree(struct brk_fss *f, const char *path)
 {
 	struct brk_fss_tree *t;
+	unsigned ti;
 	struct brk_fss_slot *sl;
 	char why[512];
 	int root = -1, dev = -1, r;
@@ -2242,13 +2267,13 @@ brk_fss_late_tree(struct brk_fss *f, const char *path)
 	sl = brk_fss_slot_free(f, path, &wait);
 	if (!sl && wait)
 		return;		/* tried again once pid 1's slots are served */
-	t = &f->trees[f->ntrees];
+	if ((t = brk_fss_tree_new(path, "")) == NULL) {
+		brk_fss_serve_audit(f, CB_ENOMEM, path, "not served: out of memory");
+		return;
+	}
 	pthread_mutex_lock(&f->mu);
-	memset(t, 0, sizeof(*t));
-	snprintf(t->path, sizeof(t->path), "%s", path);
-	t->mnt = -1;
-	t->idx = BRK_FSS_NOTREE;
-	f->ntrees++;
+	ti = f->ntrees;
+	f->trees[f->ntrees++] = t;
 	pthread_mutex_unlock(&f->mu);
 	why[0] = '\0';
 	if (sl) {
@@ -2274,7 +2299,7 @@ brk_fss_late_tree(struct brk_fss *f, const char *path)
 	}
 	why[0] = '\0';
 	pthread_mutex_lock(&f->mu);
-	f->late[f->nlate++] = (struct brk_fss_late){ .ti = (unsigned)(t - f->trees), .root = root,
+	f->late[f->nlate++] = (struct brk_fss_late){ .ti = ti, .root = root,
 	    .dev = dev };
 	pthread_mutex_unlock(&f->mu);
 	root = dev = -1;
@@ -2316,7 +2341,7 @@ brk_fss_chan(evutil_socket_t fd, short ev, void *arg)
 		bool slot = false;
 
 		for (unsigned i = 0; i < f->ntrees; i++)
-			slot |= f->trees[i].slot && strcmp(f->trees[i].path, dst) == 0;
+			slot |= f->trees[i]->slot && strcmp(f->trees[i]->path, dst) == 0;
 		if (ok)
 			snprintf(detail, sizeof(detail), "served at its host path (granted while the "
 			    "sandbox runs; %s)", slot ? "unmodified programs may write where fs.write "
@@ -2388,9 +2413,9 @@ brk_fss_spawned(struct brk_sbx *s)
 	if (!f)
 		return;
 	for (unsigned i = 0; i < f->ntrees; i++) {
-		if (f->trees[i].mnt >= 0)
-			close(f->trees[i].mnt);
-		f->trees[i].mnt = -1;
+		if (f->trees[i]->mnt >= 0)
+			close(f->trees[i]->mnt);
+		f->trees[i]->mnt = -1;
 	}
 	/* pid 1 holds the slots now; the server keeps the connections. */
 	for (size_t i = 0; i < SBX_SLOTS_MAX; i++) {
@@ -2457,6 +2482,11 @@ brk_fss_free_ended(struct brk_fss *f)
 		}
 	pthread_join(f->thr, NULL);
 	brk_fss_drain(f);	/* what it queued last */
+	for (unsigned i = 0; i < f->ntrees; i++) {
+		if (f->trees[i]->mnt >= 0)
+			close(f->trees[i]->mnt);
+		free(f->trees[i]);
+	}
 	brk_fss_grants_free(f->g, f->ng);
 	free(f->aq);
 	free(f->aq_spare);
