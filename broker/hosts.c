@@ -61,8 +61,10 @@ struct brk_hosts {
 	size_t n;
 	char *key;			/* the names v was made for, '\n'-joined */
 	bool busy, again;		/* a lookup runs; run another after it */
-	struct brk_hname learned[BRK_HOSTS_LEARNED];	/* for DNS queries (dns.c) */
-	uint64_t learned_ns[BRK_HOSTS_LEARNED];		/* mono ns of each lookup; 0: free */
+	/* For DNS queries (dns.c), made at the first one: about 34 KiB that a
+	 * sandbox never asking a name need not pay for (most of them). */
+	struct brk_hname *learned;	/* BRK_HOSTS_LEARNED of them, or NULL */
+	uint64_t *learned_ns;		/* mono ns of each lookup; 0: free */
 };
 
 struct brk_hjob {
@@ -275,6 +277,17 @@ brk_hosts_looked_up(void *arg)
 		h->key = j->key;
 		j->v = NULL;
 		j->key = NULL;
+		/* Kept until the next change: only the names found, not the
+		 * BRK_HOSTS_NAMES the lookup had room for (32 KiB). */
+		if (h->n == 0) {
+			free(h->v);
+			h->v = NULL;
+		} else {
+			struct brk_hname *v = realloc(h->v, h->n * sizeof(*h->v));
+
+			if (v)
+				h->v = v;
+		}
 		if (brk_hosts_write(h->dir, h->v, h->n) != 0)
 			brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EIO,
 			    .sandbox = s->id, .op = "hosts", .resource = h->dir, .actor = "broker",
@@ -349,6 +362,8 @@ brk_hosts_close(struct brk_sbx *s)
 	rmdir(h->dir);
 	free(h->v);
 	free(h->key);
+	free(h->learned);
+	free(h->learned_ns);
 	free(h);
 	s->hosts = NULL;
 }
@@ -380,6 +395,18 @@ brk_hosts_learn(struct brk_sbx *s, const char *name, const struct cap_addr *a, s
 
 	if (!h)
 		return;
+	if (!h->learned) {
+		h->learned = calloc(BRK_HOSTS_LEARNED, sizeof(*h->learned));
+		h->learned_ns = calloc(BRK_HOSTS_LEARNED, sizeof(*h->learned_ns));
+		if (!h->learned || !h->learned_ns) {
+			/* Not kept: the name's connect is judged as not covered. */
+			free(h->learned);
+			free(h->learned_ns);
+			h->learned = NULL;
+			h->learned_ns = NULL;
+			return;
+		}
+	}
 	k = brk_hosts_slot(h, name, &found);
 	snprintf(h->learned[k].name, sizeof(h->learned[k].name), "%s", name);
 	h->learned[k].naddr = n < BRK_HOSTS_ADDRS ? n : BRK_HOSTS_ADDRS;
@@ -395,7 +422,7 @@ brk_hosts_recall(struct brk_sbx *s, const char *name, uint64_t max_age_ns, struc
 	size_t k, n;
 
 	*found = false;
-	if (!h)
+	if (!h || !h->learned)
 		return 0;
 	k = brk_hosts_slot(h, name, found);
 	if (!*found)
@@ -454,7 +481,7 @@ brk_hosts_check(struct brk_sbx *s, const struct cap_addr *a, int port, struct br
 		return first;
 	/* then the names looked up for the sandbox's DNS queries, in use */
 	l = h->learned;
-	for (size_t k = 0; k < BRK_HOSTS_LEARNED; k++)
+	for (size_t k = 0; l && k < BRK_HOSTS_LEARNED; k++)
 		if (h->learned_ns[k] && brk_hosts_judge(s, &l[k], 1, a, port, &first, out, name))
 			return first;
 	return first;
