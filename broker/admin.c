@@ -851,7 +851,8 @@ adm_sandboxes(struct brk_admin *a, const struct wire_adm_req *q)
 		if (s->dead)
 			continue;
 		wire_adm_sbx_put(&e, &(struct wire_adm_sbx){ .id = s->id, .tier = s->tier_name,
-		    .command = s->command ? s->command : "", .workspace = s->workspace,
+		    .command = s->command ? s->command : "",
+		    .workspace = s->workspace ? s->workspace : "",
 		    .started = s->started_at, .pid = (uint64_t)(s->spawned ? s->proc.pid : 0),
 		    .tokens = s->nheld, .requests = s->nreq, .owner = s->owner });
 	}

@@ -130,7 +130,7 @@ struct brk_sbx {
 	enum sbx_tier stier;
 	struct pol_inst *inst;		/* its tier, from pol */
 	struct brk_pol *pol;		/* the policy it started under */
-	char workspace[BRK_PATH_MAX];
+	char *workspace;		/* its real path (malloc'd: realpath); set at its creation */
 	uint64_t started_at;
 	uint64_t wall;			/* its wall-clock limit, seconds */
 	uid_t owner;			/* who started it (admin peer or us) */

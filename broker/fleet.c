@@ -715,7 +715,7 @@ brk_fleet_sandboxes(struct brk *b)
 		snprintf(v[k].id, sizeof(v[k].id), "%s", s->id);
 		snprintf(v[k].tier, sizeof(v[k].tier), "%s", s->tier_name);
 		snprintf(v[k].command, sizeof(v[k].command), "%s", s->command ? s->command : "");
-		snprintf(v[k].workspace, sizeof(v[k].workspace), "%s", s->workspace);
+		snprintf(v[k].workspace, sizeof(v[k].workspace), "%s", s->workspace ? s->workspace : "");
 		v[k].started = s->started_at;
 		v[k].pid = (uint64_t)(s->spawned ? s->proc.pid : 0);
 		v[k].owner = s->owner;

@@ -248,7 +248,8 @@ struct brk_fss {
 	size_t nlate;
 
 	/* Server thread only. */
-	char state_real[4096];		/* the broker's state: never served */
+	const char *state_real;		/* the broker's state: never served (b's,
+					 * fixed while it runs, which outlives f) */
 	char rename_from[2 * CAP_STR_MAX + 2];
 	bool rename_pending;
 };
@@ -1822,7 +1823,7 @@ brk_fss_new(struct brk_sbx *s, struct brk_fss_grant *g, size_t ng)
 	}
 	f->avail = s->aud_bytes;
 	snprintf(f->sid, sizeof(f->sid), "%s", s->id);
-	snprintf(f->state_real, sizeof(f->state_real), "%s", s->b->state_real);
+	f->state_real = s->b->state_real;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cond, NULL);
 	return f;

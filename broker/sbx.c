@@ -111,6 +111,7 @@ brk_sbx_free(struct brk_sbx *s)
 	pol_inst_free(s->inst);
 	brk_pol_release(s->b, s->pol);
 	free(s->command);
+	free(s->workspace);
 	free(s->setup_why);
 	free(s);
 }
@@ -560,7 +561,7 @@ brk_sbx_place(struct brk_sbx *s, const struct brk_sbx_spec *spec, const struct p
 		snprintf(cwd, sizeof(cwd), "%s", pol_tier_workspace(*tier));
 	else if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = '\0';
-	if (!realpath(cwd, s->workspace)) {
+	if (!(s->workspace = realpath(cwd, NULL))) {
 		snprintf(why, whylen, "workspace '%s': %s", cwd, strerror(errno));
 		return CB_EINVAL;
 	}
@@ -865,7 +866,7 @@ brk_sbx_watch(struct brk_sbx *s)
 static int
 brk_sbx_start_line(struct brk_sbx *s, const struct brk_sbx_spec *spec, char *why, size_t whylen)
 {
-	char detail[sizeof(s->workspace) + BRK_DETAIL_MAX];
+	char detail[BRK_PATH_MAX + BRK_DETAIL_MAX];
 	int r;
 
 	if (s->b->aud == NULL)
