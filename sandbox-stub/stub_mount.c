@@ -11,13 +11,15 @@
  * opened with its own credentials through its one resolver (no symlink,
  * no magic link, no kernel file system): this file never opens a host path
  * for them.  A mount can only be cloned from the caller's own mount
- * namespace, and the sandbox's is a new one, so each source is cloned by a
- * short-lived helper (stub_capture_sources, in the outer stub before it
- * drops the broker's credentials): it makes the source its working
- * directory, unshares a user and mount namespace (the kernel carries the
- * working directory over to the copy of its mount), clones it with
- * open_tree(OPEN_TREE_CLONE), checks the clone is the inode the broker
- * opened, makes it read-only, nosuid, nodev and hands the detached tree back.
+ * namespace, and the sandbox's is a new one, so each source is cloned in
+ * the outer stub before it drops the broker's credentials
+ * (stub_capture_sources): directly, when those credentials may clone in the
+ * host's mount namespace (a root broker), else by a short-lived helper per
+ * source that makes the source its working directory and unshares a user
+ * and mount namespace (the kernel carries the working directory over to the
+ * copy of its mount).  Either way the clone (open_tree(OPEN_TREE_CLONE)) is
+ * checked to be the inode the broker opened, made read-only, nosuid, nodev
+ * and a slave, never a peer, of the host's mount, and kept detached.
  * Only the fixed system runtime (/usr, /bin, /lib*, /sbin, ld.so.cache, the
  * CA certificates, five /dev nodes) is still captured by path, in pid 1.
  *
@@ -160,11 +162,17 @@ recv_tree(int sock)
 	return pk.fds[0];
 }
 
-/* The helper: clone src (see the top of this file) and send the tree. */
-static void __attribute__((noreturn))
-clone_helper(const struct stub_src *src, const char *what, uint64_t attr, int sock)
+/* Clone src, named relative to dir (the broker's directory, or the working
+ * directory a helper carried into its copy of the mount namespace), check
+ * it is the inode the broker opened and give it attr and propagation prop.
+ * Returns the detached tree; with may_refuse, -1 if the kernel refused the
+ * clone for want of privilege over this mount namespace (EPERM). */
+static int
+clone_source(const struct stub_src *src, int dir, const char *what, uint64_t attr,
+    uint64_t prop, bool may_refuse)
 {
 	bool self = strcmp(src->name, ".") == 0;
+	struct mount_attr a = { .attr_set = attr, .propagation = prop };
 	struct stat want, got;
 	int tree;
 
@@ -172,21 +180,33 @@ clone_helper(const struct stub_src *src, const char *what, uint64_t attr, int so
 		stub_die(errno, "bind source %.200s", what);
 	if (!S_ISDIR(want.st_mode) && !S_ISREG(want.st_mode))
 		stub_die(0, "bind source is not a file or directory: %.200s", what);
-	if (fchdir(src->dirfd) == -1)
-		stub_die(errno, "bind source %.200s", what);
-	/* The copy of the mount namespace carries the working directory over
-	 * to its copy of the mount: that is the one we may clone. */
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
-		stub_die(errno, "bind source %.200s: unshare", what);
-	tree = open_tree(AT_FDCWD, self ? "" : src->name, (self ? AT_EMPTY_PATH :
+	tree = open_tree(dir, self ? "" : src->name, (self ? AT_EMPTY_PATH :
 	    AT_SYMLINK_NOFOLLOW) | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree == -1 && may_refuse && errno == EPERM)
+		return -1;
 	if (tree == -1)
 		stub_die(errno, "bind source %.200s", what);
 	/* The name may have been replaced since the broker opened it. */
 	if (fstat(tree, &got) == -1 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
 		stub_die(0, "bind source %.200s changed while it was bound", what);
-	set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attr, what);
-	send_tree(sock, tree);
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) == -1)
+		stub_die(errno, "mount_setattr %.200s", what);
+	return tree;
+}
+
+/* The helper: clone src (see the top of this file) and send the tree. */
+static void __attribute__((noreturn))
+clone_helper(const struct stub_src *src, const char *what, uint64_t attr, int sock)
+{
+	if (fchdir(src->dirfd) == -1)
+		stub_die(errno, "bind source %.200s", what);
+	/* The copy of the mount namespace carries the working directory over
+	 * to its copy of the mount: that is the one we may clone.  The copy's
+	 * mounts are slaves of the host's shared ones (the kernel makes them
+	 * so for a less privileged owner), and so is the clone. */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
+		stub_die(errno, "bind source %.200s: unshare", what);
+	send_tree(sock, clone_source(src, AT_FDCWD, what, attr, 0, false));
 	_exit(0);
 }
 
@@ -293,12 +313,31 @@ stub_capture_sources(struct stub_cfg *c)
 	for (size_t i = 0; i < c->nbinds; i++)
 		jobs[n++] = (struct capture_job){ &c->bsrc[i], c->binds[i].dst,
 		    c->binds[i].writable ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : ro, -1, -1 };
+	/* A stub with the broker's privilege over the host's mount namespace
+	 * (a root broker) clones every source itself: no helper, no namespace
+	 * copied and torn down per source.  The tree is made a slave, as a
+	 * helper's clone is: a host mount event may reach it, nothing mounted
+	 * in it reaches the host.  Refused (EPERM): the helpers below. */
+	for (; done < n; done++) {
+		struct stub_src *src = jobs[done].src;
+
+		if (src->dirfd < min_fd || src->fd < min_fd)
+			stub_die(0, "bind source %.200s: bad descriptor", jobs[done].what);
+		src->tree = clone_source(src, src->dirfd, jobs[done].what, jobs[done].attr,
+		    MS_SLAVE, done == 0);
+		if (src->tree == -1)
+			break;
+		close(src->fd);
+		if (src->dirfd != src->fd)
+			close(src->dirfd);
+		src->fd = src->dirfd = -1;
+	}
 	while (done < n) {
 		while (started < n && started - done < STUB_CAPTURE_AHEAD)
 			capture_start(&jobs[started++], min_fd);
 		capture_finish(jobs, done++, started);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < started; i++)
 		capture_reap(&jobs[i]);
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# 90-stub-capture-many.sh - the stub clones its bind sources with several
-# helpers at once (stub_capture_sources, STUB_CAPTURE_AHEAD at a time):
-# more sources than that all arrive, each at its own place, read-only,
-# and no helper is left behind once the agent runs (a zombie would count
-# against the sandbox's pids limit).
+# 90-stub-capture-many.sh - the stub clones many bind sources: as root
+# itself, as an ordinary user with several helpers at once
+# (stub_capture_sources, STUB_CAPTURE_AHEAD at a time): more sources than
+# that all arrive, each at its own place, read-only, and no helper is left
+# behind once the agent runs (a zombie would count against the sandbox's
+# pids limit).  Which of the two ways is taken: 902-stub-start-lean.sh.
 . "$(dirname "$0")/../lib.sh"
 L="$CB_BUILD/escape/launch"
 export CAPBROKER_STUB="$CB_BIN/capbroker-stub"
@@ -26,7 +27,7 @@ done
 echo single >"$T_TMP/file"
 binds+=(--ro-bind "$T_TMP/file" /single)
 
-t_is "$n directory sources and a file, cloned by helpers at once, each at its place" \
+t_is "$n directory sources and a file, each at its place" \
 	"$("$L" "${binds[@]}" -- /bin/cat "${cat_args[@]}" /single)" "$want
 single"
 t_exit "... read-only, every one" 0 "$L" --tier high "${binds[@]}" -- /bin/sh -c \
@@ -34,24 +35,46 @@ t_exit "... read-only, every one" 0 "$L" --tier high "${binds[@]}" -- /bin/sh -c
 t_exit "a missing source among many still fails closed" 125 "$L" "${binds[@]}" \
 	--ro-bind "$T_TMP/nonexistent" /x -- /bin/true
 
-# A helper that fails while others are at work: the stub itself, given a
-# FIFO as the second of five sources (the launcher would refuse one before
-# the stub, so this is the only way to reach the helper's own check).  It
-# fails closed with the helper's reason, and none of its helpers (forks of
-# the stub: the same command line, this test's id) is left running.
-mkfifo "$T_TMP/fifo"
-id="cbtest-capture-$$"
-(
-	exec 4>"$T_TMP/status" 5<"$T_TMP/src1" 6<"$T_TMP" 7<>"$T_TMP/fifo" 8<"$T_TMP/src2" \
-		9<"$T_TMP/src3" 10<"$T_TMP/src4"
-	exec "$CAPBROKER_STUB" --tier low --id "$id" --parent-pid $$ --ro-bind-fd 5 5 . /s1 \
-		--ro-bind-fd 6 7 fifo /f --ro-bind-fd 8 8 . /s2 --ro-bind-fd 9 9 . /s3 \
-		--ro-bind-fd 10 10 . /s4 -- /bin/true </dev/null >/dev/null 2>&1
-)
-rc=$?
-t_is "a source a helper refuses, among sources being cloned, fails the stub (125)" "$rc" 125
-t_match "... with the helper's reason" "$(cat "$T_TMP/status")" 'bind source is not a file or directory: /f'
-t_exit "... and no helper of it is left" 1 pgrep -f -- "--id $id "
+# A source that fails among others: the stub itself, given a FIFO as the
+# second of five sources (the launcher would refuse one before the stub,
+# so this is the only way to reach the stub's own check).  It fails closed
+# with the reason, and none of its helpers (forks of the stub: the same
+# command line, this test's id) is left running.  As root (no helpers),
+# then as an ordinary user (the FIFO's helper fails while others are at
+# work).
+mkfifo -m 0666 "$T_TMP/fifo"
+fifo_source() {
+	local id="cbtest-capture-$$-$1" rc
+	shift
+	(
+		exec 4>"$T_TMP/status" 5<"$T_TMP/src1" 6<"$T_TMP" 7<>"$T_TMP/fifo" 8<"$T_TMP/src2" \
+			9<"$T_TMP/src3" 10<"$T_TMP/src4"
+		exec "$@" --tier low --id "$id" --parent-pid $$ --ro-bind-fd 5 5 . /s1 \
+			--ro-bind-fd 6 7 fifo /f --ro-bind-fd 8 8 . /s2 --ro-bind-fd 9 9 . /s3 \
+			--ro-bind-fd 10 10 . /s4 -- /bin/true </dev/null >/dev/null 2>&1
+	)
+	rc=$?
+	t_is "a source refused among sources being cloned fails the stub (125, $id)" "$rc" 125
+	t_match "... with the reason" "$(cat "$T_TMP/status")" \
+		'bind source is not a file or directory: /f'
+	t_exit "... and no helper of it is left" 1 pgrep -f -- "--id $id "
+}
+fifo_source root "$CAPBROKER_STUB"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 0755 "$T_TMP"
+	U=(setpriv --reuid=4242 --regid=4242 --clear-groups --)
+	P=$(t_public "$L" "$CAPBROKER_STUB")
+	t_is "as an ordinary user, through helpers at once: each at its place" \
+		"$("${U[@]}" env CAPBROKER_STUB="$P/capbroker-stub" "$P/launch" "${binds[@]}" \
+			-- /bin/cat "${cat_args[@]}" /single)" "$want
+single"
+	t_exit "... a missing source among many still fails closed" 125 \
+		"${U[@]}" env CAPBROKER_STUB="$P/capbroker-stub" "$P/launch" "${binds[@]}" \
+		--ro-bind "$T_TMP/nonexistent" /x -- /bin/true
+	fifo_source user "${U[@]}" "$P/capbroker-stub"
+else
+	t_skip "the helpers of an ordinary user's stub" "needs root and setpriv"
+fi
 
 # The outer stub (the launcher's child) has exactly one child while the
 # agent runs: pid 1 of the sandbox.  Every clone helper was reaped.

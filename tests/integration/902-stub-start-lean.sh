@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# 902-stub-start-lean.sh - what the stub's start no longer does, and that
+# the layers stay as they were (docs/performance.md, "fifth pass"):
+# - a stub that may clone in the host's mount namespace (a root launcher)
+#   clones its bind sources itself: its only fork is pid 1, no helper per
+#   source; a stub that may not (an ordinary user's) still forks one helper
+#   per source;
+# - either way a bind of a shared host mount is a slave inside, never a
+#   peer: nothing mounted in the sandbox can reach the host.
+. "$(dirname "$0")/../lib.sh"
+L="$CB_BUILD/escape/launch"
+export CAPBROKER_STUB="$CB_BIN/capbroker-stub"
+if [ ! -x "$L" ] || [ ! -x "$CAPBROKER_STUB" ]; then
+	t_skip "sandbox launcher" "not built ($L, $CAPBROKER_STUB)"
+	t_done
+	exit
+fi
+if [ "$(id -u)" != 0 ] || ! command -v strace >/dev/null || ! command -v setpriv >/dev/null; then
+	t_skip "the stub's forks, as root and as an ordinary user" "needs root, strace and setpriv"
+	t_done
+	exit
+fi
+
+chmod 0755 "$T_TMP"
+for i in 1 2 3; do mkdir -m 0755 "$T_TMP/src$i" && echo "in $i" >"$T_TMP/src$i/f"; done
+binds=(--ro-bind "$T_TMP/src1" /s1 --ro-bind "$T_TMP/src2" /s2 --ro-bind "$T_TMP/src3" /s3)
+
+# The forks (clone, clone3, fork, vfork) of the process that executed the
+# stub, under strace -f of the whole start.
+stub_forks() {
+	strace -f -qq -e trace=execve,clone,clone3,fork,vfork -e signal=none \
+		-o "$T_TMP/trace" "$@" >"$T_TMP/out" 2>&1 || { echo "failed: $(cat "$T_TMP/out")"; return; }
+	local p
+	p=$(grep -E 'execve\("[^"]*capbroker-stub"' "$T_TMP/trace" | awk '{ print $1; exit }')
+	[ -n "$p" ] || { echo "no stub in the trace"; return; }
+	grep -cE "^$p (clone|clone3|fork|vfork)\(" "$T_TMP/trace"
+}
+
+t_is "as root the stub forks pid 1 only: its three sources cloned without helpers" \
+	"$(stub_forks "$L" "${binds[@]}" -- /bin/cat /s1/f /s2/f /s3/f)" 1
+t_is "... and every source is there" "$(cat "$T_TMP/out")" "in 1
+in 2
+in 3"
+
+U=(setpriv --reuid=4242 --regid=4242 --clear-groups --)
+P=$(t_public "$L" "$CAPBROKER_STUB")
+t_is "as an ordinary user, one helper per source and pid 1" \
+	"$(stub_forks "${U[@]}" env CAPBROKER_STUB="$P/capbroker-stub" "$P/launch" "${binds[@]}" \
+		-- /bin/cat /s1/f /s2/f /s3/f)" 4
+t_is "... and every source is there" "$(cat "$T_TMP/out")" "in 1
+in 2
+in 3"
+
+# A shared host mount as a bind source: the clone must not join its peer
+# group (a mount made in the sandbox's tree would then appear on the host).
+mkdir "$T_TMP/shared"
+if mount -t tmpfs -o size=64k tmpfs "$T_TMP/shared" && mount --make-shared "$T_TMP/shared"; then
+	echo there >"$T_TMP/shared/f"
+	for who in root user; do
+		if [ "$who" = root ]; then run=("$L"); else
+			run=("${U[@]}" env CAPBROKER_STUB="$P/capbroker-stub" "$P/launch"); fi
+		line=$("${run[@]}" --ro-bind "$T_TMP/shared" /sh -- /bin/cat /proc/self/mountinfo |
+			grep ' /sh ')
+		t_match "a shared host mount bound by $who's stub is read-only inside" "$line" ' /sh ro,'
+		t_match "... a slave of the host's, not a peer" "$line" ' master:[0-9]+ - '
+	done
+	umount "$T_TMP/shared"
+else
+	t_skip "a shared host mount as a bind source" "cannot mount a tmpfs here"
+fi
+
+t_done
