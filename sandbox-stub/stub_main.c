@@ -780,6 +780,9 @@ main(int argc, char **argv)
 	set_pdeathsig(c.parent_pid);
 	create_namespaces(&c);
 
+	/* Before the fork, so that pid 1 and the agent inherit the emptied
+	 * bounding set (each still drops it, finding nothing to drop). */
+	drop_capabilities_bounding();
 	outer_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	if (outer_pidfd == -1)
 		stub_die(errno, "pidfd_open");
@@ -793,7 +796,6 @@ main(int argc, char **argv)
 	 * capability in the sandbox's user namespace), relay the status. */
 	if (close_range(0, ~0U, 0) == -1)
 		_exit(SBX_EXIT_SETUP);
-	drop_capabilities_bounding();
 	drop_capabilities_all();
 	while (waitpid(child, &st, 0) == -1) {
 		if (errno != EINTR)
@@ -965,11 +967,15 @@ static void
 drop_capabilities_bounding(void)
 {
 	for (int cap = 0; cap <= 63; cap++) {
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1) {
-			if (errno == EINVAL)
-				break;	/* past the kernel's last capability */
+		int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+
+		if (in == -1 && errno == EINVAL)
+			break;		/* past the kernel's last capability */
+		/* Each drop is a new set of credentials: the outer stub drops
+		 * the set before pid 1 and the agent exist, and they find
+		 * nothing left to drop but still look. */
+		if (in != 0 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == -1)
 			stub_die(errno, "PR_CAPBSET_DROP %d", cap);
-		}
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == -1)
 		stub_die(errno, "PR_CAP_AMBIENT_CLEAR_ALL");
