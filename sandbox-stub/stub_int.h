@@ -115,15 +115,17 @@ void stub_die(int errnum, const char *fmt, ...)
  * broker's descriptors.  Dies on any failure. */
 void stub_capture_sources(struct stub_cfg *c);
 
-/* Build the new root and pivot into it.  Runs as pid 1 of the new pid
+/* Build the new root (stub_mount_setup), then forbid new namespaces and
+ * pivot into it (stub_mount_pivot).  Run as pid 1 of the new pid
  * namespace, with full capabilities in the new user namespace only. */
 void stub_mount_setup(const struct stub_cfg *c);
+void stub_mount_pivot(const struct stub_cfg *c);
 
 /* In pid 1 at a pooled sandbox's hand-over, before the agent exists: give
  * the sandbox its id (c->id) as hostname and in /etc/hostname (the root is
  * made writable for that one write, then read-only again). */
 void stub_mount_set_id(const struct stub_cfg *c);
-/* In pid 1, right after stub_mount_setup and before the agent exists: send
+/* In pid 1, right after stub_mount_pivot and before the agent exists: send
  * the broker the /dev/fuse connections of the --fuse-at trees (one "fuse"
  * report carrying them all, in order), and close ours. */
 void stub_mount_send_fuse(const struct stub_cfg *c);

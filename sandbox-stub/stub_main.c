@@ -671,8 +671,9 @@ create_namespaces(const struct stub_cfg *c)
 {
 	char map[64];
 
-	/* One call: the user namespace is created first and owns the others. */
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+	/* One call: the user namespace is created first and owns the others.
+	 * The network namespace is the outer stub's after the fork (main). */
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
 	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) == -1)
 		stub_die(errno, "unshare (user namespaces disabled?)");
 	/* Writing our own maps needs /proc/self to be ours: dumpable. */
@@ -698,11 +699,13 @@ exit_code(int st)
 	return SBX_EXIT_SETUP;
 }
 
-static void pid1_main(struct stub_cfg *c, int outer_pidfd) __attribute__((noreturn));
+static void pid1_main(struct stub_cfg *c, int outer_pidfd, int netready)
+    __attribute__((noreturn));
 static void pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
     uint64_t deadline) __attribute__((noreturn));
 static void drop_capabilities_bounding(void);
 static void drop_capabilities_all(void);
+static int send_with_fd(int sock, const void *buf, size_t len, int fd);
 
 /* The stub's own argument strings (main's argv): the configuration is parsed
  * from a copy (copy_args), so that pid 1 can clear these (hide_args). */
@@ -758,7 +761,7 @@ main(int argc, char **argv)
 {
 	struct stub_cfg c;
 	pid_t child;
-	int outer_pidfd, st;
+	int outer_pidfd, netready[2], self, netns, st;
 
 	/* The two options every program takes; the stub is started by the
 	 * broker, never by hand, so this is all it says to a person. */
@@ -786,11 +789,37 @@ main(int argc, char **argv)
 	outer_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	if (outer_pidfd == -1)
 		stub_die(errno, "pidfd_open");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, netready) == -1)
+		stub_die(errno, "socketpair");
+	/* Opened now: pid 1's pivot_root moves this process's root too (one
+	 * mount namespace), and the sandbox's /proc does not show it. */
+	if ((self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		stub_die(errno, "/proc/self");
 	child = fork();
 	if (child == -1)
 		stub_die(errno, "fork");
-	if (child == 0)
-		pid1_main(&c, outer_pidfd);
+	if (child == 0) {
+		close(self);
+		close(netready[1]);
+		pid1_main(&c, outer_pidfd, netready[0]);
+	}
+
+	/* The network namespace (most of the namespaces' cost: its loopback
+	 * device and sysctls) is made here, on another CPU if there is one,
+	 * while pid 1 builds the file system; pid 1 joins it before the
+	 * agent process exists (pid1_join_net).  By a descriptor: the kernel
+	 * lets no one join through the pidfd of a process that is not
+	 * dumpable.  If this fails, pid 1 gets none and ends the sandbox. */
+	close(netready[0]);
+	if (unshare(CLONE_NEWNET) == -1)
+		stub_die(errno, "unshare (network namespace)");
+	if ((netns = openat(self, "ns/net", O_RDONLY | O_CLOEXEC)) == -1)
+		stub_die(errno, "/proc/self/ns/net");
+	if (send_with_fd(netready[1], "n", 1, netns) != 0)
+		stub_die(errno, "passing pid 1 its network namespace");
+	close(netns);
+	close(self);
+	close(netready[1]);
 
 	/* Outer stub: hold nothing the sandbox could use (no descriptor, no
 	 * capability in the sandbox's user namespace), relay the status. */
@@ -1577,8 +1606,33 @@ pid1_await_exec(int errfd, pid_t agent, bool execd)
 	kill_all_and_exit(SBX_EXIT_SETUP);
 }
 
+/* Enter the network namespace the outer stub made (main) once it says it
+ * is there.  Before the agent process, the listener and every socket pid 1
+ * makes exist: they all come to be in it; and before forbid_namespaces
+ * (stub_mount_pivot), which would refuse the outer stub's. */
 static void
-pid1_main(struct stub_cfg *c, int outer_pidfd)
+pid1_join_net(int netready)
+{
+	struct wire_packet pk;
+	ssize_t n;
+	char b;
+
+	do
+		n = wire_packet_recv(netready, &b, 1, 0, &pk);
+	while (n == -1 && errno == EINTR);
+	if (n != 1 || pk.nfds != 1 || pk.ctrunc || pk.trunc) {
+		wire_packet_close(&pk);
+		stub_die(0, "the outer stub made no network namespace");
+	}
+	close(netready);
+	/* EINVAL if it is anything but a network namespace. */
+	if (setns(pk.fds[0], CLONE_NEWNET) == -1)
+		stub_die(errno, "joining the sandbox's network namespace");
+	close(pk.fds[0]);
+}
+
+static void
+pid1_main(struct stub_cfg *c, int outer_pidfd, int netready)
 {
 	struct pollfd pfd[3];
 	pid_t agent;
@@ -1598,6 +1652,10 @@ pid1_main(struct stub_cfg *c, int outer_pidfd)
 		stub_die(errno, "pidfd");
 
 	stub_mount_setup(c);
+	/* Before the pivot, which forbids new namespaces in the sandbox's
+	 * user namespace: the outer stub's network namespace counts. */
+	pid1_join_net(netready);
+	stub_mount_pivot(c);
 	stub_mount_send_fuse(c);
 	ll_abi = stub_landlock_abi();
 

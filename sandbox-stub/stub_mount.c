@@ -843,8 +843,14 @@ stub_mount_setup(const struct stub_cfg *c)
 		attach(&user[i]);
 	for (size_t i = 0; i < c->nmounts + c->nfuse; i++)
 		attach(&served[i]);
+}
 
-	/* Last: open_tree() clones above count as mount namespaces. */
+void
+stub_mount_pivot(const struct stub_cfg *c)
+{
+	/* Last: open_tree() clones above count as mount namespaces, and so
+	 * does the outer stub's network namespace, which must exist by now
+	 * (the limit is the sandbox's user namespace's, which it is in). */
 	forbid_namespaces();
 
 	pivot_into(c);

@@ -6,7 +6,10 @@
 #   source; a stub that may not (an ordinary user's) still forks one helper
 #   per source;
 # - either way a bind of a shared host mount is a slave inside, never a
-#   peer: nothing mounted in the sandbox can reach the host.
+#   peer: nothing mounted in the sandbox can reach the host;
+# - the network namespace the outer stub makes while pid 1 builds the root
+#   is the one pid 1 and the agent are in, and not the host's, and none of
+#   the three holds a capability.
 . "$(dirname "$0")/../lib.sh"
 L="$CB_BUILD/escape/launch"
 export CAPBROKER_STUB="$CB_BIN/capbroker-stub"
@@ -69,4 +72,25 @@ else
 	t_skip "a shared host mount as a bind source" "cannot mount a tmpfs here"
 fi
 
+# The network namespaces of the outer stub, pid 1 and the agent, read from
+# the host while the agent sleeps.
+"$L" -- /bin/sleep 31341.$$ &
+lpid=$!
+for _ in $(seq 50); do pgrep -f "^/bin/sleep 31341\\.$$" >/dev/null && break; sleep 0.1; done
+outer=$(pgrep -P "$lpid" | head -n 1)
+pid1=$( [ -n "$outer" ] && pgrep -P "$outer" | head -n 1)
+agent=$( [ -n "$pid1" ] && pgrep -P "$pid1" | head -n 1)
+ns() { readlink "/proc/$1/ns/net" 2>/dev/null || echo "none($1)"; }
+t_is "pid 1 is in the network namespace the outer stub made" "$(ns "$pid1")" "$(ns "$outer")"
+t_is "... and so is the agent" "$(ns "$agent")" "$(ns "$outer")"
+t_ok "... which is not the host's" test "$(ns "$outer")" != "$(ns $$)"
+# The bounding set, dropped once in the outer stub before the fork, is
+# empty in all three (and so is every other set, once pid 1 is ready).
+caps() { grep -E '^Cap(Bnd|Prm|Eff|Amb):' "/proc/$1/status" 2>/dev/null | awk '{ print $2 }' |
+	sort -u | tr '\n' ' '; }
+t_is "the outer stub, pid 1 and the agent hold no capability, bounding set included" \
+	"$(caps "$outer")/$(caps "$pid1")/$(caps "$agent")" \
+	"0000000000000000 /0000000000000000 /0000000000000000 "
+kill "$lpid" 2>/dev/null
+wait "$lpid" 2>/dev/null
 t_done
