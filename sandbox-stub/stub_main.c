@@ -809,13 +809,16 @@ main(int argc, char **argv)
 	 * while pid 1 builds the file system; pid 1 joins it before the
 	 * agent process exists (pid1_join_net).  By a descriptor: the kernel
 	 * lets no one join through the pidfd of a process that is not
-	 * dumpable.  If this fails, pid 1 gets none and ends the sandbox. */
+	 * dumpable.  If this fails, we say why and exit, and pid 1 dies with
+	 * us (its parent-death signal).  A pid 1 already gone (a setup step
+	 * of its own failed, and it said why) is relayed below as always. */
 	close(netready[0]);
 	if (unshare(CLONE_NEWNET) == -1)
 		stub_die(errno, "unshare (network namespace)");
 	if ((netns = openat(self, "ns/net", O_RDONLY | O_CLOEXEC)) == -1)
 		stub_die(errno, "/proc/self/ns/net");
-	if (send_with_fd(netready[1], "n", 1, netns) != 0)
+	if (send_with_fd(netready[1], "n", 1, netns) != 0 && errno != EPIPE &&
+	    errno != ECONNRESET)
 		stub_die(errno, "passing pid 1 its network namespace");
 	close(netns);
 	close(self);

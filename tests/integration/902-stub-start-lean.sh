@@ -72,6 +72,22 @@ else
 	t_skip "a shared host mount as a bind source" "cannot mount a tmpfs here"
 fi
 
+# pid 1 failing while it builds the root, before it takes the network
+# namespace the outer stub is making: its reason is the one told, the exit
+# is 125 (the outer stub relays it rather than failing on its own), every
+# time, whichever of the two comes first.
+bad=0
+for i in $(seq 20); do
+	out=$("$L" --ro-bind "$T_TMP/src1" /s1 --ro-bind "$T_TMP/src2" /s1/sub/deeper -- /bin/true 2>&1)
+	rc=$?
+	case "$rc $out" in
+	"125 "*"pid1: mount point /s1/sub/deeper would be created inside a bound host directory"*) ;;
+	*) bad=$((bad + 1)); echo "# $rc $out" ;;
+	esac
+done
+t_is "a pid 1 that fails before it joins the network namespace: its reason and 125, 20 of 20" \
+	"$bad" 0
+
 # The network namespaces of the outer stub, pid 1 and the agent, read from
 # the host while the agent sleeps.
 "$L" -- /bin/sleep 31341.$$ &
