@@ -191,10 +191,20 @@ fsrv_send(const struct fsrv_req *r, int error, const void *a, size_t alen, const
 	return 0;
 }
 
+/*
+ * A handler's error.  ENOSYS is never one: to the kernel it means "this
+ * server has no such operation", remembered for the connection, and for
+ * OPEN that means every later open succeeds without asking us (unchecked)
+ * with file handle 0 (for CREATE: every create fails, EPERM from mknod).
+ * A handler gets ENOSYS only from the host (a host FUSE file system
+ * without truncate answers the ftruncate of an open with O_TRUNC so), so
+ * it is sent as EOPNOTSUPP; only fsrv_dispatch says ENOSYS, for the
+ * opcodes not served.
+ */
 int
 fsrv_reply_err(const struct fsrv_req *r, int error)
 {
-	return fsrv_send(r, error, NULL, 0, NULL, 0);
+	return fsrv_send(r, error == ENOSYS ? EOPNOTSUPP : error, NULL, 0, NULL, 0);
 }
 
 /* libfuse's conversion of a cache time: whole seconds, saturated, and the
@@ -433,8 +443,9 @@ fsrv_reply_splice(const struct fsrv_req *r, int fd, off_t off, size_t len)
 	if (n == (ssize_t)(sizeof(h) + len))
 		return 0;
 	if (n < 0 && errno == ENOENT) {
-		/* Interrupted: the kernel took nothing; the pipe still holds
-		 * the reply, which must not precede the next one. */
+		/* The request is gone (the connection was aborted): nothing
+		 * of this reply may precede the next one, whatever the kernel
+		 * took out of the pipe before it looked the request up. */
 		fsrv_pipe_close(s);
 		return -ENOENT;
 	}
@@ -557,6 +568,32 @@ fsrv_setattr_in(const struct fuse_setattr_in *a, struct stat *st)
 	st->st_ctim.tv_nsec = a->ctimensec;
 }
 
+/*
+ * Whether m names an open file by a handle of 0.  The handlers of these
+ * requests take the handle for the pointer we gave the kernel at the open;
+ * the one handle the kernel makes up itself is 0, for an open it did not
+ * send us (after an OPEN or OPENDIR was answered ENOSYS), so 0 is refused
+ * here (EBADF), never dereferenced.
+ */
+static bool
+fsrv_null_fh(const struct fsrv_msg *m)
+{
+	switch (m->h.opcode) {
+	case FUSE_READ:
+	case FUSE_READDIR:
+		return m->a.read.fh == 0;
+	case FUSE_WRITE:
+		return m->a.write.fh == 0;
+	case FUSE_FSYNC:
+		return m->a.fsync.fh == 0;
+	case FUSE_RELEASE:
+	case FUSE_RELEASEDIR:
+		return m->a.release.fh == 0;
+	default:
+		return false;
+	}
+}
+
 /* Requests that are never answered. */
 static bool
 fsrv_no_reply(uint32_t opcode)
@@ -573,6 +610,10 @@ fsrv_dispatch_fh(struct fsrv_req *r, const struct fsrv_msg *m)
 	const struct fsrv_ll_ops *ops = &fsrv_ops;
 	struct fsrv_fi fi;
 
+	if (fsrv_null_fh(m)) {
+		cb_ignore(fsrv_reply_err(r, EBADF));
+		return true;
+	}
 	memset(&fi, 0, sizeof(fi));
 	switch (m->h.opcode) {
 	case FUSE_OPEN:
@@ -639,8 +680,9 @@ fsrv_dispatch(struct fsrv_tree *t, const void *buf, size_t len)
 	if (e == 0 && !t->got_init && m.h.opcode != FUSE_INIT)
 		e = EIO;
 	if (e != 0) {
+		/* EIO, or ENOSYS for an opcode not served: sent as it is. */
 		if (!fsrv_no_reply(m.h.opcode))
-			cb_ignore(fsrv_reply_err(&r, e));
+			cb_ignore(fsrv_send(&r, e, NULL, 0, NULL, 0));
 		return;
 	}
 	memset(&fi, 0, sizeof(fi));
@@ -712,7 +754,7 @@ fsrv_dispatch(struct fsrv_tree *t, const void *buf, size_t len)
 		 * (a round trip on every close) after the first ENOSYS; writes
 		 * are not buffered here, so there is nothing to flush. */
 		if (!fsrv_dispatch_fh(&r, &m))
-			cb_ignore(fsrv_reply_err(&r, ENOSYS));
+			cb_ignore(fsrv_send(&r, ENOSYS, NULL, 0, NULL, 0));
 		break;
 	}
 }

@@ -161,6 +161,8 @@ test_serve(void)
 	struct fuse_attr_out ao;
 	struct fuse_forget_in fg = { .nlookup = 1 };
 	struct fuse_getattr_in ga = { 0 };
+	struct fuse_release_in rl = { 0 };
+	struct fuse_read_in rd = { .size = 4096 };
 	int sp[2], root, fd;
 	unsigned tree;
 	size_t n;
@@ -239,6 +241,19 @@ test_serve(void)
 	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
 	    "a getattr of a node never handed out");
 	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -ESTALE, "... is ESTALE");
+
+	/* Handle 0 is the kernel's own, for an open it did not send (after an
+	 * OPEN answered ENOSYS): before, RELEASE and READ dereferenced it. */
+	n = req(buf, FUSE_RELEASE, 20, eo.nodeid, &rl, sizeof(rl), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a release of handle 0");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EBADF && h.unique == 20,
+	    "... is EBADF, the handle never taken for a pointer");
+	n = req(buf, FUSE_READ, 21, eo.nodeid, &rd, sizeof(rd), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a read of handle 0");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EBADF && h.unique == 21,
+	    "... is EBADF too");
 
 	n = req(buf, FUSE_FORGET, 9, eo.nodeid, &fg, sizeof(fg), NULL, 0);
 	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a forget");
