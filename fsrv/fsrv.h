@@ -229,8 +229,9 @@ int fsrv_fd(const struct fsrv *s, unsigned tree);
 
 /* Read and answer one request of tree.  The tree's device is
  * non-blocking (fsrv_add_tree and fsrv_add_slot make it so).  Returns 0,
- * CB_ETIMEDOUT when nothing was pending, CB_ECLOSED once the mount is gone (unmounted or
- * aborted: stop polling this tree), CB_EIO on a read error. */
+ * CB_ETIMEDOUT when nothing was pending, CB_ECLOSED once the connection is
+ * gone (unmounted, aborted, or any other read error: stop polling this
+ * tree; the others are served on), CB_ENOMEM (no request buffer). */
 int fsrv_process(struct fsrv *s, unsigned tree);
 
 /* Serve every tree until all are closed or stop_fd (if >= 0) becomes

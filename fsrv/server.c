@@ -393,8 +393,13 @@ fsrv_process(struct fsrv *s, unsigned tree)
 		t->closed = true;	/* unmounted or aborted */
 		return CB_ECLOSED;
 	}
-	if (n < 0)
-		return CB_EIO;
+	if (n < 0) {
+		/* Any other failure of the device (ECONNABORTED: aborted
+		 * through fusectl) ends this connection only: the server's
+		 * other trees are served on (fsrv_run). */
+		t->closed = true;
+		return CB_ECLOSED;
+	}
 	if (t->root_fd < 0 && t->slot)
 		fsrv_slot_take(s, t);
 	fsrv_identity(s, t->as_owner ? t : NULL);

@@ -161,6 +161,8 @@ test_serve(void)
 	struct fuse_attr_out ao;
 	struct fuse_forget_in fg = { .nlookup = 1 };
 	struct fuse_getattr_in ga = { 0 };
+	struct fuse_setattr_in sa;
+	uint64_t fnode;
 	struct fuse_release_in rl = { 0 };
 	struct fuse_read_in rd = { .size = 4096 };
 	int sp[2], root, fd;
@@ -222,6 +224,7 @@ test_serve(void)
 	T_OK(got == (ssize_t)sizeof(eo) && h.error == 0 && h.unique == 5, "... answered");
 	T_OK(eo.nodeid > FSRV_ROOT_ID && eo.attr.size == 5 && S_ISREG(eo.attr.mode) &&
 	    eo.entry_valid == 1 && eo.attr_valid == 1, "... a node for a 5-byte file, cached 1 s");
+	fnode = eo.nodeid;
 
 	n = req(buf, FUSE_LOOKUP, 6, 1, NULL, 0, "absent", 7);
 	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0, "a lookup of absent");
@@ -241,6 +244,31 @@ test_serve(void)
 	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
 	    "a getattr of a node never handed out");
 	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -ESTALE, "... is ESTALE");
+
+	/* A chown to the owner the file has changes nothing and is allowed
+	 * (cp -a, tar -p); to anyone else it is refused. */
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = FATTR_UID | FATTR_GID;
+	sa.uid = (uint32_t)getuid();
+	sa.gid = (uint32_t)getgid();
+	n = req(buf, FUSE_SETATTR, 22, fnode, &sa, sizeof(sa), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a chown of f to its own owner and group");
+	memset(&ao, 0, sizeof(ao));
+	got = answer(sp[0], &h, &ao, sizeof(ao));
+	T_OK(got == (ssize_t)sizeof(ao) && h.error == 0 && ao.attr.uid == getuid() &&
+	    ao.attr.size == 5, "... is allowed, and changes nothing (error %d)", h.error);
+	sa.uid = (uint32_t)getuid() + 1;
+	n = req(buf, FUSE_SETATTR, 23, fnode, &sa, sizeof(sa), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a chown of f to another uid");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EPERM, "... is EPERM");
+	sa.valid = FATTR_GID;
+	sa.gid = (uint32_t)getgid() + 1;
+	n = req(buf, FUSE_SETATTR, 24, fnode, &sa, sizeof(sa), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a chgrp of f to another group");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EPERM, "... is EPERM");
 
 	/* Handle 0 is the kernel's own, for an open it did not send (after an
 	 * OPEN answered ENOSYS): before, RELEASE and READ dereferenced it. */
