@@ -1997,6 +1997,8 @@ brk_fss_probe(struct brk_fss *f, char *why, size_t whylen)
 	    .reason = CB_EUNSUPPORTED, .op = "fs.serve", .resource = f->trees[0]->path,
 	    .actor = "broker", .detail = why });
 	why[0] = '\0';
+	for (unsigned i = 0; i < f->ntrees; i++)
+		free(f->trees[i]);	/* none is served (no thread reads them yet) */
 	f->ntrees = 0;
 	return 0;
 }
