@@ -37,7 +37,8 @@ stub_forks() {
 	local p
 	p=$(grep -E 'execve\("[^"]*capbroker-stub"' "$T_TMP/trace" | awk '{ print $1; exit }')
 	[ -n "$p" ] || { echo "no stub in the trace"; return; }
-	grep -cE "^$p (clone|clone3|fork|vfork)\(" "$T_TMP/trace"
+	# strace pads the pid to five columns: "9881  clone(", "12345 clone(".
+	grep -cE "^$p +(clone|clone3|fork|vfork)\(" "$T_TMP/trace"
 }
 
 t_is "as root the stub forks pid 1 only: its three sources cloned without helpers" \
