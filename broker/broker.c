@@ -683,7 +683,6 @@ brk_free(struct brk *b)
 	/* Their file servers' last close lines, before the log closes. */
 	brk_fss_end_all(b);
 	brk_pool_free(b);
-	brk_reap_close(b);
 	brk_admin_close(b);
 	brk_fleet_close(b);
 	brk_hostaddr_close(b);
@@ -703,6 +702,11 @@ brk_free(struct brk *b)
 		(void)aud_close(b->aud);
 	}
 	st_close(b->st);
+	/* The stubs still ending (a sandbox over at its exit report, one
+	 * given up on): waited for here, after the log and state, so that
+	 * the kernel tears their namespaces down while those close; no
+	 * sandbox process outlives its broker all the same. */
+	brk_reap_close(b);
 	/* Every sandbox is gone: only the current policy is left. */
 	if (b->cur)
 		free(b->cur);

@@ -116,6 +116,10 @@ struct brk_sbx_spec {
 	size_t nsetenv;
 	const char *const *unsetenv;	/* NAMEs removed from it */
 	size_t nunsetenv;
+	bool report_exit;		/* a sandbox without served trees is over when
+					 * its pid 1 reports the agent's exit, before
+					 * the teardown; its stub is reaped later, at
+					 * the latest by brk_free (run's own broker) */
 };
 
 /* Create a sandbox: validate, mint grant tokens (each inside the ceiling),

@@ -171,6 +171,7 @@ struct brk_sbx {
 	bool spawned;
 	struct event *ev_status, *ev_exit;
 	bool status_read;		/* the stub's setup report was read */
+	bool report_exit;		/* pid 1 reports the agent's exit (brk_sbx_exit_report) */
 	char *setup_why;		/* why its setup failed (malloc'd), or NULL */
 	bool exited;
 	int exit_code;

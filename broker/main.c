@@ -721,7 +721,7 @@ run_local(struct run_opts *o)
 		.timeout = o->timeout, .ro_binds = o->binds, .nro_binds = o->nbinds,
 		.owner = getuid(), .owner_gid = getgid(), .actor = actor, .want_pty = pty, .chdir = o->chdir,
 		.setenv = o->setenv, .nsetenv = o->nsetenv, .unsetenv = o->unsetenv,
-		.nunsetenv = o->nunsetenv };
+		.nunsetenv = o->nunsetenv, .report_exit = true };
 	if ((code = run_start(&bo, &spec, &b, &s)) != 0)
 		goto out;
 	code = EXIT_SETUP;

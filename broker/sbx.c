@@ -227,24 +227,17 @@ brk_sbx_ran_out(const struct brk_sbx *s)
 
 static void brk_sbx_status(evutil_socket_t fd, short ev, void *arg);
 
+/* The sandbox is over with exit status code: its stop on the record, the
+ * channel closed, the owner told. */
 static void
-brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
+brk_sbx_ended(struct brk_sbx *s, int code)
 {
-	struct brk_sbx *s = arg;
-	int ws = 0;
 	char detail[64];
 
-	(void)fd;
-	(void)ev;
-	if (waitpid(s->proc.pid, &ws, WNOHANG) <= 0)
-		return;
-	/* The stub writes its report before it exits: read it now, so a
-	 * setup failure seen only as an exit still has its reason. */
-	brk_sbx_status(s->proc.status_fd, EV_READ, s);
 	event_del(s->ev_exit);
 	event_del(s->ev_status);
 	s->exited = true;
-	s->exit_code = sbx_wait_status(ws);
+	s->exit_code = code;
 	snprintf(detail, sizeof(detail), "exit %d", s->exit_code);
 	brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .sandbox = s->id,
 	    .op = "sandbox.stop", .actor = "broker", .detail = detail });
@@ -256,6 +249,51 @@ brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
 }
 
 static void
+brk_sbx_exited(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_sbx *s = arg;
+	int ws = 0;
+
+	(void)fd;
+	(void)ev;
+	if (waitpid(s->proc.pid, &ws, WNOHANG) <= 0)
+		return;
+	/* The stub writes its report before it exits: read it now, so a
+	 * setup failure seen only as an exit still has its reason.  (An
+	 * exit report not read yet says what the status does.) */
+	if (!s->status_read)
+		brk_sbx_status(s->proc.status_fd, EV_READ, s);
+	brk_sbx_ended(s, sbx_wait_status(ws));
+}
+
+/*
+ * pid 1's "exit N" (report_exit): the agent was reaped and every other
+ * process of the sandbox sent SIGKILL, so the sandbox is over now, not
+ * once the kernel has torn its namespaces down (the outer stub's exit
+ * waits for an RCU grace period of the mount namespace's).  The stub is
+ * handed to the reaper (reap.c): the broker writes its stop line and
+ * closes its log while the kernel does that on the other CPU, and
+ * brk_free waits for it, so no sandbox process outlives its broker.  The
+ * report comes from pid 1, stub code, and says what the stub's exit
+ * status would; without one (killed, timed out, the socket closed) the
+ * stub's exit says as before.
+ */
+static void
+brk_sbx_exit_report(struct brk_sbx *s)
+{
+	int r, code;
+
+	if ((r = sbx_exit_report(&s->proc, &code)) == CB_EBUSY)
+		return;
+	event_del(s->ev_status);
+	if (r != 0)
+		return;		/* the stub's exit says (brk_sbx_exited) */
+	event_del(s->ev_exit);
+	brk_reap_later(s->b, &s->proc);
+	brk_sbx_ended(s, code);
+}
+
+static void
 brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 {
 	struct brk_sbx *s = arg;
@@ -264,8 +302,11 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	if (s->status_read)
+	if (s->status_read) {
+		if (s->report_exit && !s->exited)
+			brk_sbx_exit_report(s);
 		return;
+	}
 	r = sbx_spawn_finish(&s->proc, why, sizeof(why));
 	/* A broker that is not root: the connections of the trees pid 1
 	 * mounted come before "ready", and the agent waits for them. */
@@ -273,7 +314,9 @@ brk_sbx_status(evutil_socket_t fd, short ev, void *arg)
 	if (r == CB_EBUSY)
 		return;
 	s->status_read = true;
-	event_del(s->ev_status);
+	/* With report_exit the socket stays watched: the exit report. */
+	if (r != 0 || !s->report_exit)
+		event_del(s->ev_status);
 	if (r != 0) {
 		brk_audit(s->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = r, .sandbox = s->id,
 		    .op = "sandbox.failed", .actor = "broker", .detail = why });
@@ -808,6 +851,10 @@ brk_sbx_spawn(struct brk_sbx *s, const struct brk_spawn *sp, char *why, size_t w
 	/* Every tree its fs tokens cover, served (fs_served.c). */
 	if ((r = brk_fss_start(s, &cfg, why, whylen)) != 0)
 		return r;
+	/* Served trees read the status socket after "ready" (brk_fss_ready):
+	 * their sandboxes keep waiting for the stub's exit. */
+	cfg.report_exit = spec->report_exit && !s->fss;
+	s->report_exit = cfg.report_exit;
 	r = sbx_spawn_start(&cfg, &s->proc);
 	brk_fss_spawned(s);
 	if (r != 0) {

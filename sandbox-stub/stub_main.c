@@ -1559,9 +1559,13 @@ pid1_supervise(const struct stub_cfg *c, int sfd, int outer_pidfd, pid_t agent,
 		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 			if (p == agent) {
 				/* --report-exit: the broker may answer now, not
-				 * after the namespaces are torn down. */
-				if (c->report_exit)
+				 * after the namespaces are torn down; after the
+				 * kill, so that every other process of the
+				 * sandbox has SIGKILL pending when it hears. */
+				if (c->report_exit) {
+					kill(-1, SIGKILL);
 					(void)!dprintf(STUB_FD_STATUS, "exit %d\n", exit_code(st));
+				}
 				kill_all_and_exit(exit_code(st));
 			}
 		}
