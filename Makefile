@@ -52,13 +52,16 @@ PKGS       := libsodium libseccomp msgpack libevent_core sqlite3 libconfig janss
 # cluster or a sandbox's resolver first needs them (common/dl.c), so that a
 # `capbroker run` does not load them and the libraries they bring at each
 # start (docs/performance.md); only their headers are used at build time.
+# Nor is sqlite3: state.c loads it when a state is first opened, which a
+# `run` does once its sandbox's stub is spawned (st-mkimage and test_state,
+# which use SQLite themselves, link it).
 common_PKGS :=
 wire_PKGS   := msgpack
 caps_PKGS   := libsodium
 policy_PKGS := libconfig
 sandbox_PKGS :=
 audit_PKGS  := libsodium
-state_PKGS  := sqlite3 libsodium
+state_PKGS  := libsodium
 cluster_PKGS :=
 broker_PKGS := libevent_core libsodium
 fsrv_PKGS   :=
@@ -187,6 +190,8 @@ endef
 $(foreach t,$(UNIT_SRCS:tests/unit/%.c=%),$(eval $(call unit_rule,$(t),$(word 2,$(subst _, ,$(t))))))
 # This test builds and reads DNS messages with ldns itself.
 $(B)/t/test_broker_dns: PKG_LIBS += $(PKG_LIBS_ldns)
+# ... and this one reads the schema image with SQLite itself.
+$(B)/t/test_state: PKG_LIBS += $(PKG_LIBS_sqlite3)
 
 # Escape attempts: small attack programs run as the agent.  They are not
 # our product code and are never built with sanitizers (whose runtimes need
