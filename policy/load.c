@@ -1278,7 +1278,7 @@ out:
 }
 
 int
-pol_default(struct pol **out)
+pol_default_parse(struct pol **out)
 {
 	struct lctx x = { .errs = stderr, .file = POL_BUILTIN };
 	int r;
@@ -1295,6 +1295,78 @@ pol_default(struct pol **out)
 	pol_free(x.p);
 	return r;
 }
+
+#if __has_include("pol_default_image.h") && !defined(POL_NO_IMAGE)
+#include "pol_default_image.h"
+
+/* The built-in policy from the image pol-mkdefault made of its text at
+ * build time (policy/mkdefault.c): the same struct the parse gives, copied
+ * (a policy file is applied over it, and pol_free frees it), in ≈20 us
+ * rather than the ≈300 us of libconfig's lexer and the checks, on the path
+ * of every start (docs/performance.md). */
+static int
+pol_default_copy(struct pol **out)
+{
+	const struct pol *im = &pdi_pol;
+	struct pol *p;
+	int r = CB_ENOMEM;
+
+	*out = NULL;
+	if (!(p = pol_new()))
+		return CB_ENOMEM;
+	*p = *im;
+	p->default_tier = NULL;
+	p->uids = p->gids = NULL;
+	p->nuids = p->ngids = 0;
+	p->ntiers = 0;
+	p->tiers = NULL;
+	if (!(p->default_tier = strdup(im->default_tier)) ||
+	    (im->nuids && !(p->uids = malloc(im->nuids * sizeof(*p->uids)))) ||
+	    (im->ngids && !(p->gids = malloc(im->ngids * sizeof(*p->gids)))) ||
+	    !(p->tiers = calloc(im->ntiers, sizeof(*p->tiers))))
+		goto out;
+	if (im->nuids)
+		memcpy(p->uids, im->uids, im->nuids * sizeof(*p->uids));
+	if (im->ngids)
+		memcpy(p->gids, im->gids, im->ngids * sizeof(*p->gids));
+	p->nuids = im->nuids;
+	p->ngids = im->ngids;
+	for (; p->ntiers < im->ntiers; p->ntiers++) {
+		const struct pol_tier *it = &pdi_tiers[p->ntiers];
+		struct pol_tier *t;
+
+		if (!(t = pol_tier_new(it->name)))
+			goto out;
+		p->tiers[p->ntiers] = t;
+		/* as apply_tier: the static name of the built-in tier it is */
+		t->base = strcmp(it->name, POL_TIER_MEDIUM) == 0 ? POL_TIER_MEDIUM :
+		    strcmp(it->name, POL_TIER_HIGH) == 0 ? POL_TIER_HIGH : POL_TIER_LOW;
+		if ((it->extends && !(t->extends = strdup(it->extends))) ||
+		    pol_tier_copy(t, it) != 0) {
+			p->ntiers++;	/* freed with p */
+			goto out;
+		}
+	}
+	*out = p;
+	p = NULL;
+	r = 0;
+out:
+	pol_free(p);
+	return r;
+}
+
+int
+pol_default(struct pol **out)
+{
+	return pol_default_copy(out);
+}
+#else
+int
+pol_default(struct pol **out)
+{
+	return pol_default_parse(out);
+}
+#endif
 
 /*
  * Who may write the policy decides what every sandbox may do, so a policy

@@ -95,6 +95,10 @@ void pol_rules_clear(struct pol_tier *t);
 
 /* The built-in default policy text (libconfig). */
 extern const char pol_default_text[];
+/* That text parsed and checked, as pol_default() did before it copied the
+ * image made from it at build time (policy/mkdefault.c); for the image's
+ * maker and its test. */
+int pol_default_parse(struct pol **out);
 
 /* The addresses an address stands for: itself (an IPv4-mapped address as
  * its IPv4 form), then every IPv4 address an IPv6 form carries (NAT64,

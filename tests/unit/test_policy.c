@@ -4,6 +4,7 @@
  * the domain allow list.  (Error classes: test_policy_errors.c.)
  */
 #include "policy/policy.h"
+#include "policy/pol_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -898,12 +899,91 @@ test_never_views_names(void)
 	pol_free(p);
 }
 
+static bool
+str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool
+specv_eq(const struct pol_specv *a, const struct pol_specv *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!str_eq(a->v[i].text, b->v[i].text) || !str_eq(a->v[i].file, b->v[i].file) ||
+		    a->v[i].line != b->v[i].line)
+			return false;
+	return true;
+}
+
+/* Every field pol_default_copy fills, against the parse's. */
+static bool
+tier_eq(const struct pol_tier *a, const struct pol_tier *b)
+{
+	if (!str_eq(a->name, b->name) || !str_eq(a->extends, b->extends) ||
+	    !str_eq(a->base, b->base) || !str_eq(a->workspace, b->workspace) ||
+	    !specv_eq(&a->ceiling, &b->ceiling) || a->exec.n != b->exec.n ||
+	    a->nbinds != b->nbinds || a->nrules != b->nrules ||
+	    memcmp(&a->limits, &b->limits, sizeof(a->limits)) != 0 ||
+	    a->fs_cache_data != b->fs_cache_data || a->fs_passthrough != b->fs_passthrough)
+		return false;
+	for (size_t i = 0; i < a->exec.n; i++)
+		if (!str_eq(a->exec.v[i], b->exec.v[i]))
+			return false;
+	for (size_t i = 0; i < a->nbinds; i++)
+		if (!str_eq(a->binds[i].src, b->binds[i].src) ||
+		    !str_eq(a->binds[i].dst, b->binds[i].dst) || a->binds[i].rw != b->binds[i].rw)
+			return false;
+	for (size_t i = 0; i < a->nrules; i++)
+		if (!specv_eq(&a->rules[i].caps, &b->rules[i].caps) ||
+		    a->rules[i].mode != b->rules[i].mode || a->rules[i].max_ttl != b->rules[i].max_ttl)
+			return false;
+	return true;
+}
+
+/* pol_default() copies the image pol-mkdefault made of the built-in text
+ * at build time (policy/mkdefault.c): it must be what parsing the text
+ * gives, field by field, and a policy file applied over it must see the
+ * same base. */
+static void
+test_default_image(void)
+{
+	struct pol *im = NULL, *pa = NULL;
+	bool same;
+
+	T_ERR(pol_default(&im), 0, "the built-in policy (image)");
+	T_ERR(pol_default_parse(&pa), 0, "the built-in policy (its text parsed)");
+	if (!im || !pa) {
+		pol_free(im);
+		pol_free(pa);
+		return;
+	}
+	same = str_eq(im->default_tier, pa->default_tier) && im->default_ttl == pa->default_ttl &&
+	    im->request_expiry == pa->request_expiry && im->fsync == pa->fsync &&
+	    memcmp(&im->budget, &pa->budget, sizeof(im->budget)) == 0 &&
+	    im->pool_size == pa->pool_size && str_eq(im->cluster, pa->cluster) &&
+	    im->cluster_stale == pa->cluster_stale && im->served_names == pa->served_names &&
+	    im->fs_slots == pa->fs_slots && im->nuids == pa->nuids && im->ngids == pa->ngids &&
+	    (!im->nuids || memcmp(im->uids, pa->uids, im->nuids * sizeof(*im->uids)) == 0) &&
+	    (!im->ngids || memcmp(im->gids, pa->gids, im->ngids * sizeof(*im->gids)) == 0) &&
+	    im->has_allow == pa->has_allow && im->nallow == pa->nallow && im->ntiers == pa->ntiers;
+	T_OK(same, "... the same defaults, admins, network and number of tiers");
+	same = im->ntiers == pa->ntiers;
+	for (size_t i = 0; same && i < im->ntiers; i++)
+		same = tier_eq(im->tiers[i], pa->tiers[i]);
+	T_OK(same, "... the same tiers, field by field");
+	pol_free(im);
+	pol_free(pa);
+}
+
 int
 main(void)
 {
 	if (!mkdtemp(tmpdir))
 		return 1;
 	test_default();
+	test_default_image();
 	test_round_trips();
 	test_examples();
 	test_ceilings();
