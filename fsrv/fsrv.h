@@ -186,7 +186,7 @@ int fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out) CB_WARN_UNUSED;
  * must not keep its copy of dev_fd open longer than it wants the mount to
  * stay alive.  *tree receives the index the authorisation function sees.
  * CB_EINVAL (root_fd not a directory), CB_EBUSY (FSRV_MAX_TREES),
- * CB_ENOMEM, CB_EINTERNAL (libfuse refused the session). */
+ * CB_ENOMEM, CB_EIO (the descriptors could not be duplicated). */
 int fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
 
 /*
@@ -196,7 +196,7 @@ int fsrv_add_tree(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree) CB_WA
  * its mount can be made before the sandbox starts, so that the sandbox's
  * Landlock rules name its root (docs/sandbox.md, "Trees granted while the
  * sandbox runs"), and given a tree once one is granted.  Same thread and
- * descriptor rules as fsrv_add_tree.  CB_EBUSY, CB_ENOMEM, CB_EINTERNAL.
+ * descriptor rules as fsrv_add_tree.  CB_EBUSY, CB_ENOMEM, CB_EIO.
  */
 int fsrv_add_slot(struct fsrv *s, int dev_fd, unsigned *tree) CB_WARN_UNUSED;
 

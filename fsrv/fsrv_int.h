@@ -24,10 +24,11 @@
 #define FSRV_ROOT_ID 1		/* FUSE_ROOT_ID */
 /* The largest read the kernel asks for at once (the mount's max_read):
  * half of a default 1 MiB pipe, so that a reply and its header fit the
- * pipe libfuse splices through (a 1 MiB reply needs 257 pipe slots, and
- * growing a pipe past /proc/sys/fs/pipe-max-size needs CAP_SYS_RESOURCE). */
+ * pipe replies are spliced through (proto.c: a 1 MiB reply needs 257 pipe
+ * slots, and growing a pipe past /proc/sys/fs/pipe-max-size needs
+ * CAP_SYS_RESOURCE). */
 #define FSRV_READ_MAX (512u * 1024u)
-#define FSRV_SPLICE_MIN (8u * 1024u)	/* smaller replies are copied (libfuse: 2 pages) */
+#define FSRV_SPLICE_MIN (8u * 1024u)	/* smaller replies are copied (as libfuse did: 2 pages) */
 
 /* A name the kernel holds.  nodeid is the FUSE node id; the path is the
  * chain of names up to the root.  A node stays while the kernel holds it

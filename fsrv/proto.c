@@ -47,42 +47,44 @@
 #define FSRV_FOPEN_PASSTHROUGH (1u << 7)
 #define FSRV_STACK_DEPTH 2u	/* FILESYSTEM_MAX_STACK_DEPTH: the tree may be on overlayfs */
 
-/* What each request carries after its header: a fixed part of this many
- * bytes, then names (NUL-terminated) or data. */
+/* What each request served carries after its header: a fixed part of
+ * this many bytes, then names (NUL-terminated) or data.  An opcode without
+ * an entry (served false) is not served. */
 enum { ARG_NONE, ARG_NAME, ARG_NAME2, ARG_DATA, ARG_FORGETS };
 
 static const struct {
+	bool served;
 	uint16_t fixed;
 	uint8_t tail;
 } fsrv_layout[] = {
-	[FUSE_LOOKUP] = { 0, ARG_NAME },
-	[FUSE_FORGET] = { sizeof(struct fuse_forget_in), ARG_NONE },
-	[FUSE_GETATTR] = { sizeof(struct fuse_getattr_in), ARG_NONE },
-	[FUSE_SETATTR] = { sizeof(struct fuse_setattr_in), ARG_NONE },
-	[FUSE_READLINK] = { 0, ARG_NONE },
-	[FUSE_SYMLINK] = { 0, ARG_NAME2 },
-	[FUSE_MKNOD] = { sizeof(struct fuse_mknod_in), ARG_NAME },
-	[FUSE_MKDIR] = { sizeof(struct fuse_mkdir_in), ARG_NAME },
-	[FUSE_UNLINK] = { 0, ARG_NAME },
-	[FUSE_RMDIR] = { 0, ARG_NAME },
-	[FUSE_RENAME] = { sizeof(struct fuse_rename_in), ARG_NAME2 },
-	[FUSE_LINK] = { sizeof(struct fuse_link_in), ARG_NAME },
-	[FUSE_OPEN] = { sizeof(struct fuse_open_in), ARG_NONE },
-	[FUSE_READ] = { sizeof(struct fuse_read_in), ARG_NONE },
-	[FUSE_WRITE] = { sizeof(struct fuse_write_in), ARG_DATA },
-	[FUSE_STATFS] = { 0, ARG_NONE },
-	[FUSE_RELEASE] = { sizeof(struct fuse_release_in), ARG_NONE },
-	[FUSE_FSYNC] = { sizeof(struct fuse_fsync_in), ARG_NONE },
+	[FUSE_LOOKUP] = { true, 0, ARG_NAME },
+	[FUSE_FORGET] = { true, sizeof(struct fuse_forget_in), ARG_NONE },
+	[FUSE_GETATTR] = { true, sizeof(struct fuse_getattr_in), ARG_NONE },
+	[FUSE_SETATTR] = { true, sizeof(struct fuse_setattr_in), ARG_NONE },
+	[FUSE_READLINK] = { true, 0, ARG_NONE },
+	[FUSE_SYMLINK] = { true, 0, ARG_NAME2 },
+	[FUSE_MKNOD] = { true, sizeof(struct fuse_mknod_in), ARG_NAME },
+	[FUSE_MKDIR] = { true, sizeof(struct fuse_mkdir_in), ARG_NAME },
+	[FUSE_UNLINK] = { true, 0, ARG_NAME },
+	[FUSE_RMDIR] = { true, 0, ARG_NAME },
+	[FUSE_RENAME] = { true, sizeof(struct fuse_rename_in), ARG_NAME2 },
+	[FUSE_LINK] = { true, sizeof(struct fuse_link_in), ARG_NAME },
+	[FUSE_OPEN] = { true, sizeof(struct fuse_open_in), ARG_NONE },
+	[FUSE_READ] = { true, sizeof(struct fuse_read_in), ARG_NONE },
+	[FUSE_WRITE] = { true, sizeof(struct fuse_write_in), ARG_DATA },
+	[FUSE_STATFS] = { true, 0, ARG_NONE },
+	[FUSE_RELEASE] = { true, sizeof(struct fuse_release_in), ARG_NONE },
+	[FUSE_FSYNC] = { true, sizeof(struct fuse_fsync_in), ARG_NONE },
 	/* INIT's fixed part is its 7.6 one; the rest is read if there. */
-	[FUSE_INIT] = { offsetof(struct fuse_init_in, flags2), ARG_NONE },
-	[FUSE_OPENDIR] = { sizeof(struct fuse_open_in), ARG_NONE },
-	[FUSE_READDIR] = { sizeof(struct fuse_read_in), ARG_NONE },
-	[FUSE_RELEASEDIR] = { sizeof(struct fuse_release_in), ARG_NONE },
-	[FUSE_CREATE] = { sizeof(struct fuse_create_in), ARG_NAME },
-	[FUSE_INTERRUPT] = { sizeof(struct fuse_interrupt_in), ARG_NONE },
-	[FUSE_DESTROY] = { 0, ARG_NONE },
-	[FUSE_BATCH_FORGET] = { sizeof(struct fuse_batch_forget_in), ARG_FORGETS },
-	[FUSE_RENAME2] = { sizeof(struct fuse_rename2_in), ARG_NAME2 },
+	[FUSE_INIT] = { true, offsetof(struct fuse_init_in, flags2), ARG_NONE },
+	[FUSE_OPENDIR] = { true, sizeof(struct fuse_open_in), ARG_NONE },
+	[FUSE_READDIR] = { true, sizeof(struct fuse_read_in), ARG_NONE },
+	[FUSE_RELEASEDIR] = { true, sizeof(struct fuse_release_in), ARG_NONE },
+	[FUSE_CREATE] = { true, sizeof(struct fuse_create_in), ARG_NAME },
+	[FUSE_INTERRUPT] = { true, sizeof(struct fuse_interrupt_in), ARG_NONE },
+	[FUSE_DESTROY] = { true, 0, ARG_NONE },
+	[FUSE_BATCH_FORGET] = { true, sizeof(struct fuse_batch_forget_in), ARG_FORGETS },
+	[FUSE_RENAME2] = { true, sizeof(struct fuse_rename2_in), ARG_NAME2 },
 };
 
 /* A name starting at p, ending (with its NUL) before end; NULL if not. */
@@ -107,10 +109,7 @@ fsrv_msg_decode(const void *buf, size_t len, struct fsrv_msg *m)
 	if (m->h.len != len)
 		return EIO;
 	m->known = m->h.opcode < sizeof(fsrv_layout) / sizeof(fsrv_layout[0]) &&
-	    (m->h.opcode == FUSE_LOOKUP || m->h.opcode == FUSE_READLINK ||
-	     m->h.opcode == FUSE_SYMLINK || m->h.opcode == FUSE_UNLINK ||
-	     m->h.opcode == FUSE_RMDIR || m->h.opcode == FUSE_STATFS ||
-	     m->h.opcode == FUSE_DESTROY || fsrv_layout[m->h.opcode].fixed != 0);
+	    fsrv_layout[m->h.opcode].served;
 	if (!m->known)
 		return ENOSYS;
 	/* Extensions (7.36: a security context, supplementary groups) are

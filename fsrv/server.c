@@ -494,8 +494,10 @@ fsrv_run(struct fsrv *s, int stop_fd)
 /* Start the notifier if it is not running; called with s->lock held
  * (it waits for the lock before it looks at the queue).  Every signal is
  * blocked in it from its first instruction: it must never be the thread a
- * process signal of the broker's is delivered to.  False if it could not
- * be started. */
+ * process signal of the broker's is delivered to.  Started by the serving
+ * thread, it may inherit a tree owner's file-system identity: it only
+ * writes to the trees' open /dev/fuse descriptors, where none is asked.
+ * False if it could not be started. */
 static bool
 fsrv_notifier_start(struct fsrv *s)
 {

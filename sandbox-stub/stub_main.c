@@ -1141,25 +1141,39 @@ send_listener(int notify_sock, int listener)
 	close(notify_sock);
 }
 
+/* One byte carrying exactly one descriptor, on sock: the descriptor; -1
+ * when no byte came (the peer closed, or failed first); -2 for any other
+ * message (its descriptors closed). */
 static int
-recv_listener(int notify_sock)
+recv_one_fd(int sock)
 {
 	struct wire_packet pk;
 	char byte;
 	ssize_t n;
 
 	do
-		n = wire_packet_recv(notify_sock, &byte, 1, 0, &pk);
+		n = wire_packet_recv(sock, &byte, 1, 0, &pk);
 	while (n == -1 && errno == EINTR);
 	if (n != 1) {
 		wire_packet_close(&pk);
-		return -1;	/* the agent failed before: it reported why */
+		return -1;
 	}
 	if (pk.nfds != 1 || pk.ctrunc || pk.trunc) {
 		wire_packet_close(&pk);
-		stub_die(0, "bad seccomp listener message");
+		return -2;
 	}
 	return pk.fds[0];
+}
+
+static int
+recv_listener(int notify_sock)
+{
+	int fd = recv_one_fd(notify_sock);
+
+	/* -1: the agent failed before; it reported why. */
+	if (fd == -2)
+		stub_die(0, "bad seccomp listener message");
+	return fd;
 }
 
 static void handover_parse(struct stub_cfg *c, char *msg, size_t len);
@@ -1620,22 +1634,15 @@ pid1_await_exec(int errfd, pid_t agent, bool execd)
 static void
 pid1_join_net(int netready)
 {
-	struct wire_packet pk;
-	ssize_t n;
-	char b;
+	int ns = recv_one_fd(netready);
 
-	do
-		n = wire_packet_recv(netready, &b, 1, 0, &pk);
-	while (n == -1 && errno == EINTR);
-	if (n != 1 || pk.nfds != 1 || pk.ctrunc || pk.trunc) {
-		wire_packet_close(&pk);
+	if (ns < 0)
 		stub_die(0, "the outer stub made no network namespace");
-	}
 	close(netready);
 	/* EINVAL if it is anything but a network namespace. */
-	if (setns(pk.fds[0], CLONE_NEWNET) == -1)
+	if (setns(ns, CLONE_NEWNET) == -1)
 		stub_die(errno, "joining the sandbox's network namespace");
-	close(pk.fds[0]);
+	close(ns);
 }
 
 static void
