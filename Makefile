@@ -229,7 +229,7 @@ demo-mcp: deps programs
 
 bench: deps programs
 	@scripts/deps.sh bench
-	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) bench/run.sh
+	@CB_BIN=$(abspath $(BIN)) CB_BUILD=$(abspath $(B)) PYTHON=$(PYTHON) bench/run.sh
 
 check-power-cut: deps programs
 	@scripts/deps.sh power-cut
