@@ -106,6 +106,7 @@ for where in host fsrv fsrvc pll; do
 	case $where in host) d=$R ;; fsrv) d=$W/m1 ;; fsrvc) d=$W/m3 ;; pll) d=$W/m2 ;; esac
 	v[$where.read4k]=$(io read4k "$d/f4k" "$n4k")
 	v[$where.read1m]=$(io read1m "$d/f1m" "$n1m")
+	v[$where.pread1m]=$(io pread1m "$d/f1m" "$n1m")
 	v[$where.stat]=$(io stat "$d/f4k" "$nst")
 	v[$where.git]=$(gitst "$d/repo")
 	[ $where = host ] || v[$where.cold1m]=$(io cold1m "$d/f1m" "$ncold")
@@ -123,6 +124,7 @@ for col in broker brokerd brokerp; do
 	case $col in broker) POLICY=$W/none.conf ;; brokerd) POLICY=$W/direct.conf ;; brokerp) POLICY=$W/pt.conf ;; esac
 	v[$col.read4k]=$(inbox /opt/cbbench/fsrv-io read4k "$R/f4k" "$n4k")
 	v[$col.read1m]=$(inbox /opt/cbbench/fsrv-io read1m "$R/f1m" "$n1m")
+	v[$col.pread1m]=$(inbox /opt/cbbench/fsrv-io pread1m "$R/f1m" "$n1m")
 	v[$col.stat]=$(inbox /opt/cbbench/fsrv-io stat "$R/f4k" "$nst")
 	[ $col = broker ] && v[$col.cold1m]=$(inbox /opt/cbbench/fsrv-io cold1m "$R/f1m" "$ncold")
 	v[$col.git]=$(inbox /bin/sh -c 'git -C repo status --porcelain >/dev/null; for i in $(seq '"$ngit"'); do
@@ -143,7 +145,7 @@ v[fsrv.read4k_split]=$(taskset -c "$other" "$B/bench/fsrv-io" read4k "$W/m1/f4k"
 r() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 printf '%-16s %8s %8s %8s %8s %9s %9s %10s %10s\n' row host fsrv fsrv-c p_ll \
 	fsrv/host fsrv/p_ll fsrv-c/host fsrv-c/p_ll
-for k in read4k read1m stat git; do
+for k in read4k read1m pread1m stat git; do
 	unit=us; [ $k = git ] && unit=ms
 	printf '%-16s %8s %8s %8s %8s %9s %9s %10s %10s\n' "$k ($unit)" "${v[host.$k]}" \
 		"${v[fsrv.$k]}" "${v[fsrvc.$k]}" "${v[pll.$k]}" \
@@ -154,7 +156,7 @@ printf '%-16s %8s %8s   (client on CPU %s, server on CPU %s)\n' "read4k split" -
 	"${v[fsrv.read4k_split]}" "$other" "$CPU"
 printf '\n%-16s %8s %8s %9s %9s   (broker: capbroker run, served workspace)\n' row host broker \
 	broker/host broker/fsrv
-for k in read4k read1m stat git; do
+for k in read4k read1m pread1m stat git; do
 	unit=us; [ $k = git ] && unit=ms
 	printf '%-16s %8s %8s %9s %9s\n' "$k ($unit)" "${v[host.$k]}" "${v[broker.$k]}" \
 		"$(r "${v[broker.$k]}" "${v[host.$k]}")" "$(r "${v[broker.$k]}" "${v[fsrv.$k]}")"
@@ -165,7 +167,7 @@ printf '%-16s %8s %8s %8s %8s %8s   (cold: the mount'"'"'s pages dropped before 
 	"cold1m (us)" - "${v[fsrv.cold1m]}" "${v[fsrvc.cold1m]}" "${v[pll.cold1m]}" "${v[broker.cold1m]}"
 printf '\n%-16s %8s %8s %8s %11s %11s   (the policy: fs_cache_data = false, fs_passthrough)\n' \
 	row host direct passthr direct/host passthr/host
-for k in read4k read1m stat git; do
+for k in read4k read1m pread1m stat git; do
 	unit=us; [ $k = git ] && unit=ms
 	printf '%-16s %8s %8s %8s %11s %11s\n' "$k ($unit)" "${v[host.$k]}" "${v[brokerd.$k]}" \
 		"${v[brokerp.$k]}" "$(r "${v[brokerd.$k]}" "${v[host.$k]}")" \
