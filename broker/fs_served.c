@@ -1467,7 +1467,9 @@ brk_fss_main(void *arg)
 	/* Identity is per thread: this one takes each tree owner's
 	 * file-system identity and keeps it (it does nothing else), so files
 	 * the agent creates belong to the owner and the owner's permissions
-	 * decide.  A root-owned tree is served as root. */
+	 * decide.  A root-owned tree is served as root.  The modes of what
+	 * it creates are the agent's (fsrv_thread_umask). */
+	e = fsrv_thread_umask();
 	for (unsigned i = 0; i < f->ntrees && !e && !f->stub_mounts; i++)
 		if (f->trees[i]->uid != 0 && f->trees[i]->idx != BRK_FSS_NOTREE)
 			e = fsrv_tree_owner(f->srv, f->trees[i]->idx, f->trees[i]->uid, f->trees[i]->gid);

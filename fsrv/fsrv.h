@@ -242,6 +242,16 @@ int fsrv_process(struct fsrv *s, unsigned tree);
  * CB_EIO. */
 int fsrv_run(struct fsrv *s, int stop_fd);
 
+/* Give the calling thread a file-system context of its own (its umask,
+ * working directory and root, unshared from the process's) with umask 0,
+ * for the thread that serves.  The kernel has already applied the agent's
+ * umask to the mode of every create and mkdir it sends (we never ask for
+ * dont_mask), so the server's own umask (a broker's is 077) must not narrow
+ * it a second time: without this every file an agent made was private on
+ * the host, whatever its umask.  The process's umask, which the broker's
+ * own files are made with, is untouched.  Returns 0 or CB_EINTERNAL. */
+int fsrv_thread_umask(void) CB_WARN_UNUSED;
+
 /* Drop every name and attribute the kernel caches for every tree (call
  * after a revocation or expiry).  Queued for the server's notifier thread;
  * returns at once.  Per-operation checks do not depend on it: opens, reads,

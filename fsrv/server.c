@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +490,15 @@ fsrv_run(struct fsrv *s, int stop_fd)
 				return r;
 		}
 	}
+}
+
+int
+fsrv_thread_umask(void)
+{
+	if (unshare(CLONE_FS) != 0)
+		return CB_EINTERNAL;
+	umask(0);
+	return 0;
 }
 
 /* Start the notifier if it is not running; called with s->lock held

@@ -21,6 +21,7 @@
 #define STUB_MAX_EXEC		256
 #define STUB_MAX_ENV		SBX_ENV_MAX
 #define STUB_MAX_CGROUPS	2
+#define STUB_AGENT_UMASK	022	/* the agent's, whatever the broker's (077) */
 
 /* A pooled sandbox's hand-over (launch.c sends it, stub_main.c reads it):
  * one SEQPACKET message of NUL-terminated strings, the per-exec options and

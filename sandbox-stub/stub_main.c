@@ -975,7 +975,7 @@ set_rlimit(int res, const char *name, uint64_t soft, uint64_t hard)
 }
 
 static void
-apply_rlimits(const struct stub_cfg *c)
+apply_limits(const struct stub_cfg *c)
 {
 	const struct sbx_limits *l = &c->lim;
 
@@ -990,6 +990,12 @@ apply_rlimits(const struct stub_cfg *c)
 	set_rlimit(RLIMIT_CPU, "CPU", l->cpu_secs, l->cpu_secs + 1);
 	set_rlimit(RLIMIT_MEMLOCK, "MEMLOCK", 64 << 10, 64 << 10);
 	set_rlimit(RLIMIT_MSGQUEUE, "MSGQUEUE", 0, 0);
+	/* The stub inherits the broker's umask, 077 for its own state: the
+	 * agent's files in the workspace would all have been private on the
+	 * host (a build's objects 0600, a clone's directories 0700).  Nothing
+	 * else of the caller is inherited either, so the agent gets the usual
+	 * default, as a fresh login would. */
+	umask(STUB_AGENT_UMASK);
 }
 
 /* Empty every capability set.  The agent's uid is not 0 in its user
@@ -1248,7 +1254,7 @@ agent_pooled(struct stub_cfg *c, int errpipe, int notify_sock, int go, int ll_ab
 	if (close_range(SBX_AGENT_FD + (c->have_broker_fd ? 1 : 0), ~0U,
 	    CLOSE_RANGE_CLOEXEC) == -1)
 		stub_die(errno, "close_range");
-	apply_rlimits(c);
+	apply_limits(c);
 	stub_landlock_apply(c, ll_abi);
 	syscall(SYS_execveat, c->exec_fd, "", nargv, env, AT_EMPTY_PATH);
 	stub_die(errno, "exec %.200s", nargv[0]);
@@ -1283,7 +1289,7 @@ agent_main(struct stub_cfg *c, int errpipe, int notify_sock, int ll_abi)
 	if (close_range(SBX_AGENT_FD + (c->have_broker_fd ? 1 : 0), ~0U,
 	    CLOSE_RANGE_CLOEXEC) == -1)
 		stub_die(errno, "close_range");
-	apply_rlimits(c);
+	apply_limits(c);
 	drop_capabilities_bounding();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		stub_die(errno, "PR_SET_NO_NEW_PRIVS");
