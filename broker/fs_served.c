@@ -2077,7 +2077,12 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		.passthrough = tier && pol_tier_fs_passthrough(tier),
 		/* Bounded per sandbox, all its trees together; past half the
 		 * kernel is asked to forget the least recently used names. */
-		.max_nodes = (uint32_t)pol_served_names(s->pol->pol), .release_names = true };
+		.max_nodes = (uint32_t)pol_served_names(s->pol->pol), .release_names = true,
+		/* A root broker's agent is nobody, whom the owner's files would
+		 * not be: shown as its own, so that the kernel lets it ask for
+		 * what only an owner may (sed -i's and cp -a's ACL copy). */
+		.owner_as_agent = geteuid() == 0, .agent_uid = SBX_ROOT_AGENT_ID,
+		.agent_gid = SBX_ROOT_AGENT_ID };
 	struct brk_fss *f;
 	struct brk_fss_grant *g = NULL;
 	size_t ng = 0;

@@ -159,6 +159,11 @@ struct fsrv_cfg {
 				 * is closed (docs/fsrv.md); needs CAP_SYS_ADMIN */
 	bool keep_identity;	/* the serving thread does nothing else: keep a
 				 * tree owner's identity between requests */
+	bool owner_as_agent;	/* show what the root's owner owns as agent_uid's,
+				 * and its group as agent_gid (docs/fsrv.md,
+				 * "Ownership"): for an agent of another uid */
+	uid_t agent_uid;
+	gid_t agent_gid;
 };
 
 #define FSRV_MAX_NODES_DEFAULT (256u * 1024u)

@@ -232,6 +232,42 @@ fsrv_foreign_link(const struct fsrv_tree *t, const struct stat *st)
 }
 
 /*
+ * The owner the agent is told (owner_as_agent).  An agent of another uid
+ * than the root's owner (a root broker's: nobody) saw every file of the
+ * tree as someone else's, and the kernel refused, before asking us, what
+ * only an owner may do: setting a POSIX ACL, which `sed -i` and `cp -a`
+ * do after every copy ("preserving permissions ...: Operation not
+ * permitted").  Shown as the agent's, the request reaches the server,
+ * which has no xattrs (EOPNOTSUPP: "no ACLs here" to both).  Nothing else
+ * changes hands: the mount has no default_permissions, so chmod, utimes,
+ * chown and every open came here before and are checked as before, as the
+ * owner.  Only what is reported changes, never what is acted on.
+ */
+static void
+fsrv_shown(const struct fsrv_tree *t, struct stat *st)
+{
+	if (!t->srv->cfg.owner_as_agent)
+		return;
+	if (st->st_uid == t->root_uid)
+		st->st_uid = t->srv->cfg.agent_uid;
+	if (st->st_gid == t->root_gid)
+		st->st_gid = t->srv->cfg.agent_gid;
+}
+
+/* The owner and group a chown names, as the host knows them: the agent's
+ * own, which fsrv_shown put on the root owner's files, are the owner's. */
+static void
+fsrv_chown_host(const struct fsrv_tree *t, const struct stat *cur, struct stat *attr)
+{
+	if (!t->srv->cfg.owner_as_agent)
+		return;
+	if (attr->st_uid == t->srv->cfg.agent_uid && cur->st_uid == t->root_uid)
+		attr->st_uid = cur->st_uid;
+	if (attr->st_gid == t->srv->cfg.agent_gid && cur->st_gid == t->root_gid)
+		attr->st_gid = cur->st_gid;
+}
+
+/*
  * Open a regular file beneath the root without opening anything else: a
  * FIFO, socket or device is refused before it is opened (opening one can
  * act).  statx() is only a cheap hint (it follows symlinks on the way, so
@@ -378,6 +414,7 @@ fsrv_give_entry(struct fsrv_req *req, uint64_t parent, const char *name, const s
 	e.ino = n->id;
 	e.generation = n->gen;
 	e.attr = *st;
+	fsrv_shown(t, &e.attr);
 	e.attr_timeout = fsrv_ttl(t, t->srv->cfg.attr_timeout);
 	e.entry_timeout = fsrv_ttl(t, t->srv->cfg.entry_timeout);
 	if (fi != NULL) {
@@ -474,10 +511,12 @@ fsrv_getattr(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 	} else {
 		e = fsrv_stat_path(t, path, &st);
 	}
-	if (e != 0)
+	if (e != 0) {
 		fsrv_reply_err(req, e);
-	else
+	} else {
+		fsrv_shown(t, &st);
 		fsrv_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
+	}
 }
 
 /* Apply the attribute changes of a setattr to the object at path. */
@@ -582,14 +621,16 @@ fsrv_setattr(struct fsrv_req *req, uint64_t ino, struct stat *attr, int to_set,
 	 * A chown to the owner and group the file has already changes
 	 * nothing and is allowed: `cp -a`, `tar -p` and `rsync -a` restore a
 	 * served file's own owner, which succeeds where the agent's uid maps
-	 * to the tree's owner (an unprivileged broker).  Under a root broker
-	 * the agent is another uid, the request names that uid, and it stays
-	 * EPERM (docs/fsrv.md, "Ownership"). */
+	 * to the tree's owner (an unprivileged broker), or where the owner's
+	 * files are shown as the agent's (owner_as_agent: a root broker's),
+	 * whose uid and gid the request then names (docs/fsrv.md,
+	 * "Ownership"). */
 	if (to_set & (FATTR_UID | FATTR_GID)) {
 		struct stat cur;
 
 		if ((e = fsrv_stat_path(t, path, &cur)) != 0)
 			goto out;
+		fsrv_chown_host(t, &cur, attr);
 		if (((to_set & FATTR_UID) && attr->st_uid != cur.st_uid) ||
 		    ((to_set & FATTR_GID) && attr->st_gid != cur.st_gid)) {
 			e = EPERM;
@@ -603,10 +644,12 @@ fsrv_setattr(struct fsrv_req *req, uint64_t ino, struct stat *attr, int to_set,
 		goto out;
 	e = h != NULL ? (fstat(h->fd, &st) == 0 ? 0 : errno) : fsrv_stat_path(t, path, &st);
 out:
-	if (e != 0)
+	if (e != 0) {
 		fsrv_reply_err(req, e);
-	else
+	} else {
+		fsrv_shown(t, &st);
 		fsrv_reply_attr(req, &st, fsrv_ttl(t, t->srv->cfg.attr_timeout));
+	}
 }
 
 static void

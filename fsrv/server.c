@@ -170,6 +170,7 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	    (!(fl & O_NONBLOCK) && fcntl(dfd, F_SETFL, fl | O_NONBLOCK) != 0))
 		goto out;
 	t->root_uid = root_fd >= 0 ? st.st_uid : 0;
+	t->root_gid = root_fd >= 0 ? st.st_gid : 0;
 	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
@@ -294,6 +295,7 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 		return;
 	}
 	t->root_uid = st.st_uid;
+	t->root_gid = st.st_gid;
 	t->root_dev = st.st_dev;
 	t->root_fd = fd;
 }

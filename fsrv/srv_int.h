@@ -103,6 +103,7 @@ struct fsrv_tree {
 	unsigned idx;
 	int root_fd;
 	uid_t root_uid;			/* the root's owner: the hardlink rule */
+	gid_t root_gid;			/* ... and group (owner_as_agent) */
 	dev_t root_dev;			/* the root's file system (fsrv_open_at) */
 	int dev_fd;			/* the connection's /dev/fuse, ours (non-blocking) */
 	uint32_t minor;			/* the protocol's minor, agreed at INIT */

@@ -5,7 +5,7 @@
  * written to it over a socketpair standing in for /dev/fuse: nothing
  * before INIT, INIT's negotiation (what is asked for and what never is),
  * ENOSYS for what is not served, no answer to a forget, a lookup and a
- * getattr of a real directory.
+ * getattr of a real directory; owner_as_agent's owner and chown.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -300,10 +300,116 @@ test_serve(void)
 	close(sp[1]);
 }
 
+/* One request of tree, its answer's header and up to len bytes of body. */
+static ssize_t
+ask(struct fsrv *s, unsigned tree, int fd, const char *buf, size_t n, struct fuse_out_header *h,
+    void *body, size_t len)
+{
+	if (send(fd, buf, n, 0) != (ssize_t)n || fsrv_process(s, tree) != 0)
+		return -3;
+	return answer(fd, h, body, len);
+}
+
+/*
+ * owner_as_agent (a root broker's agent is nobody, not the tree's owner):
+ * what the root's owner owns is reported as the agent's, so that the
+ * kernel lets the agent ask for what only an owner may (the ACL copy of
+ * sed -i and cp -a); a chown to the owner it is shown stays a no-op, and
+ * the host file keeps its owner.
+ */
+static void
+test_owner_as_agent(void)
+{
+	const uid_t agent = getuid() + 7;
+	const gid_t agent_g = getgid() + 7;
+	struct fsrv_cfg cfg = { .authz = allow_all, .attr_timeout = 1, .entry_timeout = 1,
+		.owner_as_agent = true, .agent_uid = agent, .agent_gid = agent_g };
+	struct fsrv *s = NULL;
+	char dir[] = "/tmp/cb-fsrv-owner-XXXXXX", path[64], path2[64];
+	_Alignas(8) char buf[512];
+	struct fuse_out_header h;
+	struct fuse_init_in in = { .major = 7, .minor = 38, .flags = FUSE_INIT_EXT };
+	struct fuse_entry_out eo;
+	struct fuse_attr_out ao;
+	struct fuse_getattr_in ga = { 0 };
+	struct fuse_setattr_in sa = { .valid = FATTR_UID | FATTR_GID };
+	struct stat st;
+	int sp[2], root, fd;
+	unsigned tree;
+	size_t n;
+	ssize_t got;
+
+	if (mkdtemp(dir) == NULL || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0) {
+		T_OK(0, "a directory and a socketpair");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/f", dir);
+	snprintf(path2, sizeof(path2), "%s/g", dir);
+	for (int i = 0; i < 2; i++) {
+		fd = open(i ? path2 : path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	T_ERR(fsrv_new(&cfg, &s), 0, "owner_as_agent: a server");
+	T_ERR(fsrv_add_tree(s, root, sp[1], &tree), 0, "... a tree");
+	n = req(buf, FUSE_INIT, 1, 0, &in, sizeof(in), NULL, 0);
+	T_OK(ask(s, tree, sp[0], buf, n, &h, NULL, 0) > 0 && h.error == 0, "... INIT");
+
+	n = req(buf, FUSE_LOOKUP, 2, 1, NULL, 0, "f", 2);
+	memset(&eo, 0, sizeof(eo));
+	got = ask(s, tree, sp[0], buf, n, &h, &eo, sizeof(eo));
+	T_OK(got == (ssize_t)sizeof(eo) && h.error == 0 &&
+	    eo.attr.uid == agent && eo.attr.gid == agent_g,
+	    "a lookup of the owner's file shows it as the agent's (%u:%u)", eo.attr.uid, eo.attr.gid);
+	/* Only the root's owner is shown as the agent (as root: another's). */
+	if (getuid() == 0) {
+		T_OK(chown(path2, 12345, 12345) == 0, "a file of another owner");
+		n = req(buf, FUSE_LOOKUP, 9, 1, NULL, 0, "g", 2);
+		memset(&eo, 0, sizeof(eo));
+		got = ask(s, tree, sp[0], buf, n, &h, &eo, sizeof(eo));
+		T_OK(got == (ssize_t)sizeof(eo) && eo.attr.uid == 12345 && eo.attr.gid == 12345,
+		    "... another owner's file shows as that owner's (%u)", eo.attr.uid);
+	}
+	n = req(buf, FUSE_LOOKUP, 2, 1, NULL, 0, "f", 2);
+	memset(&eo, 0, sizeof(eo));
+	got = ask(s, tree, sp[0], buf, n, &h, &eo, sizeof(eo));
+	n = req(buf, FUSE_GETATTR, 3, 1, &ga, sizeof(ga), NULL, 0);
+	memset(&ao, 0, sizeof(ao));
+	got = ask(s, tree, sp[0], buf, n, &h, &ao, sizeof(ao));
+	T_OK(got == (ssize_t)sizeof(ao) && h.error == 0 &&
+	    ao.attr.uid == agent && ao.attr.gid == agent_g, "... a getattr of the root too");
+
+	sa.uid = (uint32_t)agent;
+	sa.gid = (uint32_t)agent_g;
+	n = req(buf, FUSE_SETATTR, 4, eo.nodeid, &sa, sizeof(sa), NULL, 0);
+	memset(&ao, 0, sizeof(ao));
+	got = ask(s, tree, sp[0], buf, n, &h, &ao, sizeof(ao));
+	T_OK(got == (ssize_t)sizeof(ao) && h.error == 0 &&
+	    ao.attr.uid == agent, "a chown to the owner it is shown is a no-op (error %d)", h.error);
+	T_OK(stat(path, &st) == 0 && st.st_uid == getuid() && st.st_gid == getgid(),
+	    "... and the host file keeps its owner");
+	sa.uid = (uint32_t)agent + 1;
+	n = req(buf, FUSE_SETATTR, 5, eo.nodeid, &sa, sizeof(sa), NULL, 0);
+	got = ask(s, tree, sp[0], buf, n, &h, NULL, 0);
+	T_OK(got == 0 && h.error == -EPERM,
+	    "a chown to anyone else is still EPERM");
+
+
+	fsrv_free(s);
+	unlink(path);
+	unlink(path2);
+	rmdir(dir);
+	close(root);
+	close(sp[0]);
+	close(sp[1]);
+}
+
 int
 main(void)
 {
 	test_decode();
 	test_serve();
+	test_owner_as_agent();
 	return t_done();
 }
