@@ -1049,6 +1049,28 @@ brk_fss_room(struct brk_fss *f, const struct fsrv_check *c)
 	pthread_mutex_lock(&f->mu);
 }
 
+/*
+ * Can a capability name this host path at all (docs/tokens.md: at most
+ * CAP_MAX_COMPONENTS components, no control or bidirectional character;
+ * the bytes, CAP_STR_MAX, are checked before)?  No grant covers any other,
+ * so it is refused before one is asked, and the agent is told why
+ * (fsrv_authz_fn): CB_ETOOBIG, ENAMETOOLONG to it ("File name too long",
+ * where "Permission denied" sent agents looking for a token that cannot
+ * exist), or CB_EINVAL for a name the grammar refuses, with the reason
+ * in *why; or 0.
+ */
+static int
+brk_fss_nameable(const char *path, const char **why)
+{
+	int r = cap_path_check(path);
+
+	if (r == 0)
+		return 0;
+	*why = r == CB_ECAP_TOOLONG ? "deeper than a capability can name" :
+	    "a name no capability can name (a control or bidirectional character)";
+	return r == CB_ECAP_TOOLONG ? CB_ETOOBIG : CB_EINVAL;
+}
+
 static int
 fss_authz(void *arg, const struct fsrv_check *c)
 {
@@ -1084,7 +1106,8 @@ fss_authz(void *arg, const struct fsrv_check *c)
 	if (f->stopping) {
 		e = CB_ESTOPPING;
 		why = "the sandbox is stopping: not served";
-	} else if (brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0)) {
+	} else if ((e = brk_fss_nameable(path, &why)) == 0 &&
+	    brk_fss_is_state(f, path, (c->need & (FSRV_CAP_WRITE | FSRV_CAP_DELETE)) != 0)) {
 		e = CB_EPERM;
 	}
 	now = cb_now();

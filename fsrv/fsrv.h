@@ -102,7 +102,10 @@ struct fsrv_check {
 	double *ttl;
 };
 
-/* Returns 0 to allow, a negative CB_E* code to deny (the agent sees EACCES).
+/* Returns 0 to allow, a negative CB_E* code to deny: the agent sees EACCES,
+ * except for CB_ETOOBIG (ENAMETOOLONG: a path longer than the caller can
+ * judge) and CB_EINVAL (EINVAL: a name it refuses to judge, as a file
+ * system refuses a name it cannot hold).
  * Called on the serving thread, synchronously, once or twice per request:
  * it must be fast and must not call back into the server. */
 typedef int (*fsrv_authz_fn)(void *arg, const struct fsrv_check *c);

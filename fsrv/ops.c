@@ -117,7 +117,16 @@ fsrv_err(int e)
 	return e == EXDEV ? EACCES : e;
 }
 
-/* Ask the caller.  0 or EACCES. */
+/* What the agent is told of a refusal: a path the caller cannot judge at
+ * all (fsrv_authz_fn: too long, or a name it refuses) says so, as a file
+ * system that cannot hold such a name would; anything else is EACCES. */
+static int
+fsrv_denied(int r)
+{
+	return r == 0 ? 0 : r == CB_ETOOBIG ? ENAMETOOLONG : r == CB_EINVAL ? EINVAL : EACCES;
+}
+
+/* Ask the caller.  0, EACCES, or ENAMETOOLONG or EINVAL (fsrv_denied). */
 static int
 fsrv_check(struct fsrv_req *req, enum fsrv_op op, unsigned need, const char *path)
 {
@@ -133,7 +142,7 @@ fsrv_check(struct fsrv_req *req, enum fsrv_op op, unsigned need, const char *pat
 	r = t->srv->cfg.authz(t->srv->cfg.authz_arg, &c);
 	if (t->ttl < was)
 		t->ttl_at = cb_mono_ns();	/* counted from here (fsrv_ttl) */
-	return r == 0 ? 0 : EACCES;
+	return fsrv_denied(r);
 }
 
 /* A cache time for this request's answer: at most what its checks left
@@ -601,7 +610,7 @@ fsrv_check_setattr(struct fsrv_req *req, const char *path, const struct stat *at
 		c.mode = attr->st_mode & 07777;
 		c.cur_mode = cur.st_mode & 07777;
 	}
-	return t->srv->cfg.authz(t->srv->cfg.authz_arg, &c) == 0 ? 0 : EACCES;
+	return fsrv_denied(t->srv->cfg.authz(t->srv->cfg.authz_arg, &c));
 }
 
 static void

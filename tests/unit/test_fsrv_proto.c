@@ -5,7 +5,8 @@
  * written to it over a socketpair standing in for /dev/fuse: nothing
  * before INIT, INIT's negotiation (what is asked for and what never is),
  * ENOSYS for what is not served, no answer to a forget, a lookup and a
- * getattr of a real directory; owner_as_agent's owner and chown.
+ * getattr of a real directory; owner_as_agent's owner and chown, and the
+ * errors an authorisation function's refusals become.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -300,6 +301,16 @@ test_serve(void)
 	close(sp[1]);
 }
 
+/* Refuses whatever a name with "deep" or "odd" in it asks: as the broker
+ * refuses a path no capability can name (too deep; a control character). */
+static int
+judge_names(void *arg, const struct fsrv_check *c)
+{
+	(void)arg;
+	return strstr(c->path, "deep") ? CB_ETOOBIG : strstr(c->path, "odd") ? CB_EINVAL :
+	    strstr(c->path, "no") ? CB_ENOTCOVERED : 0;
+}
+
 /* One request of tree, its answer's header and up to len bytes of body. */
 static ssize_t
 ask(struct fsrv *s, unsigned tree, int fd, const char *buf, size_t n, struct fuse_out_header *h,
@@ -315,14 +326,15 @@ ask(struct fsrv *s, unsigned tree, int fd, const char *buf, size_t n, struct fus
  * what the root's owner owns is reported as the agent's, so that the
  * kernel lets the agent ask for what only an owner may (the ACL copy of
  * sed -i and cp -a); a chown to the owner it is shown stays a no-op, and
- * the host file keeps its owner.
+ * the host file keeps its owner.  And what an authorisation function
+ * says of a path it cannot judge reaches the agent: ENAMETOOLONG, EINVAL.
  */
 static void
 test_owner_as_agent(void)
 {
 	const uid_t agent = getuid() + 7;
 	const gid_t agent_g = getgid() + 7;
-	struct fsrv_cfg cfg = { .authz = allow_all, .attr_timeout = 1, .entry_timeout = 1,
+	struct fsrv_cfg cfg = { .authz = judge_names, .attr_timeout = 1, .entry_timeout = 1,
 		.owner_as_agent = true, .agent_uid = agent, .agent_gid = agent_g };
 	struct fsrv *s = NULL;
 	char dir[] = "/tmp/cb-fsrv-owner-XXXXXX", path[64], path2[64];
@@ -395,6 +407,19 @@ test_owner_as_agent(void)
 	T_OK(got == 0 && h.error == -EPERM,
 	    "a chown to anyone else is still EPERM");
 
+	n = req(buf, FUSE_LOOKUP, 6, 1, NULL, 0, "deep", 5);
+	got = ask(s, tree, sp[0], buf, n, &h, NULL, 0);
+	T_OK(got == 0 && h.error == -ENAMETOOLONG,
+	    "a path the caller finds too long (CB_ETOOBIG) is ENAMETOOLONG (%d)", h.error);
+	n = req(buf, FUSE_MKDIR, 7, 1, &(struct fuse_mkdir_in){ .mode = 0755 },
+	    sizeof(struct fuse_mkdir_in), "odd", 4);
+	got = ask(s, tree, sp[0], buf, n, &h, NULL, 0);
+	T_OK(got == 0 && h.error == -EINVAL,
+	    "a name it refuses to judge (CB_EINVAL) is EINVAL (%d)", h.error);
+	n = req(buf, FUSE_LOOKUP, 8, 1, NULL, 0, "no", 3);
+	got = ask(s, tree, sp[0], buf, n, &h, NULL, 0);
+	T_OK(got == 0 && h.error == -EACCES,
+	    "any other refusal is EACCES (%d)", h.error);
 
 	fsrv_free(s);
 	unlink(path);
