@@ -23,7 +23,8 @@
  *    FIFOs and sockets are refused without being opened, so opening cannot
  *    act on them; directories are listed by the broker, never handed over
  *    (openat(dirfd, "..") would escape).
- *  - Created files get mode & 0777 (no set-id bits).
+ *  - Created files and directories get exactly mode & 0777 (no set-id
+ *    bits), not narrowed by the broker's umask.
  */
 #include "broker/core.h"
 #include "broker/budget.h"
@@ -111,11 +112,14 @@ brk_foreign_link(const struct stat *st, uid_t owner)
  * as much on every open; see docs/threat-model.md.)
  * A set-uid or set-gid file is refused for writing, and a file another
  * than owner has more than one link to for anything (EPERM).
+ * A name the probe did not find is created exclusively (*created says
+ * so): EEXIST then means another made it meanwhile, and the caller asks
+ * again, or says EEXIST if it asked for O_EXCL itself.
  * Returns an fd or -1 with errno set (ENXIO: not a regular file).
  */
 static int
-brk_open_regular(int dirfd, const struct cb_stat *dirst, const char *rel, uint64_t flags,
-    uint64_t mode, uid_t owner)
+brk_open_regular_once(int dirfd, const struct cb_stat *dirst, const char *rel, uint64_t flags,
+    uint64_t mode, uid_t owner, bool *created)
 {
 	struct cb_stat pst, st;
 	bool probed = false;
@@ -148,9 +152,12 @@ brk_open_regular(int dirfd, const struct cb_stat *dirst, const char *rel, uint64
 	} else if (errno != ENOENT || !(flags & O_CREAT)) {
 		return -1;
 	}
+	if (!probed)
+		flags |= O_EXCL;
 	fd = cb_openat2_st(dirfd, dirst, rel, (int)(flags | O_NONBLOCK), (unsigned)mode, &st);
 	if (fd < 0)
 		return -1;
+	*created = !probed;
 	if (!S_ISREG(st.st.st_mode) || brk_setid_write(&st.st, flags) ||
 	    brk_foreign_link(&st.st, owner) ||
 	    (probed && (st.st.st_dev != pst.st.st_dev || st.st.st_ino != pst.st.st_ino))) {
@@ -163,6 +170,33 @@ brk_open_regular(int dirfd, const struct cb_stat *dirst, const char *rel, uint64
 	if ((flags & O_ACCMODE) != O_RDONLY &&
 	    fcntl(fd, F_SETFL, (int)(flags & O_APPEND)) != 0) {
 		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * brk_open_regular_once, asked again once if the name appeared between its
+ * probe and its exclusive create.  A file it created gets mode exactly:
+ * the broker's umask (077, for its own files) would have taken the
+ * group's and others' bits of every file an agent wrote (capcall fs.write,
+ * MCP's write_file) whatever mode it asked for.  fchmod acts on the new
+ * file's own descriptor, as the identity that created it.
+ */
+static int
+brk_open_regular(int dirfd, const struct cb_stat *dirst, const char *rel, uint64_t flags,
+    uint64_t mode, uid_t owner)
+{
+	bool created = false;
+	int fd = brk_open_regular_once(dirfd, dirst, rel, flags, mode, owner, &created);
+
+	if (fd < 0 && errno == EEXIST && !(flags & O_EXCL))
+		fd = brk_open_regular_once(dirfd, dirst, rel, flags, mode, owner, &created);
+	if (fd >= 0 && created && fchmod(fd, (mode_t)(mode & 0777)) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
 		return -1;
 	}
 	return fd;
@@ -723,6 +757,23 @@ deny:
 	brk_deny_fs(s, q, e, &c);
 }
 
+/* Give the directory base of pfd, just made, the mode asked for, which the
+ * broker's umask (077) narrowed.  Opened without following a symlink, as a
+ * directory: should the name have been swapped meanwhile (only through
+ * the tree, so by someone who may change modes there), the mode goes to
+ * a directory of the tree, never through a link. */
+static int
+brk_mkdir_mode(int pfd, const char *base, mode_t mode)
+{
+	int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -1;
+	r = fchmod(fd, mode);
+	close(fd);
+	return r;
+}
+
 /* fs.mkdir: created in its parent, resolved beneath the token's root, as
  * the root's owner, mode & 0777. */
 void
@@ -738,7 +789,8 @@ brk_fs_mkdir(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *
 		goto deny;
 	if ((e = brk_as_owner(&c)) != 0)
 		goto deny;
-	if (mkdirat(pfd, base, (q->mode ? q->mode : 0755) & 0777) != 0) {
+	if (mkdirat(pfd, base, (q->mode ? q->mode : 0755) & 0777) != 0 ||
+	    brk_mkdir_mode(pfd, base, (mode_t)((q->mode ? q->mode : 0755) & 0777)) != 0) {
 		e = brk_errno(errno);
 		brk_as_broker();
 		goto deny;

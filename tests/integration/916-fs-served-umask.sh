@@ -9,7 +9,8 @@
 # "Environment") and the serving thread creates with the mode the kernel
 # sent, which the agent's umask already narrowed (docs/fsrv.md).  Under
 # `run`, `serve` + `run --connect`, and (with a private /dev/fuse node) a
-# broker that is not root.
+# broker that is not root.  The broker's explicit creates (capcall fs.write,
+# fs.mkdir) have the mode asked for.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/admin_lib.sh"
 
@@ -40,6 +41,19 @@ t_is "the low tier's agent has umask 0022 too (its /tmp files 0644)" \
 u = os.umask(0o22); open("/tmp/x", "w").close(); print("%04o %o" % (u, os.stat("/tmp/x").st_mode & 0o777))' 2>&1)" \
 	"0022 644"
 rm -rf "$W/f1" "$W/d1" "$W/p1" "$W/f2" "$W/d2" "$W/d3" "$W/f3"
+
+# The broker's own creates for an agent (capcall, the client libraries,
+# MCP's write_file) have the mode asked for, or the documented default
+# (0644, 0755): the broker's 077 took the group's and others' bits.
+timeout 120 "$CB" run --tier medium --workspace "$W" --approve deny -- /bin/sh -c "
+	echo a | capcall fs.write '$W/w1' && echo b | capcall fs.write --mode 0640 '$W/w2' &&
+	capcall fs.mkdir '$W/m1' && capcall fs.mkdir --mode 0750 '$W/m2' &&
+	echo c | capcall fs.write '$W/w1'" >"$T_TMP/o" 2>&1
+t_is "capcall fs.write, fs.mkdir: the modes asked for, or 0644 and 0755" \
+	"$(cd "$W" && stat -c '%n %a' w1 w2 m1 m2 2>&1 | tr '\n' ' ')" "w1 644 w2 640 m1 755 m2 750 "
+t_is "... a file written again keeps its mode and gets its data" "$(stat -c %a "$W/w1"; cat "$W/w1")" \
+	"$(printf '644\nc')"
+rm -rf "$W/w1" "$W/w2" "$W/m1" "$W/m2"
 
 # A daemon's agents the same (the daemon's umask is 077 as well; under
 # systemd UMask=0077 too: docs/service.md).
