@@ -65,6 +65,7 @@
 					 * in batches (a wake-up per open cost more than the open) */
 #define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
 				 * (revocation invalidates them at once) */
+#define BRK_FSS_NEG_TIMEOUT 1.0	/* ... and that a name does not exist (docs/fsrv.md) */
 /* Open files and directories of one sandbox's served trees together: each
  * is a descriptor of the broker's.  All sandboxes' together get at most
  * half the broker's open-files limit (brk_fss_handles_limit), the other
@@ -2094,7 +2095,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 	 * acknowledged (brk_fss_settle_begin; docs/fsrv.md). */
 	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed, .on_pages = fss_pages,
 		.max_handles_all = BRK_FSS_HANDLES, .on_full = fss_full,
-		.entry_timeout = BRK_FSS_TIMEOUT,
+		.entry_timeout = BRK_FSS_TIMEOUT, .negative_timeout = BRK_FSS_NEG_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
 		.cache_data = !tier || pol_tier_fs_cache_data(tier),
 		.passthrough = tier && pol_tier_fs_passthrough(tier),

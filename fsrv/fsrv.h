@@ -148,6 +148,8 @@ struct fsrv_cfg {
 	fsrv_pages_fn on_pages;	/* may be NULL */
 	double entry_timeout;	/* seconds the kernel may cache a name (0: no cache) */
 	double attr_timeout;	/* seconds it may cache attributes */
+	double negative_timeout;	/* ... that a name does not exist (0, or more
+					 * than entry_timeout: entry_timeout) */
 	uint32_t max_nodes;	/* names the kernel may hold, all trees together
 				 * (0: default); past it a new name is ENFILE */
 	bool release_names;	/* past half of max_nodes, ask the kernel to forget

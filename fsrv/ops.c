@@ -461,7 +461,9 @@ fsrv_lookup(struct fsrv_req *req, uint64_t parent, const char *name)
 		struct fsrv_entry ne;
 
 		memset(&ne, 0, sizeof(ne));
-		ne.entry_timeout = t->srv->cfg.entry_timeout;
+		ne.entry_timeout = t->srv->cfg.negative_timeout > 0 &&
+		    t->srv->cfg.negative_timeout < t->srv->cfg.entry_timeout ?
+		    t->srv->cfg.negative_timeout : t->srv->cfg.entry_timeout;
 		fsrv_reply_entry(req, &ne);
 		return;
 	}
