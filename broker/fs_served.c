@@ -2085,15 +2085,17 @@ brk_fss_tell_stub(const struct brk_fss *f, struct sbx_config *cfg)
 	}
 }
 
-int
-brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
+/* The file server of sandbox s, as its tier's policy has it. */
+static struct fsrv_cfg
+brk_fss_cfg(const struct brk_sbx *s)
 {
 	const struct pol_tier *tier = pol_tier_get(s->pol->pol, s->tier_name);
+
 	/* cache_data unless the policy opts out (fs_cache_data = false):
 	 * cached pages of an open file are read without a request while its
 	 * grants live; a revocation or expiry drops them before it is
 	 * acknowledged (brk_fss_settle_begin; docs/fsrv.md). */
-	struct fsrv_cfg fc = { .authz = fss_authz, .on_close = fss_closed, .on_pages = fss_pages,
+	return (struct fsrv_cfg){ .authz = fss_authz, .on_close = fss_closed, .on_pages = fss_pages,
 		.max_handles_all = BRK_FSS_HANDLES, .on_full = fss_full,
 		.entry_timeout = BRK_FSS_TIMEOUT, .negative_timeout = BRK_FSS_NEG_TIMEOUT,
 		.attr_timeout = BRK_FSS_TIMEOUT, .keep_identity = true,
@@ -2107,6 +2109,12 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		 * what only an owner may (sed -i's and cp -a's ACL copy). */
 		.owner_as_agent = geteuid() == 0, .agent_uid = SBX_ROOT_AGENT_ID,
 		.agent_gid = SBX_ROOT_AGENT_ID };
+}
+
+int
+brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whylen)
+{
+	struct fsrv_cfg fc = brk_fss_cfg(s);
 	struct brk_fss *f;
 	struct brk_fss_grant *g = NULL;
 	size_t ng = 0;
