@@ -229,6 +229,39 @@ exit_for(const struct cc_conn *c, int err)
 	return EX_FAIL;
 }
 
+/* A refusal that a token could lift: none held covers it (or none is held,
+ * the one that did has expired, was revoked or is spent, or it lies past
+ * the tier's ceiling, where only an approved request reaches).  The same
+ * set as `capcall mcp`'s request hint. */
+static bool
+is_askable(int err)
+{
+	return err == CB_ENOTCOVERED || err == CB_ENOTOKEN || err == CB_EPOLICY ||
+	    err == CB_EEXPIRED || err == CB_EREVOKED || err == CB_ESPENT;
+}
+
+/* The capability the operation needed, as `capcall request` takes it; false
+ * where the target names none (no target, a program not named by its
+ * absolute path).  fs.stat is asked as fs.read, one of the three that
+ * allow it. */
+static bool
+needed_cap(const struct opts *o, char *buf, size_t size)
+{
+	static const char *const map[][2] = {
+		{ "fs.read", "fs.read" }, { "fs.stat", "fs.read" }, { "fs.list", "fs.list" },
+		{ "fs.write", "fs.write" }, { "fs.mkdir", "fs.write" }, { "fs.rename", "fs.write" },
+		{ "fs.delete", "fs.delete" }, { "net.connect", "net.connect" },
+		{ "proc.exec", "proc.exec" },
+	};
+
+	if (!o->op || !o->target || (strcmp(o->op, "net.connect") != 0 && o->target[0] != '/'))
+		return false;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(o->op, map[i][0]) == 0)
+			return snprintf(buf, size, "%s:%s", map[i][1], o->target) < (int)size;
+	return false;
+}
+
 /* Report a failed call on stderr (and as JSON on stdout) and pick the exit
  * status.  The broker's reason is printed as it came: it is the one sentence
  * the audit log also holds. */
@@ -236,17 +269,26 @@ static int
 fail(const struct opts *o, const struct cc_conn *c, int err)
 {
 	const char *reason = c ? cc_last_reason(c) : "";
+	char cap[PATH_MAX + 32];	/* OP:TARGET; a longer one gets no hint */
 	int code = exit_for(c, err);
 
 	if (!*reason)
 		reason = cb_strerror(err);
-	if (code == EX_NOPERM)
+	if (code == EX_NOPERM) {
 		fprintf(stderr, "capcall: denied: %s\n", reason);
-	else if (code == EX_UNAVAILABLE)
+		/* Which token would allow it, and how one is had: the reason
+		 * names the operation, not what to do about it. */
+		if (is_askable(err) && needed_cap(o, cap, sizeof(cap)))
+			fprintf(stderr, "capcall: it needs a token for %s: ask a human with "
+			    "`capcall request '%s' --reason TEXT`, or have it granted "
+			    "(capbroker run --grant, capctl issue) where the tier's ceiling allows\n",
+			    cap, cap);
+	} else if (code == EX_UNAVAILABLE) {
 		fprintf(stderr, "capcall: broker unavailable: %s\n", reason);
-	else
+	} else {
 		fprintf(stderr, "capcall: %s%s%s: %s\n", o->op, o->target ? " " : "",
 		    o->target ? o->target : "", reason);
+	}
 	if (o->json)
 		json_fail(o->op, err, cb_errname(err), reason, code);
 	return code;

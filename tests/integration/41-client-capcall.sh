@@ -57,11 +57,13 @@ head -c 300000 /dev/urandom >"$W/big.bin"
 fb fs.read /w/big.bin >"$T_TMP/big.out" 2>"$T_TMP/err"
 t_ok "fs.read of 300 KB binary is byte-exact" cmp "$W/big.bin" "$T_TMP/big.out"
 t_exit "fs.read denied: 77" 77 fb fs.read /denied/secret
-t_is "fs.read denied: reason on stderr" "$(err)" \
-	"capcall: denied: fs.read:/denied/secret is not covered by any token of this sandbox"
+t_is "fs.read denied: reason on stderr, then the token it needs and how one is had" "$(err)" \
+	"capcall: denied: fs.read:/denied/secret is not covered by any token of this sandbox
+capcall: it needs a token for fs.read:/denied/secret: ask a human with \`capcall request 'fs.read:/denied/secret' --reason TEXT\`, or have it granted (capbroker run --grant, capctl issue) where the tier's ceiling allows"
 t_is "fs.read denied: nothing on stdout" "$(out)" ""
 t_exit "fs.read escape: 77" 77 fb fs.read /escape/link
 t_match "fs.read escape: reason" "$(err)" "^capcall: denied: /escape/link would escape"
+t_is "... and no token hint: no token could allow an escape" "$(err | grep -c 'needs a token')" 0
 t_exit "fs.read missing file: 1" 1 fb fs.read /w/nope
 t_match "fs.read missing file: says which" "$(err)" "^capcall: fs.read /w/nope: /w/nope: no such file"
 t_exit "fs.read --json: 0" 0 fb --json fs.read /w/a.txt
