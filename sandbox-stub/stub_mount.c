@@ -595,7 +595,12 @@ link_localtime(void)
 }
 
 /* The new root's /dev: a small tmpfs with the captured devices, the
- * stdio links and (with --pty) a private devpts, then made read-only. */
+ * stdio links, /dev/shm and (with --pty) a private devpts, then made
+ * read-only.  Where a tier may fork, /dev/shm is a link to the sandbox's
+ * own /tmp: POSIX semaphores and shared memory (sem_open, shm_open) live
+ * there, so without it Python's multiprocessing (a Lock, a Pool,
+ * ProcessPoolExecutor) and shared_memory failed with ENOENT.  Nothing new
+ * is reached: the objects are files of the private /tmp, within its size. */
 static void
 mount_dev(const struct stub_cfg *c, struct stub_tree dev[static 5])
 {
@@ -604,6 +609,8 @@ mount_dev(const struct stub_cfg *c, struct stub_tree dev[static 5])
 	make_symlink("/proc/self/fd/0", NR_PATH("/dev/stdin"));
 	make_symlink("/proc/self/fd/1", NR_PATH("/dev/stdout"));
 	make_symlink("/proc/self/fd/2", NR_PATH("/dev/stderr"));
+	if (c->tier != SBX_TIER_LOW)
+		make_symlink("/tmp", NR_PATH("/dev/shm"));
 	if (c->pty) {
 		make_dir(NR_PATH("/dev/pts"), 0755);
 		if (mount("devpts", NR_PATH("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC |
