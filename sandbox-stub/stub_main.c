@@ -1096,6 +1096,12 @@ agent_env(const struct stub_cfg *c)
 		snprintf(termv, sizeof(termv), "TERM=xterm-256color");
 		env[n++] = termv;
 	}
+	/* The medium tier starts only its listed programs, and no pager is
+	 * among them: on a terminal, git log, git diff and man printed
+	 * "fatal: cannot exec 'pager': Permission denied" before their output
+	 * (cat is listed; an agent cannot page anyway). */
+	if (c->tier == SBX_TIER_MEDIUM)
+		env[n++] = "PAGER=cat";
 	for (size_t i = 0; i < c->nunsetenv; i++)
 		n = env_drop(env, n, c->unsetenv[i]);
 	for (size_t i = 0; i < c->nsetenv; i++) {
