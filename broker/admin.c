@@ -1299,6 +1299,12 @@ adm_run(struct brk_admin *a, const struct wire_adm_req *q)
 		brk_admin_err(a, CB_EINVAL, "run needs a command");
 		return;
 	}
+	/* Resolved against the client's directory, by the client: ours is
+	 * not the client's, and a tree of ours must never be granted for it. */
+	if (q->workspace && q->workspace[0] != '/') {
+		brk_admin_err(a, CB_EINVAL, "a run's workspace must be an absolute path");
+		return;
+	}
 	memcpy(argv, q->argv, q->argc * sizeof(argv[0]));
 	argv[q->argc] = NULL;
 	spec.argv = (char *const *)argv;

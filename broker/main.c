@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -818,10 +819,16 @@ run_connect_request(const struct run_opts *o, struct cc_adm *a, struct wire_adm_
 	cc_adm_begin(a, rq, WIRE_ADM_RUN);
 	rq->sandbox = o->id;
 	rq->tier = o->tier;
-	rq->workspace = o->workspace;
 	rq->serve_workspace = o->workspace != NULL;
-	if (!rq->workspace && getcwd(cwd, cwdlen))
-		rq->workspace = cwd;
+	/* The daemon has a working directory of its own: a relative
+	 * --workspace is this run's, so it is made absolute here.  Before, the
+	 * daemon resolved "." to its own directory and granted that tree. */
+	if (o->workspace && (cwdlen < PATH_MAX || !realpath(o->workspace, cwd))) {
+		fprintf(stderr, "capbroker: workspace '%s': %s\n", o->workspace,
+		    strerror(cwdlen < PATH_MAX ? ENAMETOOLONG : errno));
+		return CB_EINVAL;
+	}
+	rq->workspace = o->workspace ? cwd : getcwd(cwd, cwdlen);
 	rq->ttl = o->ttl;
 	rq->timeout = o->timeout;
 	rq->chdir = o->chdir;
