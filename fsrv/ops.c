@@ -170,6 +170,10 @@ fsrv_path(struct fsrv_req *req, uint64_t ino, const char *name, char *buf, struc
 
 	if (name != NULL && !fsrv_name_ok(name))
 		return strlen(name) > FSRV_NAME_MAX ? ENAMETOOLONG : EINVAL;
+	/* A slot without its root yet has no node table either (it is made
+	 * with the root: fsrv_slot_take), and serves nothing. */
+	if (t->root_fd < 0)
+		return EACCES;
 	pthread_mutex_lock(&t->srv->lock);
 	n = fsrv_node_get(&t->nodes, ino);
 	if (n == NULL)

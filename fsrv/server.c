@@ -110,6 +110,7 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 		goto out;
 	s->cfg = *cfg;
 	s->pipe[0] = s->pipe[1] = -1;
+	s->max_nodes = cfg->max_nodes ? cfg->max_nodes : FSRV_MAX_NODES_DEFAULT;
 	if (s->cfg.max_handles == 0)
 		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
 	if (s->cfg.max_handles_all == 0)
@@ -133,6 +134,18 @@ out:
 	return e;
 }
 
+/* t's node table, in the server's one bound of names. */
+static int
+fsrv_tree_nodes(struct fsrv *s, struct fsrv_tree *t)
+{
+	if (fsrv_nodes_init(&t->nodes, s->max_nodes) != 0)
+		return CB_ENOMEM;
+	/* One bound for the server: a sandbox's trees share it. */
+	t->nodes.pool = &s->nnodes;
+	t->nodes.pool_max = t->nodes.max;
+	return 0;
+}
+
 /* A tree on dev_fd rooted at root_fd, or a slot (root_fd -1). */
 static int
 fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
@@ -153,11 +166,10 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 		goto out;
 	t->root_fd = t->slot_root = t->dev_fd = -1;
 	t->slot = root_fd < 0;
-	if (fsrv_nodes_init(&t->nodes, s->cfg.max_nodes) != 0)
+	/* A slot's table is made with its root (fsrv_slot_take): most slots
+	 * are never filled, and an empty table serves no request. */
+	if (!t->slot && fsrv_tree_nodes(s, t) != 0)
 		goto out;
-	/* One bound for the server: a sandbox's trees share it. */
-	t->nodes.pool = &s->nnodes;
-	t->nodes.pool_max = t->nodes.max;
 	e = CB_EIO;
 	if ((root_fd >= 0 && (t->root_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3)) < 0) ||
 	    (dfd = fcntl(dev_fd, F_DUPFD_CLOEXEC, 3)) < 0)
@@ -276,7 +288,7 @@ static void
 fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 {
 	struct stat st;
-	int fd;
+	int fd, e;
 	bool owner;
 	uid_t uid;
 	gid_t gid;
@@ -291,6 +303,13 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 	if (fd < 0)
 		return;
 	if ((owner && fsrv_owner_set(s, t, uid, gid) != 0) || fstat(fd, &st) != 0) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	e = fsrv_tree_nodes(s, t);
+	pthread_mutex_unlock(&s->lock);
+	if (e != 0) {
 		close(fd);
 		return;
 	}
@@ -349,7 +368,7 @@ fsrv_identity(struct fsrv *s, const struct fsrv_tree *t)
 static void
 fsrv_release_wait(struct fsrv *s)
 {
-	uint32_t max = s->ntrees ? s->trees[0]->nodes.pool_max : FSRV_MAX_NODES_DEFAULT;
+	uint32_t max = s->max_nodes;
 	struct timespec until;
 
 	pthread_mutex_lock(&s->lock);
@@ -612,7 +631,7 @@ fsrv_release_tree(struct fsrv *s, struct fsrv_tree *t, size_t want)
 bool
 fsrv_names_note(struct fsrv *s, bool refused)
 {
-	uint32_t max = s->ntrees ? s->trees[0]->nodes.pool_max : FSRV_MAX_NODES_DEFAULT;
+	uint32_t max = s->max_nodes;
 	uint32_t held = s->nnodes;
 	bool report = false;
 

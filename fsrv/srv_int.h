@@ -143,6 +143,7 @@ struct fsrv_inval {
 
 struct fsrv {
 	struct fsrv_cfg cfg;
+	uint32_t max_nodes;		/* cfg's, or the default */
 	gid_t groups[FSRV_GROUPS_MAX];	/* the serving thread's own groups */
 	int ngroups;
 	uid_t own_uid;			/* and its own fsuid, fsgid */
