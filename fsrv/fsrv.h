@@ -24,8 +24,9 @@
  * attributes are cached for at most the configured timeouts, and
  * fsrv_invalidate_*() drops them too.
  *
- * Threads: one thread (the caller's event loop) calls fsrv_process() and
- * every other function except fsrv_invalidate_*(), which may be called from
+ * Threads: one thread (the caller's event loop, or the pool thread serving
+ * the server: fsrv_pool_add) calls fsrv_process() and every other function
+ * except fsrv_invalidate_*() and fsrv_slot_fill(), which may be called from
  * any thread.  The server owns one helper thread that writes the kernel
  * invalidations, because a notification can wait for a directory lock held
  * by a request that only the serving thread can answer.
@@ -222,16 +223,18 @@ int fsrv_slot_fill(struct fsrv *s, unsigned tree, int root_fd, bool owner, uid_t
     gid_t gid) CB_WARN_UNUSED;
 
 /* Act on tree with the file-system identity of uid and gid (the owner of
- * the tree's root): the serving thread takes fsuid uid, fsgid gid and no
- * supplementary groups for each request of this tree and gets its own back
- * after it, so files the agent creates belong to the owner, the owner's
- * permissions decide, and the kernel clears set-id bits on writes as for
- * any unprivileged writer.  Needs root (CAP_SETUID, CAP_SETGID) unless uid
- * and gid are the caller's own.  Call from the serving thread: it records
- * that thread's supplementary groups.  Switching costs several
+ * the tree's root): the thread answering a request of this tree takes
+ * fsuid uid, fsgid gid and no supplementary groups for it and gets its
+ * own back after it, so files the agent creates belong to the owner, the
+ * owner's permissions decide, and the kernel clears set-id bits on writes
+ * as for any unprivileged writer.  Needs root (CAP_SETUID, CAP_SETGID)
+ * unless uid and gid are the caller's own.  Any thread (before the
+ * server is served; the identity is each answering thread's, which
+ * records its own groups at its first change).  Switching costs several
  * microseconds a change; with fsrv_cfg.keep_identity (a thread that only
- * serves) the identity is kept between requests and restored by
- * fsrv_free.  CB_EINVAL, CB_EPERM. */
+ * serves) a thread keeps the identity between requests until a request
+ * needs another, and takes its own back at fsrv_free.  CB_EINVAL (also:
+ * more supplementary groups than a thread restores, 64), CB_EPERM. */
 int fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid) CB_WARN_UNUSED;
 
 /* The fd to poll for POLLIN on behalf of tree; -1 for an unknown tree. */
@@ -261,6 +264,54 @@ int fsrv_run(struct fsrv *s, int stop_fd);
  * the host, whatever its umask.  The process's umask, which the broker's
  * own files are made with, is untouched.  Returns 0 or CB_EINTERNAL. */
 int fsrv_thread_umask(void) CB_WARN_UNUSED;
+/*
+ * A pool of serving threads for many servers (fsrv/pool.c), in place of a
+ * thread per server running fsrv_run.  Each server added has an epoll set
+ * of its own (its trees' connections and a control descriptor of the
+ * caller's), watched by the pool's set one-shot: one thread at a time
+ * serves a server, and nothing else does, from its add until its control
+ * function says it is gone.  When a thread takes a server and leaves no
+ * other waiting, another is started (up to max), so that a server whose
+ * thread is held (a slow disk, a sandbox's spent audit budget, a full
+ * audit queue) holds up no other server's requests; a thread idle for
+ * idle_ms ends while more than min are left.  The request buffer, a
+ * copied reply's data and the splice pipe are the thread's, not the
+ * server's; each request is answered with the file-system identity its
+ * tree asks for (fsrv_tree_owner), whatever the thread did before.
+ */
+struct fsrv_pool;
+
+/* The control descriptor of a server is readable: called on the thread
+ * serving it (it may add trees, fsrv_add_tree, and the like).  Returns
+ * true when it has freed the server (fsrv_free): the pool forgets it and
+ * never looks at it again. */
+typedef bool (*fsrv_ctl_fn)(void *arg);
+
+struct fsrv_pool_cfg {
+	unsigned min;		/* threads kept when idle (at least 1) */
+	unsigned max;		/* threads at most */
+	unsigned idle_ms;	/* a thread idle this long ends, beyond min */
+};
+
+/* A pool with one thread.  CB_EINVAL, CB_ENOMEM, CB_EIO, CB_EINTERNAL. */
+int fsrv_pool_new(const struct fsrv_pool_cfg *cfg, struct fsrv_pool **out) CB_WARN_UNUSED;
+
+/* Serve s from the pool from now on: its trees, those added later, and
+ * ctl_fd (level-triggered: ctl must read what made it readable).  From
+ * here only the pool's thread serving s may call s's functions, but for
+ * those any thread may (fsrv_slot_fill, fsrv_invalidate_*).  0, CB_ENOMEM,
+ * CB_EIO. */
+int fsrv_pool_add(struct fsrv_pool *p, struct fsrv *s, int ctl_fd, fsrv_ctl_fn ctl,
+		  void *arg) CB_WARN_UNUSED;
+
+/* Threads the pool has now (started or starting). */
+unsigned fsrv_pool_threads(struct fsrv_pool *p);
+
+/* End the pool's threads and free it, once every server added has gone
+ * (its ctl returned true); waits at most ms for a thread still serving,
+ * and leaves the pool (allocated) to it then.  0 or CB_ETIMEDOUT.
+ * Accepts NULL. */
+int fsrv_pool_free(struct fsrv_pool *p, unsigned ms);
 
 /* Drop every name and attribute the kernel caches for every tree (call
  * after a revocation or expiry).  Queued for the server's notifier thread;

@@ -2,7 +2,7 @@
 # every operation checked by the caller.  Speaks the kernel's protocol
 # itself (proto.c); links no FUSE library.
 MODULES += fsrv
-fsrv_SRCS := fsrv/node.c fsrv/ops.c fsrv/proto.c fsrv/server.c fsrv/mount.c fsrv/passthrough.c
+fsrv_SRCS := fsrv/node.c fsrv/ops.c fsrv/proto.c fsrv/server.c fsrv/pool.c fsrv/mount.c fsrv/passthrough.c
 fsrv_LIBS := fsrv common
 
 # The integration test's server (tests/integration/70-fsrv.sh) and the

@@ -1158,6 +1158,7 @@ fsrv_read(struct fsrv_req *req, uint64_t ino, size_t size, off_t off, struct fsr
 {
 	struct fsrv_tree *t = fsrv_t(req);
 	struct fsrv_handle *h = (struct fsrv_handle *)(uintptr_t)fi->fh;
+	struct fsrv_work *w = fsrv_w(t->srv);
 	char path[FSRV_PATH_MAX];
 	ssize_t n;
 	int e;
@@ -1194,22 +1195,22 @@ fsrv_read(struct fsrv_req *req, uint64_t ino, size_t size, off_t off, struct fsr
 			return;
 		}
 	}
-	if (t->srv->iolen < size) {
-		char *b = realloc(t->srv->io, size);
+	if (w->iolen < size) {
+		char *b = realloc(w->io, size);
 
 		if (b == NULL) {
 			fsrv_reply_err(req, ENOMEM);
 			return;
 		}
-		t->srv->io = b;
-		t->srv->iolen = size;
+		w->io = b;
+		w->iolen = size;
 	}
-	n = pread(h->fd, t->srv->io, size, off);
+	n = pread(h->fd, w->io, size, off);
 	if (n < 0) {
 		fsrv_reply_err(req, errno);
 	} else {
 		h->nread += (uint64_t)n;
-		fsrv_reply_buf(req, t->srv->io, (size_t)n);
+		fsrv_reply_buf(req, w->io, (size_t)n);
 	}
 }
 

@@ -109,7 +109,7 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		goto out;
 	s->cfg = *cfg;
-	s->pipe[0] = s->pipe[1] = -1;
+	s->w.pipe[0] = s->w.pipe[1] = -1;
 	s->max_nodes = cfg->max_nodes ? cfg->max_nodes : FSRV_MAX_NODES_DEFAULT;
 	if (s->cfg.max_handles == 0)
 		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
@@ -186,6 +186,10 @@ fsrv_tree_new(struct fsrv *s, int root_fd, int dev_fd, unsigned *tree)
 	t->root_dev = root_fd >= 0 ? st.st_dev : 0;
 	t->srv = s;
 	t->idx = s->ntrees;
+	/* In a pool, the tree is watched before it can be seen (the thread
+	 * adding it is the one serving s). */
+	if (s->pent != NULL && fsrv_pool_watch(s, t->idx, dfd) != 0)
+		goto out;
 	t->dev_fd = dfd;
 	dfd = -1;
 	/* Under the lock: fsrv_invalidate_*() may run on another thread
@@ -224,21 +228,21 @@ fsrv_add_slot(struct fsrv *s, int dev_fd, unsigned *tree)
 	return fsrv_tree_new(s, -1, dev_fd, tree);
 }
 
-/* Serving thread: t acts as uid, gid from now on (fsrv_tree_owner). */
+/* t acts as uid, gid from now on (fsrv_tree_owner).  Any thread: the
+ * identity is taken per request by the thread that answers it. */
 static int
-fsrv_owner_set(struct fsrv *s, struct fsrv_tree *t, uid_t uid, gid_t gid)
+fsrv_owner_set(struct fsrv_tree *t, uid_t uid, gid_t gid)
 {
-	int n;
+	gid_t groups[FSRV_GROUPS_MAX];
 
 	if (uid == (uid_t)-1 || gid == (gid_t)-1)
 		return CB_EINVAL;
 	if (geteuid() != 0 && (uid != geteuid() || gid != getegid()))
 		return CB_EPERM;
-	/* Recorded on the serving thread: the groups it gets back. */
-	n = getgroups(FSRV_GROUPS_MAX, s->groups);
-	if (n < 0)
+	/* The process's groups are what a serving thread gets back
+	 * (fsrv_identity records its own at its first change). */
+	if (getgroups(FSRV_GROUPS_MAX, groups) < 0)
 		return CB_EINVAL;	/* more groups than we restore */
-	s->ngroups = n;
 	t->uid = uid;
 	t->gid = gid;
 	t->as_owner = true;
@@ -250,7 +254,7 @@ fsrv_tree_owner(struct fsrv *s, unsigned tree, uid_t uid, gid_t gid)
 {
 	if (tree >= s->ntrees)
 		return CB_EINVAL;
-	return fsrv_owner_set(s, s->trees[tree], uid, gid);
+	return fsrv_owner_set(s->trees[tree], uid, gid);
 }
 
 int
@@ -302,7 +306,7 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 	pthread_mutex_unlock(&s->lock);
 	if (fd < 0)
 		return;
-	if ((owner && fsrv_owner_set(s, t, uid, gid) != 0) || fstat(fd, &st) != 0) {
+	if ((owner && fsrv_owner_set(t, uid, gid) != 0) || fstat(fd, &st) != 0) {
 		close(fd);
 		return;
 	}
@@ -320,36 +324,69 @@ fsrv_slot_take(struct fsrv *s, struct fsrv_tree *t)
 }
 
 /*
- * Make tree t's owner (or, with t NULL, the thread itself) the serving
- * thread's file-system identity, on this thread only (the raw system call
- * for the groups: glibc's setgroups would change every thread of the
- * broker).  Changing the fsuid from 0 also drops the file-system
- * capabilities (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID...) from the
- * thread's effective set; setting it back restores them.
+ * The file-system identity of the thread answering a request.  fsuid,
+ * fsgid and the supplementary groups are a thread's own in Linux, so this
+ * is what the thread has now, not what a server has: a pool thread
+ * answers one server's request as its tree's owner, then another's as
+ * that one's (or as itself), and each is decided here from what this
+ * thread holds, never from what the last server it served believed.
+ */
+static _Thread_local struct {
+	bool as;			/* acting as uid, gid (not as itself) */
+	uid_t uid;
+	gid_t gid;
+	uid_t own_uid;			/* its own, to take back */
+	gid_t own_gid;
+	gid_t groups[FSRV_GROUPS_MAX];
+	int ngroups;
+} fsrv_me;
+
+/* Take back the thread's own identity, if it acts as an owner. */
+void
+fsrv_identity_own(void)
+{
+	if (!fsrv_me.as)
+		return;
+	setfsuid(fsrv_me.own_uid);
+	setfsgid(fsrv_me.own_gid);
+	if (fsrv_me.ngroups > 0)
+		cb_ignore((int)syscall(SYS_setgroups, (size_t)fsrv_me.ngroups, fsrv_me.groups));
+	fsrv_me.as = false;
+}
+
+/*
+ * Make tree t's owner (or, with t NULL, the thread itself) this thread's
+ * file-system identity, on this thread only (the raw system call for the
+ * groups: glibc's setgroups would change every thread of the broker).
+ * Changing the fsuid from 0 also drops the file-system capabilities
+ * (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID...) from the thread's
+ * effective set; setting it back restores them.  Its own groups are
+ * recorded at its first change (fsrv_owner_set refused more than it can
+ * hold).
  */
 static void
-fsrv_identity(struct fsrv *s, const struct fsrv_tree *t)
+fsrv_identity(const struct fsrv_tree *t)
 {
-	if (s->ident == t || (t != NULL && s->ident != NULL &&
-			      s->ident->uid == t->uid && s->ident->gid == t->gid)) {
-		s->ident = t;
+	int n;
+
+	if (t == NULL) {
+		fsrv_identity_own();
 		return;
 	}
+	if (fsrv_me.as && fsrv_me.uid == t->uid && fsrv_me.gid == t->gid)
+		return;
 	/* Each change costs several microseconds here (a new set of
 	 * credentials each time): hence keep_identity. */
-	if (s->ident != NULL) {
-		setfsuid(s->own_uid);
-		setfsgid(s->own_gid);
-		if (s->ngroups > 0)
-			cb_ignore((int)syscall(SYS_setgroups, (size_t)s->ngroups, s->groups));
-	}
-	if (t != NULL) {
-		if (s->ngroups > 0)
-			cb_ignore((int)syscall(SYS_setgroups, 0, NULL));
-		s->own_gid = (gid_t)setfsgid(t->gid);
-		s->own_uid = (uid_t)setfsuid(t->uid);
-	}
-	s->ident = t;
+	fsrv_identity_own();
+	n = getgroups(FSRV_GROUPS_MAX, fsrv_me.groups);
+	fsrv_me.ngroups = n > 0 ? n : 0;
+	if (fsrv_me.ngroups > 0)
+		cb_ignore((int)syscall(SYS_setgroups, 0, NULL));
+	fsrv_me.own_gid = (gid_t)setfsgid(t->gid);
+	fsrv_me.own_uid = (uid_t)setfsuid(t->uid);
+	fsrv_me.uid = t->uid;
+	fsrv_me.gid = t->gid;
+	fsrv_me.as = true;
 }
 
 /*
@@ -397,6 +434,7 @@ fsrv_fd(const struct fsrv *s, unsigned tree)
 int
 fsrv_process(struct fsrv *s, unsigned tree)
 {
+	struct fsrv_work *w = fsrv_w(s);
 	struct fsrv_tree *t;
 	ssize_t n;
 
@@ -405,10 +443,11 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	t = s->trees[tree];
 	if (t->closed)
 		return CB_ECLOSED;
-	/* One buffer for every tree: one thread serves them all. */
-	if (s->rbuf == NULL && (s->rbuf = malloc(FSRV_RBUF_LEN)) == NULL)
+	/* One buffer for every tree (one thread serves them all), or for
+	 * every server a pool thread serves. */
+	if (w->rbuf == NULL && (w->rbuf = malloc(FSRV_RBUF_LEN)) == NULL)
 		return CB_ENOMEM;
-	n = read(t->dev_fd, s->rbuf, FSRV_RBUF_LEN);
+	n = read(t->dev_fd, w->rbuf, FSRV_RBUF_LEN);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
 		return CB_ETIMEDOUT;	/* nothing (or a request interrupted before it was read) */
 	if (n == 0 || (n < 0 && errno == ENODEV)) {
@@ -424,13 +463,13 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	}
 	if (t->root_fd < 0 && t->slot)
 		fsrv_slot_take(s, t);
-	fsrv_identity(s, t->as_owner ? t : NULL);
+	fsrv_identity(t->as_owner ? t : NULL);
 	/* The checks of this request may lower it (struct fsrv_check.ttl). */
 	t->ttl = s->cfg.attr_timeout > s->cfg.entry_timeout ? s->cfg.attr_timeout :
 		s->cfg.entry_timeout;
-	fsrv_dispatch(t, s->rbuf, (size_t)n);
+	fsrv_dispatch(t, w->rbuf, (size_t)n);
 	if (!s->cfg.keep_identity)
-		fsrv_identity(s, NULL);
+		fsrv_identity(NULL);
 	if (s->cfg.release_names)
 		fsrv_release_wait(s);
 	return 0;
@@ -457,7 +496,7 @@ fsrv_process(struct fsrv *s, unsigned tree)
 #define FSRV_LOOK_PROBE 16
 #define FSRV_LOOK_MAX 32
 
-static int
+int
 fsrv_serve(struct fsrv *s, unsigned i)
 {
 	struct fsrv_tree *t = s->trees[i];
@@ -782,7 +821,7 @@ fsrv_free(struct fsrv *s)
 		if (s->notifying)
 			pthread_join(s->notifier, NULL);
 	}
-	fsrv_identity(s, NULL);
+	fsrv_identity(NULL);
 	for (unsigned i = 0; i < s->ntrees; i++) {
 		struct fsrv_tree *t = s->trees[i];
 
@@ -804,15 +843,23 @@ fsrv_free(struct fsrv *s)
 	for (size_t i = 0; i < s->nq; i++)
 		free(s->q[i].name);
 	free(s->q);
-	free(s->rbuf);
-	free(s->io);
-	fsrv_pipe_close(s);
+	fsrv_work_fini(&s->w);
 	if (s->started) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 	}
 	fsrv_handles_server(-1);
 	free(s);
+}
+
+void
+fsrv_work_fini(struct fsrv_work *w)
+{
+	free(w->rbuf);
+	free(w->io);
+	w->rbuf = w->io = NULL;
+	w->iolen = 0;
+	fsrv_pipe_close(w);
 }
 
 const char *

@@ -133,6 +133,27 @@ struct fsrv_tree {
 	gid_t slot_gid;
 };
 
+/* What one request needs while it is answered and never after: the
+ * buffer it is read into, a copied reply's data, and the pipe of spliced
+ * replies (proto.c; empty between requests).  A server served by one
+ * thread of its own (fsrv_run, fsrv_process) has its own; the threads of
+ * a pool (pool.c) have one each (fsrv_tw), shared by every server they
+ * serve, so a server at rest holds none of them. */
+struct fsrv_work {
+	char *rbuf;
+	char *io;
+	size_t iolen;
+	int pipe[2];
+	bool no_splice;		/* the pipe cannot be made big enough here */
+};
+
+/* A pool thread's (pool.c); NULL on any other thread. */
+extern _Thread_local struct fsrv_work *fsrv_tw;
+
+/* A server's place in a pool (pool.c): its own epoll set of its trees'
+ * connections and its control descriptor. */
+struct fsrv_pool_srv;
+
 /* One queued kernel invalidation. */
 struct fsrv_inval {
 	unsigned tree;
@@ -144,11 +165,6 @@ struct fsrv_inval {
 struct fsrv {
 	struct fsrv_cfg cfg;
 	uint32_t max_nodes;		/* cfg's, or the default */
-	gid_t groups[FSRV_GROUPS_MAX];	/* the serving thread's own groups */
-	int ngroups;
-	uid_t own_uid;			/* and its own fsuid, fsgid */
-	gid_t own_gid;
-	const struct fsrv_tree *ident;	/* whose identity the thread has now */
 	struct fsrv_tree *trees[FSRV_MAX_TREES];
 	unsigned ntrees;
 	_Atomic uint32_t nhandles;	/* open over all trees (max_handles_all) */
@@ -157,13 +173,8 @@ struct fsrv {
 	struct fsrv_inval *q;
 	size_t nq, capq;
 	bool stop, busy, started;
-	/* The serving thread's buffers: the request read, a copied reply's
-	 * data, and the pipe of spliced replies (proto.c). */
-	char *rbuf;
-	char *io;
-	size_t iolen;
-	int pipe[2];
-	bool no_splice;		/* the pipe cannot be made big enough here */
+	struct fsrv_work w;	/* when no pool thread serves it (fsrv_tw) */
+	struct fsrv_pool_srv *pent;	/* in a pool: its place there, or NULL */
 	/* Invalidations of paged nodes queued and written (under lock), and
 	 * one that could not be queued: fsrv_invalidate_settle. */
 	uint64_t data_queued, data_done;
@@ -195,7 +206,15 @@ int fsrv_reply_readlink(const struct fsrv_req *r, const char *target);
 int fsrv_reply_statfs(const struct fsrv_req *r, const struct statvfs *sv);
 /* len bytes of fd at off, spliced: 0, 1 (not spliced: copy them), -errno. */
 int fsrv_reply_splice(const struct fsrv_req *r, int fd, off_t off, size_t len);
-void fsrv_pipe_close(struct fsrv *s);
+void fsrv_pipe_close(struct fsrv_work *w);
+/* The work space of the thread answering one of s's requests. */
+static inline struct fsrv_work *
+fsrv_w(struct fsrv *s)
+{
+	return fsrv_tw != NULL ? fsrv_tw : &s->w;
+}
+/* Free what w holds (its pipe closed). */
+void fsrv_work_fini(struct fsrv_work *w);
 /* One directory entry into buf (rem bytes left): its padded length,
  * written only if it fits. */
 size_t fsrv_add_direntry(char *buf, size_t rem, const char *name, const struct stat *st,
@@ -204,6 +223,18 @@ size_t fsrv_add_direntry(char *buf, size_t rem, const char *name, const struct s
  * such name or inode). */
 int fsrv_notify_inval_inode(const struct fsrv_tree *t, uint64_t ino, int64_t off, int64_t len);
 int fsrv_notify_inval_entry(const struct fsrv_tree *t, uint64_t parent, const char *name);
+
+/* Serve tree i, which has a request, and read on while requests are
+ * queued already (server.c): 0, CB_ETIMEDOUT, CB_ECLOSED, CB_ENOMEM. */
+int fsrv_serve(struct fsrv *s, unsigned i);
+/* Take back the thread's own file-system identity (server.c): before a
+ * pool thread starts another, which inherits its credentials. */
+void fsrv_identity_own(void);
+/* Tree number tree of s, which is in a pool, is being added: watch its
+ * connection fd (pool.c).  0 or CB_EIO. */
+int fsrv_pool_watch(struct fsrv *s, unsigned tree, int fd);
+/* Tree i of s is closed: stop watching it (pool.c). */
+void fsrv_pool_unwatch(struct fsrv *s, unsigned tree);
 
 /* Passthrough (passthrough.c): a backing id for an open file (0 when
  * passthrough is off or refused), and its release. */

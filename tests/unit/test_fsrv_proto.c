@@ -6,11 +6,16 @@
  * before INIT, INIT's negotiation (what is asked for and what never is),
  * ENOSYS for what is not served, no answer to a forget, a lookup and a
  * getattr of a real directory; owner_as_agent's owner and chown, and the
- * errors an authorisation function's refusals become.
+ * errors an authorisation function's refusals become.  And a pool of threads (fsrv/pool.c)
+ * serving two servers: one held in its authorisation function does not
+ * hold up the other's answer, the pool grows for it and shrinks after,
+ * and a server freed by its control function is forgotten.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsrv/fsrv.h"
 #include "fsrv/fsrv_int.h"
 #include "tests/tap.h"
 
@@ -428,6 +434,161 @@ test_owner_as_agent(void)
 	close(root);
 	close(sp[0]);
 	close(sp[1]);
+/* ---- the pool ---- */
+
+/* One server of the pool test: its connection, its control pipe, and
+ * whether its checks are held (until the test lets go). */
+struct pt_srv {
+	struct fsrv *s;
+	int sp[2], ctl[2];
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool hold, held, freed;
+};
+
+static int
+pt_authz(void *arg, const struct fsrv_check *c)
+{
+	struct pt_srv *x = arg;
+
+	(void)c;
+	pthread_mutex_lock(&x->mu);
+	x->held = x->hold;
+	pthread_cond_broadcast(&x->cond);
+	while (x->hold)
+		pthread_cond_wait(&x->cond, &x->mu);
+	pthread_mutex_unlock(&x->mu);
+	return 0;
+}
+
+static bool
+pt_ctl(void *arg)
+{
+	struct pt_srv *x = arg;
+	char c;
+
+	if (read(x->ctl[0], &c, 1) != 1 || c != 'x')
+		return false;
+	fsrv_free(x->s);
+	pthread_mutex_lock(&x->mu);
+	x->freed = true;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->mu);
+	return true;
+}
+
+/* An answer on fd within ms: its error, or 1 when none came. */
+static int
+pt_answer(int fd, uint64_t unique, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct fuse_out_header h;
+
+	if (poll(&p, 1, ms) != 1 || answer(fd, &h, NULL, 0) < 0 || h.unique != unique)
+		return 1;
+	return h.error;
+}
+
+static bool
+pt_new(struct pt_srv *x, int root)
+{
+	struct fsrv_cfg cfg = { .authz = pt_authz, .authz_arg = x, .attr_timeout = 1,
+		.entry_timeout = 1, .keep_identity = true };
+	struct fuse_init_in in = { .major = 7, .minor = 38 };
+	_Alignas(8) char buf[256];
+	unsigned tree;
+	size_t n;
+
+	memset(x, 0, sizeof(*x));
+	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->cond, NULL);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, x->sp) != 0 ||
+	    pipe2(x->ctl, O_CLOEXEC) != 0 || fsrv_new(&cfg, &x->s) != 0 ||
+	    fsrv_add_tree(x->s, root, x->sp[1], &tree) != 0)
+		return false;
+	close(x->sp[1]);
+	n = req(buf, FUSE_INIT, 1, 0, &in, sizeof(in), NULL, 0);
+	return send(x->sp[0], buf, n, 0) == (ssize_t)n;
+}
+
+/* Wait up to 2 s for *flag (under x->mu). */
+static bool
+pt_wait(struct pt_srv *x, const bool *flag)
+{
+	bool v = false;
+
+	for (int i = 0; i < 200 && !v; i++) {
+		pthread_mutex_lock(&x->mu);
+		v = *flag;
+		pthread_mutex_unlock(&x->mu);
+		if (!v)
+			usleep(10000);
+	}
+	return v;
+}
+
+static void
+test_pool(void)
+{
+	struct fsrv_pool_cfg pc = { .min = 1, .max = 8, .idle_ms = 100 };
+	struct fsrv_pool *p = NULL;
+	struct pt_srv a, b;
+	char dir[] = "/tmp/cb-fsrv-pool-XXXXXX";
+	_Alignas(8) char buf[256];
+	int root = -1;
+	unsigned n;
+	size_t len;
+
+	if (mkdtemp(dir) == NULL || (root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		T_OK(0, "a directory");
+		return;
+	}
+	T_OK(pt_new(&a, root) && pt_new(&b, root), "two servers, each with a tree");
+	T_ERR(fsrv_pool_new(&pc, &p), 0, "a pool");
+	T_ERR(fsrv_pool_add(p, a.s, a.ctl[0], pt_ctl, &a), 0, "... serving the first");
+	T_ERR(fsrv_pool_add(p, b.s, b.ctl[0], pt_ctl, &b), 0, "... and the second");
+	T_ERR(pt_answer(a.sp[0], 1, 2000), 0, "the first's INIT is answered");
+	T_ERR(pt_answer(b.sp[0], 1, 2000), 0, "... and the second's");
+	pthread_mutex_lock(&a.mu);
+	a.hold = true;
+	pthread_mutex_unlock(&a.mu);
+	len = req(buf, FUSE_GETATTR, 2, 1, &(struct fuse_getattr_in){ 0 },
+	    sizeof(struct fuse_getattr_in), NULL, 0);
+	T_OK(send(a.sp[0], buf, len, 0) == (ssize_t)len && pt_wait(&a, &a.held),
+	    "a getattr of the first is held in its check (its thread with it)");
+	T_OK(send(b.sp[0], buf, len, 0) == (ssize_t)len, "a getattr of the second meanwhile");
+	T_ERR(pt_answer(b.sp[0], 2, 2000), 0, "... is answered while the first is held");
+	T_ERR(pt_answer(a.sp[0], 2, 0), 1, "... and the first is not");
+	T_OK(fsrv_pool_threads(p) >= 2, "the pool grew for it (%u threads)", fsrv_pool_threads(p));
+	T_ERR(fsrv_pool_free(p, 0), CB_EBUSY, "a pool with servers is not freed");
+	pthread_mutex_lock(&a.mu);
+	a.hold = false;
+	pthread_cond_broadcast(&a.cond);
+	pthread_mutex_unlock(&a.mu);
+	T_ERR(pt_answer(a.sp[0], 2, 2000), 0, "let go, the first is answered");
+	n = fsrv_pool_threads(p);
+	for (int i = 0; i < 300 && n > pc.min; i++) {
+		usleep(10000);
+		n = fsrv_pool_threads(p);
+	}
+	T_OK(n == pc.min, "idle, the pool is back to %u thread (%u)", pc.min, n);
+	T_OK(write(a.ctl[1], "x", 1) == 1 && pt_wait(&a, &a.freed),
+	    "the first is freed by its control function, on a pool thread");
+	T_OK(send(b.sp[0], buf, len, 0) == (ssize_t)len && pt_answer(b.sp[0], 2, 2000) == 0,
+	    "... and the second is served on");
+	T_OK(write(b.ctl[1], "x", 1) == 1 && pt_wait(&b, &b.freed), "the second is freed too");
+	T_ERR(fsrv_pool_free(p, 2000), 0, "the pool then ends its threads and is freed");
+	for (int i = 0; i < 2; i++) {
+		struct pt_srv *x = i ? &b : &a;
+
+		close(x->sp[0]);
+		close(x->ctl[0]);
+		close(x->ctl[1]);
+		pthread_cond_destroy(&x->cond);
+		pthread_mutex_destroy(&x->mu);
+	}
+	close(root);
+	rmdir(dir);
 }
 
 int
@@ -436,5 +597,6 @@ main(void)
 	test_decode();
 	test_serve();
 	test_owner_as_agent();
+	test_pool();
 	return t_done();
 }
