@@ -111,6 +111,7 @@ struct brk_notify;		/* a sandbox's seccomp listener (notify.c) */
 struct brk_hosts;		/* a sandbox's /etc/hosts (hosts.c) */
 struct brk_fss;			/* a sandbox's file server (fs_served.h) */
 struct brk_pool;		/* the warm pool (pool.c) */
+struct fsrv_pool;		/* the file servers' threads (fs_served.c) */
 
 /* A policy and the sandboxes still using it.  A reload (SIGHUP to `serve`)
  * makes a new one current; new sandboxes start under it, running ones keep
@@ -233,8 +234,11 @@ struct brk {
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
 	struct brk_pool *pool;		/* pre-built proc.exec sandboxes (pool.c), or NULL */
 	struct brk_reap *reaping;	/* stubs given up on, not yet reaped (reap.c) */
-	struct brk_fss *fss_ending;	/* file servers of freed sandboxes whose thread
-					 * has not ended yet (fs_served.c) */
+	struct brk_fss *fss_ending;	/* file servers of freed sandboxes not yet
+					 * ended by their pool thread (fs_served.c) */
+	struct fsrv_pool *fss_pool;	/* the threads serving every sandbox's served
+					 * trees, made by the first (fs_served.c) */
+	bool fss_ending_left;		/* one did not end in time (brk_fss_end_all) */
 	/* The calls up, set by brk_new, so that no file calls one above it
 	 * (docs/architecture.md).  A channel had to close (chan.c):
 	 * brk_sbx_close_channel. */

@@ -26,9 +26,14 @@
  *  - A tree's root is opened through the one resolver from "/" (no
  *    symlink on the way): the workspace an administrator named, resolved
  *    with realpath once, as the binds are.
- *  - The server thread touches nothing of the broker but this file's
- *    snapshot (under its lock) and copies it owns: once the sandbox stops,
- *    every operation is refused before anything else is read.
+ *  - "The server thread" below is the thread of the broker's pool
+ *    (fsrv/pool.c, b->fss_pool) serving the sandbox at the time: one
+ *    thread at a time serves a sandbox, and any of the pool's may.  It
+ *    touches nothing of the broker but this file's snapshot (under its
+ *    lock) and copies it owns: once the sandbox stops, every operation
+ *    is refused before anything else is read.  Each request is answered
+ *    with its tree owner's file-system identity, whichever sandbox the
+ *    thread served before (fsrv_identity is per thread).
  *  - A grant's root stays the owner's: a mode change that would give
  *    anyone a permission it did not have is refused (fss_authz), and a
  *    tree whose root is moved or replaced on the host is no longer served
@@ -39,7 +44,9 @@
  *    audit budget (budget.c), and while that is spent the server thread
  *    answers none of its requests (brk_fss_gate): an open() loop is
  *    throttled, then stopped, as a flooding channel is, and delays no
- *    other sandbox (each has its own thread).
+ *    other sandbox: while a thread of the pool is held (there, by a slow
+ *    disk, by a full audit queue or by the log's room), the pool has
+ *    another waiting for every other sandbox's requests.
  */
 #include "broker/fs_served.h"
 #include "broker/budget.h"
@@ -61,6 +68,13 @@
 #include "fsrv/fsrv.h"
 
 #define BRK_FSS_AUDQ_MAX 4096	/* audit records waiting for the loop */
+/* The threads serving every sandbox's trees (fsrv_pool): kept when idle,
+ * at most (each busy one holds a different sandbox, so one over the busy
+ * sandboxes is the most it starts, short of this bound), and how long one
+ * beyond those kept may be idle before it ends. */
+#define BRK_FSS_POOL_MIN 2
+#define BRK_FSS_POOL_MAX 4096
+#define BRK_FSS_POOL_IDLE_MS 5000
 #define BRK_FSS_AUD_DELAY_US 2000	/* the loop writes queued audit lines this late at most,
 					 * in batches (a wake-up per open cost more than the open) */
 #define BRK_FSS_TIMEOUT	10.0	/* seconds the kernel may cache names and attributes
@@ -173,8 +187,8 @@ struct brk_fss {
 	struct brk_sbx *s;		/* loop thread only; NULL once stopped */
 	struct brk *b;			/* loop thread only */
 	struct brk_fss *next_ending;	/* in b->fss_ending once stopped */
-	struct fsrv *srv;		/* server thread only, once started */
-	pthread_t thr;
+	struct fsrv *srv;		/* the pool thread serving it only, once given
+					 * to the pool (brk_fss_launch) */
 	int stop_pipe[2];
 	int aud_efd;			/* server -> loop: audit records queued */
 	struct event *ev_aud;
@@ -234,8 +248,8 @@ struct brk_fss {
 					 * and never cleared: read without f->mu */
 	struct brk_fss_aud *aq;
 	size_t naq;
-	int started;			/* 0 starting, 1 serving, < 0 the thread's error */
-	bool ended;			/* the thread is done with f but for a last wake-up */
+	bool ended;			/* the server is freed: its thread is done with f
+					 * but for a last wake-up */
 	/* The sandbox's audit budget, as the server sees it (budget.c keeps
 	 * the bucket on the loop): throttled while the loop says it is spent;
 	 * queued, the bytes of the lines waiting in aq; avail, what the
@@ -850,8 +864,8 @@ brk_fss_audited(enum fsrv_op op, bool denied)
  * the sandbox's audit budget is spent (the loop says throttled), or the
  * lines already queued would overdraw it, the server waits, and with it
  * every request of this sandbox (the kernel holds them, as the channel's
- * requests wait in its socket); other sandboxes have servers of their
- * own.  The loop is woken once to look (brk_fss_budget); it answers by
+ * requests wait in its socket); the pool serves other sandboxes on other
+ * threads meanwhile (it starts one when none is left waiting).  The loop is woken once to look (brk_fss_budget); it answers by
  * taking the queue, or when the bucket refills, or by stopping the
  * sandbox (then stopping ends the wait). */
 static void
@@ -1427,7 +1441,7 @@ brk_fss_flush_ending(struct brk *b)
 		brk_fss_drain(f);	/* freed by its own wake-up, as always */
 }
 
-/* ---- the server thread ---------------------------------------------- */
+/* ---- the server thread (the pool's, serving this sandbox) ------------ */
 
 /* Serve the trees the loop queued (granted while the sandbox runs), each
  * as its owner like the trees of the start.  A tree that cannot be served
@@ -1482,49 +1496,15 @@ brk_fss_add_late(struct brk_fss *f)
 	}
 }
 
-static void *
-brk_fss_main(void *arg)
+/* The loop said stop (brk_fss_stop): the connections end here, and the
+ * agent sees ENOTCONN.  Files still open are reported (fss_closed,
+ * at_stop) and their lines queued; the loop writes them and frees f
+ * (brk_fss_ending): after this wake-up the thread touches nothing of f. */
+static void
+brk_fss_end(struct brk_fss *f)
 {
-	struct brk_fss *f = arg;
-	int e = 0;
+	int efd = f->aud_efd;
 
-	/* Identity is per thread: this one takes each tree owner's
-	 * file-system identity and keeps it (it does nothing else), so files
-	 * the agent creates belong to the owner and the owner's permissions
-	 * decide.  A root-owned tree is served as root.  The modes of what
-	 * it creates are the agent's (fsrv_thread_umask). */
-	e = fsrv_thread_umask();
-	for (unsigned i = 0; i < f->ntrees && !e && !f->stub_mounts; i++)
-		if (f->trees[i]->uid != 0 && f->trees[i]->idx != BRK_FSS_NOTREE)
-			e = fsrv_tree_owner(f->srv, f->trees[i]->idx, f->trees[i]->uid, f->trees[i]->gid);
-	pthread_mutex_lock(&f->mu);
-	f->started = e ? e : 1;
-	pthread_cond_broadcast(&f->cond);
-	pthread_mutex_unlock(&f->mu);
-	/* Serve until the loop says stop ('x', or the pipe closes); an 'a'
-	 * brings trees granted while the sandbox runs.  With every connection
-	 * gone fsrv_run returns at once: the read then waits for the loop.
-	 * The server is freed only once the loop has let go of f: it may
-	 * still queue invalidations until then. */
-	while (!e) {
-		char c;
-		ssize_t n;
-
-		cb_ignore(fsrv_run(f->srv, f->stop_pipe[0]));
-		n = read(f->stop_pipe[0], &c, 1);
-		if (n == 1 && c == 'a')
-			brk_fss_add_late(f);
-		else if (n != -1 || errno != EINTR)
-			break;
-	}
-	if (e) {
-		char c;
-
-		while (read(f->stop_pipe[0], &c, 1) < 0 && errno == EINTR)
-			;
-	}
-	/* The connections end here; the agent sees ENOTCONN.  Files still
-	 * open are reported (fss_closed, at_stop) and their lines queued. */
 	fsrv_free(f->srv);
 	f->srv = NULL;
 	pthread_mutex_lock(&f->mu);
@@ -1538,13 +1518,34 @@ brk_fss_main(void *arg)
 		if (f->uroot[i] >= 0)
 			close(f->uroot[i]);	/* no connection came for it */
 	f->nfuse = 0;
-	/* The loop writes what is queued and frees f (brk_fss_ending): after
-	 * this wake-up the thread touches nothing of f. */
 	f->ended = true;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
-	cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
-	return NULL;
+	cb_ignore((int)write(efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
+}
+
+/*
+ * The stop pipe, on the pool thread serving f (fsrv_pool: no other serves
+ * f meanwhile): an 'a' brings trees granted while the sandbox runs; an
+ * 'x', or the pipe closed, ends the server.  The server is freed only
+ * once the loop has let go of f (it may still queue invalidations until
+ * then).  True once freed: the pool forgets it.
+ */
+static bool
+brk_fss_ctl(void *arg)
+{
+	struct brk_fss *f = arg;
+	char c;
+	ssize_t n = read(f->stop_pipe[0], &c, 1);
+
+	if (n == 1 && c == 'a') {
+		brk_fss_add_late(f);
+		return false;
+	}
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	brk_fss_end(f);
+	return true;
 }
 
 /* ---- start and stop (loop thread) ----------------------------------- */
@@ -1808,8 +1809,8 @@ brk_fss_tree_open(struct brk_fss *f, struct brk_fss_tree *t, uid_t agent, char *
 {
 	int root = -1, dev = -1, r;
 
-	/* The session reads the connection only once the thread runs: the
-	 * mount's first request (INIT) waits for it. */
+	/* The pool reads the connection only once the server is given to
+	 * it (brk_fss_launch): the mount's first request (INIT) waits. */
 	if ((r = brk_fss_tree_mount(t, agent, &root, &dev, why, whylen)) == 0 &&
 	    (r = fsrv_add_tree(f->srv, root, dev, &t->idx)) != 0) {
 		if (r == CB_EBUSY)
@@ -1946,7 +1947,50 @@ brk_fss_make_slots(struct brk_fss *f, uid_t agent)
 	}
 }
 
-/* The audit queue's wake-up on the broker's loop and the server's thread. */
+/*
+ * Each tree's owner, whose file-system identity its requests are answered
+ * with (a root-owned tree is served as root), so files the agent creates
+ * belong to the owner and the owner's permissions decide.  Identity is per
+ * thread: the pool thread answering a request takes the one its tree asks
+ * for (fsrv_tree_owner, fsrv_identity), whichever sandbox it served before.
+ */
+static int
+brk_fss_owners(struct brk_fss *f, char *why, size_t whylen)
+{
+	int r;
+
+	for (unsigned i = 0; i < f->ntrees && !f->stub_mounts; i++) {
+		const struct brk_fss_tree *t = f->trees[i];
+
+		if (t->uid == 0 || t->idx == BRK_FSS_NOTREE)
+			continue;
+		if ((r = fsrv_tree_owner(f->srv, t->idx, t->uid, t->gid)) != 0) {
+			snprintf(why, whylen, "the file server cannot act as the owner of %s: %s",
+			    t->path, cb_strerror(r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* The broker's serving threads, made by the first sandbox served. */
+static int
+brk_fss_pool(struct brk *b, char *why, size_t whylen)
+{
+	static const struct fsrv_pool_cfg pc = { .min = BRK_FSS_POOL_MIN,
+		.max = BRK_FSS_POOL_MAX, .idle_ms = BRK_FSS_POOL_IDLE_MS };
+	int r;
+
+	if (b->fss_pool)
+		return 0;
+	if ((r = fsrv_pool_new(&pc, &b->fss_pool)) != 0)
+		snprintf(why, whylen, "the file server's threads: %s", cb_strerror(r));
+	return r;
+}
+
+/* The audit queue's wake-up on the broker's loop; the server given to the
+ * pool's threads, which serve it from here (its stop pipe says when to
+ * add trees and when to end). */
 static int
 brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 {
@@ -1964,9 +2008,11 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 		snprintf(why, whylen, "the file server: %s", strerror(errno));
 		return CB_EIO;
 	}
-	if ((r = pthread_create(&f->thr, NULL, brk_fss_main, f)) != 0) {
-		snprintf(why, whylen, "the file server's thread: %s", strerror(r));
-		return CB_EINTERNAL;
+	if ((r = brk_fss_owners(f, why, whylen)) != 0 || (r = brk_fss_pool(f->s->b, why, whylen)) != 0)
+		return r;
+	if ((r = fsrv_pool_add(f->s->b->fss_pool, f->srv, f->stop_pipe[0], brk_fss_ctl, f)) != 0) {
+		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
+		return r;
 	}
 	return 0;
 }
@@ -2052,20 +2098,6 @@ brk_fss_audq_new(struct brk_fss *f)
 	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
 		return CB_ENOMEM;
 	return 0;
-}
-
-/* 0 once the serving thread runs, or why it could not start. */
-static int
-brk_fss_await_start(struct brk_fss *f)
-{
-	int r;
-
-	pthread_mutex_lock(&f->mu);
-	while (f->started == 0)
-		pthread_cond_wait(&f->cond, &f->mu);
-	r = f->started < 0 ? f->started : 0;
-	pthread_mutex_unlock(&f->mu);
-	return r;
 }
 
 /* What the stub must do with the file server's mounts: attach the
@@ -2181,15 +2213,7 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 		brk_fss_make_slots(f, agent);
 	if ((r = brk_fss_launch(f, why, whylen)) != 0)
 		goto fail;
-	/* The thread only sets its identity before it says so: no wait on the
-	 * agent here. */
-	r = brk_fss_await_start(f);
 	s->fss = f;
-	if (r != 0) {
-		snprintf(why, whylen, "the file server cannot act as the owner of %s: %s",
-		    f->trees[0]->path, cb_strerror(r));
-		return r;	/* the thread ends; brk_fss_stop frees the rest */
-	}
 	brk_fss_apply(f, cfg, ws_served);
 	brk_fss_expiry(f, cb_now());
 	brk_fss_tell_stub(f, cfg);
@@ -2522,7 +2546,6 @@ brk_fss_free_ended(struct brk_fss *f)
 			*p = f->next_ending;
 			break;
 		}
-	pthread_join(f->thr, NULL);
 	brk_fss_drain(f);	/* what it queued last */
 	for (unsigned i = 0; i < f->ntrees; i++) {
 		if (f->trees[i]->mnt >= 0)
@@ -2580,9 +2603,14 @@ brk_fss_end_all(struct brk *b)
 			    .detail = "the file server did not end in time: the close lines of "
 			    "files still open may be missing" });
 			b->fss_ending = f->next_ending;
+			b->fss_ending_left = true;
 			event_free(f->ev_aud);
 			continue;
 		}
 		usleep(BRK_FSS_END_STEP_MS * 1000);
 	}
+	/* Every server has gone from the pool but those left running: their
+	 * threads end now; with one left running, so is the pool. */
+	if (!b->fss_ending_left && fsrv_pool_free(b->fss_pool, BRK_FSS_END_MS) == 0)
+		b->fss_pool = NULL;
 }

@@ -183,6 +183,10 @@ fsrv_pool_main(void *arg)
 	struct fsrv_pool *p = arg;
 	struct fsrv_work w = { .pipe = { -1, -1 } };
 
+	/* The modes of what it creates are the agent's (fsrv_thread_umask).
+	 * Should the unshare fail, the process's umask stays, which can only
+	 * narrow them. */
+	cb_ignore(fsrv_thread_umask());
 	fsrv_tw = &w;
 	for (;;) {
 		struct epoll_event ev;
