@@ -68,6 +68,7 @@
 #include "fsrv/fsrv.h"
 
 #define BRK_FSS_AUDQ_MAX 4096	/* audit records waiting for the loop */
+#define BRK_FSS_AUDQ_MIN 16	/* ... room for them made first (doubled up to the most) */
 /* The threads serving every sandbox's trees (fsrv_pool): kept when idle,
  * at most (each busy one holds a different sandbox, so one over the busy
  * sandboxes is the most it starts, short of this bound), and how long one
@@ -194,6 +195,7 @@ struct brk_fss {
 	struct event *ev_aud;
 	struct event *ev_aud_tm;	/* the batch's drain */
 	struct brk_fss_aud *aq_spare;	/* loop thread: swapped with aq at each drain */
+	size_t aq_spare_cap;
 	struct event *ev_budget;	/* re-checks the audit budget while throttled */
 	struct event *ev_exp;		/* the next expiry of a grant (brk_fss_expiry) */
 	/* A loss's page drop (brk_fss_settle_begin), loop thread only: */
@@ -246,8 +248,10 @@ struct brk_fss {
 					 * valid until stopping */
 	struct aud_log *room_log;	/* the same, set once before the threads start
 					 * and never cleared: read without f->mu */
+	/* The queue the server fills, made when the first line comes and
+	 * doubled as needed (an idle sandbox writes none): room for cap. */
 	struct brk_fss_aud *aq;
-	size_t naq;
+	size_t naq, aq_cap;
 	bool ended;			/* the server is freed: its thread is done with f
 					 * but for a last wake-up */
 	/* The sandbox's audit budget, as the server sees it (budget.c keeps
@@ -891,15 +895,39 @@ brk_fss_gate(struct brk_fss *f)
  * an allowed open did, owed to the log; the loop drains until the thread
  * ends, brk_fss_ending).  Its bytes count as queued until the loop writes
  * it and charges them to the sandbox (brk_audit_sbx). */
+/* Room for one more record in f->aq, made if need be (up to
+ * BRK_FSS_AUDQ_MAX); called with f->mu held.  The loop swaps the queue it
+ * takes with its spare, so each grows on its own. */
+static bool
+brk_fss_aq_room(struct brk_fss *f)
+{
+	struct brk_fss_aud *q;
+	size_t nc;
+
+	if (f->naq < f->aq_cap)
+		return true;
+	if (f->aq_cap == BRK_FSS_AUDQ_MAX)
+		return false;
+	nc = f->aq_cap ? f->aq_cap * 2 : BRK_FSS_AUDQ_MIN;
+	if (!(q = realloc(f->aq, nc * sizeof(*q))))
+		return false;
+	f->aq = q;
+	f->aq_cap = nc;
+	return true;
+}
+
 static void
 brk_fss_audit(struct brk_fss *f, const struct aud_rec *r, bool late)
 {
 	struct brk_fss_aud *a;
 	uint64_t one = 1;
 
-	while (f->naq == BRK_FSS_AUDQ_MAX && (late || !f->stopping))
+	while (!brk_fss_aq_room(f) && (late || !f->stopping)) {
+		if (f->naq == 0)
+			return;	/* out of memory, and nothing for the loop to free */
 		pthread_cond_wait(&f->cond, &f->mu);
-	if (f->stopping && !late)
+	}
+	if ((f->stopping && !late) || f->naq >= f->aq_cap)
 		return;
 	a = &f->aq[f->naq];
 	memset(a, 0, sizeof(*a));
@@ -1296,8 +1324,12 @@ brk_fss_drain(struct brk_fss *f)
 	f->avail -= f->queued;
 	f->queued = 0.0;
 	if (n) {
+		size_t cap = f->aq_cap;
+
 		f->aq = f->aq_spare;
+		f->aq_cap = f->aq_spare_cap;
 		f->aq_spare = q;
+		f->aq_spare_cap = cap;
 		f->naq = 0;
 		pthread_cond_broadcast(&f->cond);
 	}
@@ -2090,16 +2122,6 @@ brk_fss_handles_limit(void)
 		    (uint32_t)(rl.rlim_cur / 2));
 }
 
-/* The serving thread's audit queue and its spare (swapped at each drain). */
-static int
-brk_fss_audq_new(struct brk_fss *f)
-{
-	if (!(f->aq = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq))) ||
-	    !(f->aq_spare = calloc(BRK_FSS_AUDQ_MAX, sizeof(*f->aq_spare))))
-		return CB_ENOMEM;
-	return 0;
-}
-
 /* What the stub must do with the file server's mounts: attach the
  * broker's (root broker), or make its own (--fuse-at, --fuse-slots). */
 static void
@@ -2199,8 +2221,6 @@ brk_fss_start(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t whyle
 			return 0;
 		}
 	}
-	if ((r = brk_fss_audq_new(f)) != 0)
-		goto fail;
 	fc.authz_arg = f;
 	brk_fss_handles_limit();
 	if ((r = fsrv_new(&fc, &f->srv)) != 0) {
