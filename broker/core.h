@@ -238,7 +238,6 @@ struct brk {
 					 * ended by their pool thread (fs_served.c) */
 	struct fsrv_pool *fss_pool;	/* the threads serving every sandbox's served
 					 * trees, made by the first (fs_served.c) */
-	bool fss_ending_left;		/* one did not end in time (brk_fss_end_all) */
 	/* The calls up, set by brk_new, so that no file calls one above it
 	 * (docs/architecture.md).  A channel had to close (chan.c):
 	 * brk_sbx_close_channel. */

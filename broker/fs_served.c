@@ -1530,13 +1530,11 @@ brk_fss_add_late(struct brk_fss *f)
 
 /* The loop said stop (brk_fss_stop): the connections end here, and the
  * agent sees ENOTCONN.  Files still open are reported (fss_closed,
- * at_stop) and their lines queued; the loop writes them and frees f
- * (brk_fss_ending): after this wake-up the thread touches nothing of f. */
+ * at_stop) and their lines queued; the loop writes them and frees f once
+ * the pool has forgotten the server (brk_fss_gone). */
 static void
 brk_fss_end(struct brk_fss *f)
 {
-	int efd = f->aud_efd;
-
 	fsrv_free(f->srv);
 	f->srv = NULL;
 	pthread_mutex_lock(&f->mu);
@@ -1550,10 +1548,24 @@ brk_fss_end(struct brk_fss *f)
 		if (f->uroot[i] >= 0)
 			close(f->uroot[i]);	/* no connection came for it */
 	f->nfuse = 0;
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The pool has forgotten f's server (after brk_fss_end): the loop may
+ * free f (brk_fss_ending), and the pool with it if f's was its last
+ * server.  The wake-up is written under f->mu, which the loop takes to
+ * read ended before it frees f: after this the thread touches nothing of
+ * f. */
+static void
+brk_fss_gone(void *arg)
+{
+	struct brk_fss *f = arg;
+
+	pthread_mutex_lock(&f->mu);
 	f->ended = true;
 	pthread_cond_broadcast(&f->cond);
+	cb_ignore((int)write(f->aud_efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
 	pthread_mutex_unlock(&f->mu);
-	cb_ignore((int)write(efd, &(uint64_t){ 1 }, sizeof(uint64_t)));
 }
 
 /*
@@ -2042,7 +2054,8 @@ brk_fss_launch(struct brk_fss *f, char *why, size_t whylen)
 	}
 	if ((r = brk_fss_owners(f, why, whylen)) != 0 || (r = brk_fss_pool(f->s->b, why, whylen)) != 0)
 		return r;
-	if ((r = fsrv_pool_add(f->s->b->fss_pool, f->srv, f->stop_pipe[0], brk_fss_ctl, f)) != 0) {
+	if ((r = fsrv_pool_add(f->s->b->fss_pool, f->srv, f->stop_pipe[0], brk_fss_ctl, brk_fss_gone,
+	    f)) != 0) {
 		snprintf(why, whylen, "the file server: %s", cb_strerror(r));
 		return r;
 	}
@@ -2557,10 +2570,26 @@ brk_fss_stop(struct brk_sbx *s)
 	f->stop_pipe[1] = -1;
 }
 
-/* A stopped server, after its thread has ended: unlinked and freed. */
+/* The pool's threads end once it serves no sandbox (fsrv_pool_free
+ * refuses while it does; with 0 it waits for nothing, and the last thread
+ * frees it): a broker at rest keeps neither threads nor the pool's
+ * descriptor, and the next sandbox served makes a new pool
+ * (brk_fss_pool).  ms: how long to wait for the threads (the loop: 0). */
+static void
+brk_fss_pool_idle(struct brk *b, unsigned ms)
+{
+	int r = fsrv_pool_free(b->fss_pool, ms);
+
+	if (r == 0 || r == CB_ETIMEDOUT)
+		b->fss_pool = NULL;
+}
+
+/* A stopped server, after the pool has forgotten it: unlinked and freed. */
 static void
 brk_fss_free_ended(struct brk_fss *f)
 {
+	struct brk *b = f->b;
+
 	for (struct brk_fss **p = &f->b->fss_ending; *p; p = &(*p)->next_ending)
 		if (*p == f) {
 			*p = f->next_ending;
@@ -2581,6 +2610,7 @@ brk_fss_free_ended(struct brk_fss *f)
 	pthread_cond_destroy(&f->cond);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
+	brk_fss_pool_idle(b, 0);
 }
 
 /* A stopped server's wake-up: write its last lines; free it once its
@@ -2623,14 +2653,12 @@ brk_fss_end_all(struct brk *b)
 			    .detail = "the file server did not end in time: the close lines of "
 			    "files still open may be missing" });
 			b->fss_ending = f->next_ending;
-			b->fss_ending_left = true;
 			event_free(f->ev_aud);
 			continue;
 		}
 		usleep(BRK_FSS_END_STEP_MS * 1000);
 	}
-	/* Every server has gone from the pool but those left running: their
-	 * threads end now; with one left running, so is the pool. */
-	if (!b->fss_ending_left && fsrv_pool_free(b->fss_pool, BRK_FSS_END_MS) == 0)
-		b->fss_pool = NULL;
+	/* Every server has gone from the pool but those left running (then
+	 * the pool is left to them): its threads end now. */
+	brk_fss_pool_idle(b, BRK_FSS_END_MS);
 }

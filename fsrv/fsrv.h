@@ -274,17 +274,18 @@ int fsrv_thread_umask(void) CB_WARN_UNUSED;
  * other waiting, another is started (up to max), so that a server whose
  * thread is held (a slow disk, a sandbox's spent audit budget, a full
  * audit queue) holds up no other server's requests; a thread idle for
- * idle_ms ends while more than min are left.  The request buffer, a
- * copied reply's data and the splice pipe are the thread's, not the
- * server's; each request is answered with the file-system identity its
+ * idle_ms ends while more than min are left.  The request buffer and a
+ * copied reply's data are the thread's, not the server's (the splice pipe
+ * stays the server's: it is two descriptors); each request is answered with the file-system identity its
  * tree asks for (fsrv_tree_owner), whatever the thread did before.
  */
 struct fsrv_pool;
 
 /* The control descriptor of a server is readable: called on the thread
  * serving it (it may add trees, fsrv_add_tree, and the like).  Returns
- * true when it has freed the server (fsrv_free): the pool forgets it and
- * never looks at it again. */
+ * true when it has freed the server (fsrv_free): the pool forgets it,
+ * never looks at it again, and then calls the server's done function
+ * (fsrv_pool_add), after which it touches nothing of arg either. */
 typedef bool (*fsrv_ctl_fn)(void *arg);
 
 struct fsrv_pool_cfg {
@@ -297,20 +298,24 @@ struct fsrv_pool_cfg {
 int fsrv_pool_new(const struct fsrv_pool_cfg *cfg, struct fsrv_pool **out) CB_WARN_UNUSED;
 
 /* Serve s from the pool from now on: its trees, those added later, and
- * ctl_fd (level-triggered: ctl must read what made it readable).  From
- * here only the pool's thread serving s may call s's functions, but for
- * those any thread may (fsrv_slot_fill, fsrv_invalidate_*).  0, CB_ENOMEM,
- * CB_EIO. */
+ * ctl_fd (level-triggered: ctl must read what made it readable); done
+ * (may be NULL) is told once the pool has forgotten s, so that whoever
+ * frees the pool (fsrv_pool_free refuses one serving a server) knows when
+ * it may.  From here only the pool's thread serving s may call s's
+ * functions, but for those any thread may (fsrv_slot_fill,
+ * fsrv_invalidate_*).  0, CB_ENOMEM, CB_EIO. */
 int fsrv_pool_add(struct fsrv_pool *p, struct fsrv *s, int ctl_fd, fsrv_ctl_fn ctl,
-		  void *arg) CB_WARN_UNUSED;
+		  void (*done)(void *arg), void *arg) CB_WARN_UNUSED;
 
 /* Threads the pool has now (started or starting). */
 unsigned fsrv_pool_threads(struct fsrv_pool *p);
 
 /* End the pool's threads and free it, once every server added has gone
- * (its ctl returned true); waits at most ms for a thread still serving,
- * and leaves the pool (allocated) to it then.  0 or CB_ETIMEDOUT.
- * Accepts NULL. */
+ * (its done function was called); CB_EBUSY while one is served (nothing
+ * done).  Waits at most ms for the threads to end (0: not at all); a pool
+ * whose threads have not ended by then is freed by the last of them.
+ * 0, CB_ETIMEDOUT (left to its threads, as with ms 0: a caller may forget
+ * it either way), CB_EBUSY, CB_EIO.  Accepts NULL. */
 int fsrv_pool_free(struct fsrv_pool *p, unsigned ms);
 
 /* Drop every name and attribute the kernel caches for every tree (call

@@ -24,8 +24,9 @@
  *    inherits its starter's credentials.
  * Threads beyond cfg.min end when they have not been needed for a while:
  * when more than one over the most ever busy at once in the last idle_ms
- * (a thread woken now and then by the pool's round robin would otherwise
- * never time out).
+ * (a thread the kernel wakes now and then for a server would otherwise
+ * never time out); all of them once the pool is freed (fsrv_pool_free,
+ * which waits for them or leaves the pool to the last).
  */
 #include "fsrv/srv_int.h"
 
@@ -45,13 +46,13 @@ struct fsrv_pool_srv {
 	struct fsrv *s;
 	int epfd;			/* its trees' connections and ctl_fd */
 	fsrv_ctl_fn ctl;
+	void (*done)(void *arg);
 	void *arg;
 };
 
 struct fsrv_pool {
 	struct fsrv_pool_cfg cfg;
 	int epfd;			/* every server's set, one-shot */
-	int stop_fd;			/* an eventfd: readable once the pool ends */
 	pthread_mutex_t mu;
 	pthread_cond_t cond;		/* a thread ended */
 	unsigned nthreads, nidle, nservers;
@@ -60,7 +61,36 @@ struct fsrv_pool {
 	unsigned peak, prev_peak;
 	uint64_t win_at;
 	bool stop;
+	bool detached;			/* freed by its last thread (fsrv_pool_free) */
+	int stop_fd;			/* made by fsrv_pool_free */
 };
+
+/* Free p, whose threads have all ended. */
+static void
+fsrv_pool_destroy(struct fsrv_pool *p)
+{
+	close(p->stop_fd);
+	close(p->epfd);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+}
+
+/* The calling thread ends: uncounted, with p->mu held (released here).
+ * The last of a detached pool's frees it. */
+static void
+fsrv_pool_leave(struct fsrv_pool *p)
+{
+	bool last;
+
+	p->nthreads--;
+	p->nidle--;
+	last = p->nthreads == 0 && p->detached;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->mu);
+	if (last)
+		fsrv_pool_destroy(p);
+}
 
 /* Called with p->mu held by an idle thread: is it one too many? */
 static bool
@@ -90,12 +120,17 @@ fsrv_pool_surplus(struct fsrv_pool *p)
 static void
 fsrv_pool_forget(struct fsrv_pool_srv *e)
 {
+	void (*done)(void *) = e->done;
+	void *arg = e->arg;
+
 	epoll_ctl(e->p->epfd, EPOLL_CTL_DEL, e->epfd, NULL);
 	close(e->epfd);
 	pthread_mutex_lock(&e->p->mu);
 	e->p->nservers--;
 	pthread_mutex_unlock(&e->p->mu);
 	free(e);
+	if (done)
+		done(arg);
 }
 
 /* Serve server e, which its set says has something: every tree with a
@@ -181,7 +216,7 @@ static void *
 fsrv_pool_main(void *arg)
 {
 	struct fsrv_pool *p = arg;
-	struct fsrv_work w = { .pipe = { -1, -1 } };
+	struct fsrv_work w = { 0 };
 
 	/* The modes of what it creates are the agent's (fsrv_thread_umask).
 	 * Should the unshare fail, the process's umask stays, which can only
@@ -194,13 +229,8 @@ fsrv_pool_main(void *arg)
 		bool more = false;
 
 		pthread_mutex_lock(&p->mu);
-		if ((n <= 0 || ev.data.ptr == NULL) && fsrv_pool_surplus(p)) {
-			p->nthreads--;
-			p->nidle--;
-			pthread_cond_broadcast(&p->cond);
-			pthread_mutex_unlock(&p->mu);
+		if ((n <= 0 || ev.data.ptr == NULL) && fsrv_pool_surplus(p))
 			break;
-		}
 		if (n <= 0 || ev.data.ptr == NULL) {
 			pthread_mutex_unlock(&p->mu);
 			continue;
@@ -220,17 +250,13 @@ fsrv_pool_main(void *arg)
 		pthread_mutex_lock(&p->mu);
 		p->nidle++;
 		/* Woken in turn, a thread too many would never time out. */
-		if (fsrv_pool_surplus(p)) {
-			p->nthreads--;
-			p->nidle--;
-			pthread_cond_broadcast(&p->cond);
-			pthread_mutex_unlock(&p->mu);
+		if (fsrv_pool_surplus(p))
 			break;
-		}
 		pthread_mutex_unlock(&p->mu);
 	}
 	fsrv_work_fini(&w);
 	fsrv_tw = NULL;
+	fsrv_pool_leave(p);	/* p->mu held; p may be gone after it */
 	return NULL;
 }
 
@@ -246,12 +272,9 @@ fsrv_pool_new(const struct fsrv_pool_cfg *cfg, struct fsrv_pool **out)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return CB_ENOMEM;
 	p->cfg = *cfg;
-	p->epfd = p->stop_fd = -1;
+	p->stop_fd = -1;
 	e = CB_EIO;
-	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-	    (p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stop_fd,
-	    &(struct epoll_event){ .events = EPOLLIN, .data.ptr = NULL }) != 0)
+	if ((p->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		goto fail;
 	e = CB_EINTERNAL;
 	if (pthread_mutex_init(&p->mu, NULL) != 0)
@@ -273,8 +296,6 @@ fsrv_pool_new(const struct fsrv_pool_cfg *cfg, struct fsrv_pool **out)
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
-	if (p->stop_fd >= 0)
-		close(p->stop_fd);
 	free(p);
 	return e;
 }
@@ -294,14 +315,15 @@ fsrv_pool_unwatch(struct fsrv *s, unsigned tree)
 }
 
 int
-fsrv_pool_add(struct fsrv_pool *p, struct fsrv *s, int ctl_fd, fsrv_ctl_fn ctl, void *arg)
+fsrv_pool_add(struct fsrv_pool *p, struct fsrv *s, int ctl_fd, fsrv_ctl_fn ctl,
+	      void (*done)(void *arg), void *arg)
 {
 	struct fsrv_pool_srv *e;
 	int r = CB_EIO;
 
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return CB_ENOMEM;
-	*e = (struct fsrv_pool_srv){ .p = p, .s = s, .ctl = ctl, .arg = arg };
+	*e = (struct fsrv_pool_srv){ .p = p, .s = s, .ctl = ctl, .done = done, .arg = arg };
 	if ((e->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		goto fail;
 	s->pent = e;
@@ -346,6 +368,7 @@ int
 fsrv_pool_free(struct fsrv_pool *p, unsigned ms)
 {
 	struct timespec until;
+	bool ended;
 	int e = 0;
 
 	if (p == NULL)
@@ -355,8 +378,18 @@ fsrv_pool_free(struct fsrv_pool *p, unsigned ms)
 		pthread_mutex_unlock(&p->mu);
 		return CB_EBUSY;
 	}
+	/* Readable, and left so: every thread waiting sees it (made only now,
+	 * so that a pool holds one descriptor, its set, while it serves). */
+	if (p->stop_fd < 0 && ((p->stop_fd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->stop_fd,
+	    &(struct epoll_event){ .events = EPOLLIN, .data.ptr = NULL }) != 0)) {
+		if (p->stop_fd >= 0)
+			close(p->stop_fd);
+		p->stop_fd = -1;
+		pthread_mutex_unlock(&p->mu);
+		return CB_EIO;
+	}
 	p->stop = true;
-	cb_ignore((int)write(p->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t)));
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += (time_t)(ms / 1000);
 	until.tv_nsec += (long)(ms % 1000) * 1000000L;
@@ -364,16 +397,14 @@ fsrv_pool_free(struct fsrv_pool *p, unsigned ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	while (p->nthreads > 0 && e == 0)
+	while (ms > 0 && p->nthreads > 0 && e == 0)
 		e = pthread_cond_timedwait(&p->cond, &p->mu, &until);
-	e = p->nthreads > 0 ? CB_ETIMEDOUT : 0;
+	/* Not ended yet: the last thread to end frees it. */
+	ended = p->nthreads == 0;
+	p->detached = !ended;
 	pthread_mutex_unlock(&p->mu);
-	if (e != 0)
-		return e;	/* left to the thread still serving */
-	close(p->epfd);
-	close(p->stop_fd);
-	pthread_cond_destroy(&p->cond);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	if (!ended)
+		return CB_ETIMEDOUT;
+	fsrv_pool_destroy(p);
 	return 0;
 }

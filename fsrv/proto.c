@@ -374,39 +374,38 @@ fsrv_add_direntry(char *buf, size_t rem, const char *name, const struct stat *st
 	return padded;
 }
 
-/* The answering thread's pipe for spliced replies (its struct fsrv_work:
- * the server's, or a pool thread's), made on first use and sized for the
- * largest one (FSRV_READ_MAX and its header); false when there is none
- * (the reply is then copied). */
+/* The serving thread's pipe for spliced replies, made on first use and
+ * sized for the largest one (FSRV_READ_MAX and its header); false when
+ * there is none (the reply is then copied). */
 static bool
-fsrv_pipe(struct fsrv_work *w)
+fsrv_pipe(struct fsrv *s)
 {
-	if (w->pipe[0] >= 0)
+	if (s->pipe[0] >= 0)
 		return true;
-	if (w->no_splice)
+	if (s->no_splice)
 		return false;
-	if (pipe2(w->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-		w->pipe[0] = w->pipe[1] = -1;
+	if (pipe2(s->pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+		s->pipe[0] = s->pipe[1] = -1;
 		return false;
 	}
-	if (fcntl(w->pipe[0], F_SETPIPE_SZ, (int)(FSRV_READ_MAX + 2 * 4096)) <
+	if (fcntl(s->pipe[0], F_SETPIPE_SZ, (int)(FSRV_READ_MAX + 2 * 4096)) <
 	    (int)(FSRV_READ_MAX + 2 * 4096)) {
 		/* pipe-max-size lowered on this host: copy, always. */
-		fsrv_pipe_close(w);
-		w->no_splice = true;
+		fsrv_pipe_close(s);
+		s->no_splice = true;
 		return false;
 	}
 	return true;
 }
 
 void
-fsrv_pipe_close(struct fsrv_work *w)
+fsrv_pipe_close(struct fsrv *s)
 {
-	if (w->pipe[0] >= 0)
-		close(w->pipe[0]);
-	if (w->pipe[1] >= 0)
-		close(w->pipe[1]);
-	w->pipe[0] = w->pipe[1] = -1;
+	if (s->pipe[0] >= 0)
+		close(s->pipe[0]);
+	if (s->pipe[1] >= 0)
+		close(s->pipe[1]);
+	s->pipe[0] = s->pipe[1] = -1;
 }
 
 /*
@@ -421,37 +420,37 @@ fsrv_pipe_close(struct fsrv_work *w)
 int
 fsrv_reply_splice(const struct fsrv_req *r, int fd, off_t off, size_t len)
 {
-	struct fsrv_work *w = fsrv_w(r->t->srv);
+	struct fsrv *s = r->t->srv;
 	struct fuse_out_header h = { .len = (uint32_t)(sizeof(h) + len), .unique = r->unique };
 	size_t got = 0;
 	loff_t pos = off;
 	ssize_t n;
 
-	if (!fsrv_pipe(w))
+	if (!fsrv_pipe(s))
 		return 1;
-	if (write(w->pipe[1], &h, sizeof(h)) != (ssize_t)sizeof(h))
+	if (write(s->pipe[1], &h, sizeof(h)) != (ssize_t)sizeof(h))
 		goto broken;
 	while (got < len) {
-		n = splice(fd, &pos, w->pipe[1], NULL, len - got, SPLICE_F_NONBLOCK);
+		n = splice(fd, &pos, s->pipe[1], NULL, len - got, SPLICE_F_NONBLOCK);
 		if (n <= 0)
 			break;
 		got += (size_t)n;
 	}
 	if (got != len)
 		goto broken;
-	n = splice(w->pipe[0], NULL, r->t->dev_fd, NULL, sizeof(h) + len, 0);
+	n = splice(s->pipe[0], NULL, r->t->dev_fd, NULL, sizeof(h) + len, 0);
 	if (n == (ssize_t)(sizeof(h) + len))
 		return 0;
 	if (n < 0 && errno == ENOENT) {
 		/* The request is gone (the connection was aborted): nothing
 		 * of this reply may precede the next one, whatever the kernel
 		 * took out of the pipe before it looked the request up. */
-		fsrv_pipe_close(w);
+		fsrv_pipe_close(s);
 		return -ENOENT;
 	}
 broken:
 	/* Whatever is in the pipe would corrupt the next reply: a new one. */
-	fsrv_pipe_close(w);
+	fsrv_pipe_close(s);
 	return 1;
 }
 

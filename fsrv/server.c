@@ -109,7 +109,7 @@ fsrv_new(const struct fsrv_cfg *cfg, struct fsrv **out)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		goto out;
 	s->cfg = *cfg;
-	s->w.pipe[0] = s->w.pipe[1] = -1;
+	s->pipe[0] = s->pipe[1] = -1;
 	s->max_nodes = cfg->max_nodes ? cfg->max_nodes : FSRV_MAX_NODES_DEFAULT;
 	if (s->cfg.max_handles == 0)
 		s->cfg.max_handles = FSRV_MAX_HANDLES_DEFAULT;
@@ -844,6 +844,7 @@ fsrv_free(struct fsrv *s)
 		free(s->q[i].name);
 	free(s->q);
 	fsrv_work_fini(&s->w);
+	fsrv_pipe_close(s);
 	if (s->started) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
@@ -859,7 +860,6 @@ fsrv_work_fini(struct fsrv_work *w)
 	free(w->io);
 	w->rbuf = w->io = NULL;
 	w->iolen = 0;
-	fsrv_pipe_close(w);
 }
 
 const char *

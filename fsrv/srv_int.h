@@ -134,17 +134,17 @@ struct fsrv_tree {
 };
 
 /* What one request needs while it is answered and never after: the
- * buffer it is read into, a copied reply's data, and the pipe of spliced
- * replies (proto.c; empty between requests).  A server served by one
- * thread of its own (fsrv_run, fsrv_process) has its own; the threads of
- * a pool (pool.c) have one each (fsrv_tw), shared by every server they
- * serve, so a server at rest holds none of them. */
+ * buffer it is read into and a copied reply's data.  A server served by
+ * one thread of its own (fsrv_run, fsrv_process) has its own; the threads
+ * of a pool (pool.c) have one each (fsrv_tw), shared by every server they
+ * serve, so a server at rest holds neither.  (The pipe of spliced replies
+ * stays the server's, made at its first spliced read: a pool thread's
+ * would be two descriptors held for as long as the thread lives, after
+ * every sandbox that used it has gone.) */
 struct fsrv_work {
 	char *rbuf;
 	char *io;
 	size_t iolen;
-	int pipe[2];
-	bool no_splice;		/* the pipe cannot be made big enough here */
 };
 
 /* A pool thread's (pool.c); NULL on any other thread. */
@@ -174,6 +174,9 @@ struct fsrv {
 	size_t nq, capq;
 	bool stop, busy, started;
 	struct fsrv_work w;	/* when no pool thread serves it (fsrv_tw) */
+	/* The pipe of spliced replies (proto.c), made at the first. */
+	int pipe[2];
+	bool no_splice;		/* the pipe cannot be made big enough here */
 	struct fsrv_pool_srv *pent;	/* in a pool: its place there, or NULL */
 	/* Invalidations of paged nodes queued and written (under lock), and
 	 * one that could not be queued: fsrv_invalidate_settle. */
@@ -206,14 +209,14 @@ int fsrv_reply_readlink(const struct fsrv_req *r, const char *target);
 int fsrv_reply_statfs(const struct fsrv_req *r, const struct statvfs *sv);
 /* len bytes of fd at off, spliced: 0, 1 (not spliced: copy them), -errno. */
 int fsrv_reply_splice(const struct fsrv_req *r, int fd, off_t off, size_t len);
-void fsrv_pipe_close(struct fsrv_work *w);
+void fsrv_pipe_close(struct fsrv *s);
 /* The work space of the thread answering one of s's requests. */
 static inline struct fsrv_work *
 fsrv_w(struct fsrv *s)
 {
 	return fsrv_tw != NULL ? fsrv_tw : &s->w;
 }
-/* Free what w holds (its pipe closed). */
+/* Free what w holds. */
 void fsrv_work_fini(struct fsrv_work *w);
 /* One directory entry into buf (rem bytes left): its padded length,
  * written only if it fits. */

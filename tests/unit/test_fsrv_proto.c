@@ -443,7 +443,7 @@ struct pt_srv {
 	int sp[2], ctl[2];
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
-	bool hold, held, freed;
+	bool hold, held, freed, done;
 };
 
 static int
@@ -475,6 +475,16 @@ pt_ctl(void *arg)
 	pthread_cond_broadcast(&x->cond);
 	pthread_mutex_unlock(&x->mu);
 	return true;
+}
+
+static void
+pt_done(void *arg)
+{
+	struct pt_srv *x = arg;
+
+	pthread_mutex_lock(&x->mu);
+	x->done = true;
+	pthread_mutex_unlock(&x->mu);
 }
 
 /* An answer on fd within ms: its error, or 1 when none came. */
@@ -545,8 +555,8 @@ test_pool(void)
 	}
 	T_OK(pt_new(&a, root) && pt_new(&b, root), "two servers, each with a tree");
 	T_ERR(fsrv_pool_new(&pc, &p), 0, "a pool");
-	T_ERR(fsrv_pool_add(p, a.s, a.ctl[0], pt_ctl, &a), 0, "... serving the first");
-	T_ERR(fsrv_pool_add(p, b.s, b.ctl[0], pt_ctl, &b), 0, "... and the second");
+	T_ERR(fsrv_pool_add(p, a.s, a.ctl[0], pt_ctl, pt_done, &a), 0, "... serving the first");
+	T_ERR(fsrv_pool_add(p, b.s, b.ctl[0], pt_ctl, pt_done, &b), 0, "... and the second");
 	T_ERR(pt_answer(a.sp[0], 1, 2000), 0, "the first's INIT is answered");
 	T_ERR(pt_answer(b.sp[0], 1, 2000), 0, "... and the second's");
 	pthread_mutex_lock(&a.mu);
@@ -572,12 +582,15 @@ test_pool(void)
 		n = fsrv_pool_threads(p);
 	}
 	T_OK(n == pc.min, "idle, the pool is back to %u thread (%u)", pc.min, n);
-	T_OK(write(a.ctl[1], "x", 1) == 1 && pt_wait(&a, &a.freed),
-	    "the first is freed by its control function, on a pool thread");
+	T_OK(write(a.ctl[1], "x", 1) == 1 && pt_wait(&a, &a.freed) && pt_wait(&a, &a.done),
+	    "the first is freed by its control function, on a pool thread, then forgotten");
 	T_OK(send(b.sp[0], buf, len, 0) == (ssize_t)len && pt_answer(b.sp[0], 2, 2000) == 0,
 	    "... and the second is served on");
-	T_OK(write(b.ctl[1], "x", 1) == 1 && pt_wait(&b, &b.freed), "the second is freed too");
+	T_OK(write(b.ctl[1], "x", 1) == 1 && pt_wait(&b, &b.done), "the second is freed too");
 	T_ERR(fsrv_pool_free(p, 2000), 0, "the pool then ends its threads and is freed");
+	T_ERR(fsrv_pool_new(&pc, &p), 0, "another pool");
+	n = (unsigned)fsrv_pool_free(p, 0);
+	T_OK(n == 0 || (int)n == CB_ETIMEDOUT, "... freed without waiting: its last thread frees it");
 	for (int i = 0; i < 2; i++) {
 		struct pt_srv *x = i ? &b : &a;
 
