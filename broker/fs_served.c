@@ -104,6 +104,7 @@
  * report the files still open (their last invalidations: fsrv_free waits
  * up to about 2 s for them). */
 #define BRK_FSS_END_MS 3000
+#define BRK_FSS_RENAME_LEN (2 * CAP_STR_MAX + 2)	/* a rename's old name, joined */
 #define BRK_FSS_ROOM_WAIT_MS 5000	/* a server thread waits this long for the log's room
 					 * (the loop: full_wait_ms), as aud_flush does */
 
@@ -111,8 +112,8 @@
 struct brk_fss_grant {
 	unsigned cap;			/* FSRV_CAP_READ, _LIST, _WRITE or _DELETE */
 	enum cap_op op;
-	char *glob;
-	char root[CAP_STR_MAX + 1];	/* its fixed prefix (cap_path_root) */
+	char *glob;			/* and root after it, one allocation */
+	const char *root;		/* its fixed prefix (cap_path_root) */
 	uint64_t nbf, exp;
 	bool elevated;			/* judged against the never rules per operation */
 	uint8_t tid[CAP_ID_LEN];
@@ -123,9 +124,12 @@ struct brk_fss_grant {
 	uid_t owner, powner;
 };
 
+/* path and dst point into the tree's own allocation (brk_fss_tree_new),
+ * sized to them: two CAP_STR_MAX arrays were 2 KiB of each idle medium
+ * sandbox (docs/performance.md, "Fourth pass"). */
 struct brk_fss_tree {
-	char path[CAP_STR_MAX + 1];	/* host path */
-	char dst[CAP_STR_MAX + 1];	/* path inside the sandbox: "" for path, or a bind's */
+	const char *path;		/* host path */
+	const char *dst;		/* path inside the sandbox: "" for path, or a bind's */
 	unsigned idx;			/* fsrv's tree index */
 	uid_t uid;
 	gid_t gid;
@@ -135,6 +139,7 @@ struct brk_fss_tree {
 	bool moved;			/* under mu: no longer at path (brk_fss_roots) */
 	int mnt;			/* detached mount, until the spawn */
 	bool slot;			/* served in a slot (writable by unmodified programs) */
+	char str[];			/* path's and dst's bytes */
 };
 
 /* A slot: a FUSE connection and its mount, made before the sandbox starts
@@ -269,7 +274,7 @@ struct brk_fss {
 	/* Server thread only. */
 	const char *state_real;		/* the broker's state: never served (b's,
 					 * fixed while it runs, which outlives f) */
-	char rename_from[2 * CAP_STR_MAX + 2];
+	char *rename_from;		/* made at the first rename or link (2 KiB) */
 	bool rename_pending;
 };
 
@@ -453,14 +458,23 @@ brk_fss_collect(struct brk_sbx *s, struct brk_fss_grant **out, size_t *nout)
 			continue;
 		for (size_t k = 0; k < c->ncaps; k++) {
 			struct brk_fss_grant *x = &g[n];
+			char root[CAP_STR_MAX + 1];
+			size_t nr, ng;
 
 			if (!brk_fss_capbit(c->caps[k]->op) || !(h->in_ceiling & (1u << k)))
 				continue;
-			if (cap_path_root(c->caps[k]->res, x->root, sizeof(x->root)) != 0 ||
-			    !(x->glob = strdup(c->caps[k]->res))) {
+			/* The glob and its root in one allocation: a root
+			 * array of CAP_STR_MAX in each grant was a KiB of every
+			 * capability of every sandbox. */
+			if (cap_path_root(c->caps[k]->res, root, sizeof(root)) != 0 ||
+			    !(x->glob = malloc((ng = strlen(c->caps[k]->res) + 1) +
+			    (nr = strlen(root) + 1)))) {
 				brk_fss_grants_free(g, n);
 				return CB_ENOMEM;
 			}
+			memcpy(x->glob, c->caps[k]->res, ng);
+			memcpy(x->glob + ng, root, nr);
+			x->root = x->glob + ng;
 			x->op = c->caps[k]->op;
 			x->cap = brk_fss_capbit(x->op);
 			x->nbf = c->nbf;
@@ -991,8 +1005,10 @@ fss_authz_audit(struct brk_fss *f, const struct fsrv_check *c, const char *path,
 		return;
 	r->resource = path;
 	if (c->op == FSRV_OP_RENAME || c->op == FSRV_OP_LINK) {
-		if (!f->rename_pending && r->decision == AUD_ALLOW) {
-			snprintf(f->rename_from, sizeof(f->rename_from), "%s", path);
+		/* Out of memory for the old name: each name its own line. */
+		if (!f->rename_pending && r->decision == AUD_ALLOW &&
+		    (f->rename_from || (f->rename_from = malloc(BRK_FSS_RENAME_LEN)))) {
+			snprintf(f->rename_from, BRK_FSS_RENAME_LEN, "%s", path);
 			f->rename_pending = true;
 			return;
 		}
@@ -1634,12 +1650,18 @@ brk_fss_rw_tokens(struct brk_sbx *s, struct sbx_config *cfg, char *why, size_t w
 static struct brk_fss_tree *
 brk_fss_tree_new(const char *path, const char *dst)
 {
-	struct brk_fss_tree *t = calloc(1, sizeof(*t));
+	size_t np = strnlen(path, CAP_STR_MAX), nd = strnlen(dst, CAP_STR_MAX);
+	struct brk_fss_tree *t = calloc(1, sizeof(*t) + np + nd + 2);
+	char *p;
 
 	if (t == NULL)
 		return NULL;
-	snprintf(t->path, sizeof(t->path), "%s", path);
-	snprintf(t->dst, sizeof(t->dst), "%s", dst);
+	p = t->str;
+	memcpy(p, path, np);
+	t->path = p;
+	p += np + 1;
+	memcpy(p, dst, nd);
+	t->dst = p;
 	t->mnt = -1;
 	t->idx = BRK_FSS_NOTREE;
 	return t;
@@ -1775,6 +1797,7 @@ brk_fss_discard(struct brk_fss *f)
 			close(f->slot_mnt[i]);
 	fsrv_free(f->srv);
 	brk_fss_grants_free(f->g, f->ng);
+	free(f->rename_from);
 	free(f->aq);
 	free(f->aq_spare);
 	free(f->binds);
@@ -2602,6 +2625,7 @@ brk_fss_free_ended(struct brk_fss *f)
 		free(f->trees[i]);
 	}
 	brk_fss_grants_free(f->g, f->ng);
+	free(f->rename_from);
 	free(f->aq);
 	free(f->aq_spare);
 	event_free(f->ev_aud);
