@@ -6,10 +6,10 @@
  * before INIT, INIT's negotiation (what is asked for and what never is),
  * ENOSYS for what is not served, no answer to a forget, a lookup and a
  * getattr of a real directory; owner_as_agent's owner and chown, and the
- * errors an authorisation function's refusals become.  And a pool of threads (fsrv/pool.c)
- * serving two servers: one held in its authorisation function does not
- * hold up the other's answer, the pool grows for it and shrinks after,
- * and a server freed by its control function is forgotten.
+ * errors an authorisation function's refusals become.  And a pool of
+ * threads (fsrv/pool.c) serving two servers: one held in its authorisation
+ * function does not hold up the other's answer, the pool grows for it and
+ * shrinks after, and a server freed by its control function is forgotten.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -434,6 +434,8 @@ test_owner_as_agent(void)
 	close(root);
 	close(sp[0]);
 	close(sp[1]);
+}
+
 /* ---- the pool ---- */
 
 /* One server of the pool test: its connection, its control pipe, and
