@@ -123,7 +123,7 @@ fsrv_pool_forget(struct fsrv_pool_srv *e)
 	void (*done)(void *) = e->done;
 	void *arg = e->arg;
 
-	epoll_ctl(e->p->epfd, EPOLL_CTL_DEL, e->epfd, NULL);
+	cb_ignore(epoll_ctl(e->p->epfd, EPOLL_CTL_DEL, e->epfd, NULL));
 	close(e->epfd);
 	pthread_mutex_lock(&e->p->mu);
 	e->p->nservers--;
