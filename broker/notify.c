@@ -34,10 +34,11 @@
  *    whose network namespace (the sandbox's) is checked first: abstract
  *    names are looked up there, never in the host's.
  *  - The loop never waits: reads are of pending notifications only, a
- *    blocking connect is an event with a time limit, and
- *    the one connect that can block (AF_UNIX) runs in a worker thread; at
- *    most BRK_NOTIFY_INFLIGHT of the two together per sandbox (more fail
- *    with EAGAIN).
+ *    blocking connect is an event with a time limit, and what can block
+ *    runs in a worker thread: the copy of the address out of the agent's
+ *    memory (its pages may be a served file's, read in by the file server)
+ *    and the AF_UNIX connect; at most BRK_NOTIFY_INFLIGHT of these
+ *    together per sandbox (more fail with EAGAIN).
  *  - One audit line per mediated connect() to an address: allowed (before
  *    the broker connects) or denied, with the reason; denials are charged
  *    to the sandbox's audit budget like every other.
@@ -112,6 +113,7 @@ struct brk_nconn {
 		struct sockaddr_storage ss;
 	} addr;				/* the copy that is judged and used */
 	socklen_t addrlen;
+	uintptr_t uaddr;		/* where the agent's call has it */
 	char res[96];			/* ADDRESS:PORT, for the audit */
 };
 
@@ -705,56 +707,19 @@ out:
 	brk_nconn_free(c);
 }
 
-/* One notification: copy what the agent passed, make sure it is still the
- * same pending call, then dispatch on the agent's socket. */
+/* The copied address judged: the call still pending, the agent's socket
+ * read for what it is, then dispatched on its family. */
 static void
-brk_notify_one(struct brk_notify *nt, const struct seccomp_notif *req)
+brk_nconn_judge(struct brk_notify *nt, struct brk_nconn *c)
 {
-	struct brk_nconn *c = NULL;
-	struct iovec local, remote;
 	int pidfd = -1, domain, type, proto, err = 0;
 	socklen_t l = sizeof(int);
-	int64_t len;
 
-	/* The filter notifies connect() only (execveat at the stub's exec
-	 * descriptor went to pid 1 before the agent ran): anything else is
-	 * refused, as the kernel does once nobody listens. */
-	if (req->data.nr != SYS_connect) {
-		brk_notify_answer(nt, req->id, ENOSYS);
-		return;
-	}
-	len = (int32_t)req->data.args[2];	/* the kernel reads an int */
-	if (len < 0 || len > (int64_t)sizeof(struct sockaddr_storage)) {
-		brk_notify_answer(nt, req->id, EINVAL);
-		return;
-	}
-	if (!(c = calloc(1, sizeof(*c)))) {
-		brk_notify_answer(nt, req->id, ENOMEM);
-		return;
-	}
-	c->s = nt->s;
-	brk_sbx_hold(c->s);
-	c->id = req->id;
-	c->tid = (pid_t)req->pid;
-	c->afd = (int)(int32_t)req->data.args[0];
-	c->agent_sock = c->sock = c->startfd = -1;
-	c->addrlen = (socklen_t)len;
-	local = (struct iovec){ .iov_base = &c->addr, .iov_len = (size_t)len };
-	remote = (struct iovec){ .iov_base = (void *)(uintptr_t)req->data.args[1],
-		.iov_len = (size_t)len };
-	if (c->tid <= 0 || c->afd < 0) {
-		err = c->afd < 0 ? EBADF : EPERM;
-		goto answer;
-	}
-	if (len > 0 && process_vm_readv(c->tid, &local, 1, &remote, 1, 0) != (ssize_t)len) {
-		err = EFAULT;
-		goto answer;
-	}
-	if (len < (int64_t)sizeof(sa_family_t)) {
+	if (c->addrlen < sizeof(sa_family_t)) {
 		err = EINVAL;
 		goto answer;
 	}
-	/* From here on c->addr is what counts.  The read above was of this
+	/* From here on c->addr is what counts.  The read of it was of this
 	 * very call's thread only if the notification is still pending; so
 	 * is the descriptor table read below. */
 	if ((pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD)) < 0 ||
@@ -792,6 +757,102 @@ drop:
 	if (pidfd >= 0)
 		close(pidfd);
 	brk_nconn_free(c);
+}
+
+/*
+ * The address is copied out of the agent's memory here, on a worker, never
+ * on the loop: the agent chooses the pages, and a page of a file mapped
+ * from its served trees is read in by the sandbox's file server, which may
+ * itself be waiting for the loop (its audit queue full, its budget
+ * spent).  On the loop that read was a deadlock that no timeout ended:
+ * every sandbox and the admin socket stopped being served (red team,
+ * tests/integration/910-net-mediated-mapped-addr.sh).  The call stays
+ * pending meanwhile; a killed caller's read fails or completes, and the
+ * notification is checked to be valid after it, as before.
+ */
+static void
+brk_nconn_read_work(void *arg)
+{
+	struct brk_nconn *c = arg;
+	struct iovec local = { .iov_base = &c->addr, .iov_len = c->addrlen };
+	struct iovec remote = { .iov_base = (void *)c->uaddr, .iov_len = c->addrlen };
+
+	c->err = process_vm_readv(c->tid, &local, 1, &remote, 1, 0) == (ssize_t)c->addrlen ?
+	    0 : EFAULT;
+}
+
+static void
+brk_nconn_read_done(void *arg)
+{
+	struct brk_nconn *c = arg;
+	struct brk_notify *nt = brk_nt(c->s);
+
+	if (c->counted && nt)
+		nt->inflight--;
+	c->counted = false;
+	if (c->s->dead || !nt || nt->fd < 0) {
+		brk_nconn_free(c);
+		return;
+	}
+	if (c->err) {
+		brk_notify_answer(nt, c->id, c->err);
+		brk_nconn_free(c);
+		return;
+	}
+	brk_nconn_judge(nt, c);
+}
+
+/* One notification: take what the agent passed (its address is read off
+ * the loop, brk_nconn_read_work), then judge it. */
+static void
+brk_notify_one(struct brk_notify *nt, const struct seccomp_notif *req)
+{
+	struct brk_nconn *c = NULL;
+	int64_t len;
+
+	/* The filter notifies connect() only (execveat at the stub's exec
+	 * descriptor went to pid 1 before the agent ran): anything else is
+	 * refused, as the kernel does once nobody listens. */
+	if (req->data.nr != SYS_connect) {
+		brk_notify_answer(nt, req->id, ENOSYS);
+		return;
+	}
+	len = (int32_t)req->data.args[2];	/* the kernel reads an int */
+	if (len < 0 || len > (int64_t)sizeof(struct sockaddr_storage)) {
+		brk_notify_answer(nt, req->id, EINVAL);
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
+		brk_notify_answer(nt, req->id, ENOMEM);
+		return;
+	}
+	c->s = nt->s;
+	brk_sbx_hold(c->s);
+	c->id = req->id;
+	c->tid = (pid_t)req->pid;
+	c->afd = (int)(int32_t)req->data.args[0];
+	c->agent_sock = c->sock = c->startfd = -1;
+	c->addrlen = (socklen_t)len;
+	c->uaddr = (uintptr_t)req->data.args[1];
+	if (c->tid <= 0 || c->afd < 0) {
+		brk_notify_answer(nt, c->id, c->afd < 0 ? EBADF : EPERM);
+		brk_nconn_free(c);
+		return;
+	}
+	if (len == 0) {
+		brk_nconn_judge(nt, c);
+		return;
+	}
+	/* Counted with the connects waited for: a caller whose read never
+	 * ends holds one of its sandbox's places, not a place of another. */
+	if (nt->inflight >= BRK_NOTIFY_INFLIGHT ||
+	    brk_work(c->s->b, brk_nconn_read_work, brk_nconn_read_done, c) != 0) {
+		brk_notify_answer(nt, c->id, EAGAIN);
+		brk_nconn_free(c);
+		return;
+	}
+	nt->inflight++;
+	c->counted = true;
 }
 
 static void brk_notify_close(struct brk_notify *nt);
