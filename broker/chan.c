@@ -9,7 +9,8 @@
  * rules that keep one agent from hurting the others or the broker:
  *  - one receive buffer of WIRE_REQ_MAX + 1 bytes: a larger packet is seen
  *    truncated (MSG_TRUNC) and refused, never allocated for;
- *  - file descriptors an agent sends are closed unread;
+ *  - file descriptors an agent sends are refused by the kernel
+ *    (brk_unix_norights), or on a kernel before 6.16 closed unread;
  *  - at most BRK_BATCH packets per wakeup and a token-bucket rate per
  *    sandbox, so a flood stalls only its own channel;
  *  - replies that the agent does not read are queued up to BRK_OUTQ_MAX,

@@ -35,8 +35,9 @@
  *    pauses while its lookup runs, so at most BRK_DNS_CONNS lookups), an
  *    idle connection closes after BRK_DNS_IDLE_S; answers are cached for
  *    BRK_DNS_TTL_S so a program's A and AAAA queries make one lookup.
- *  - The socketpair carries bytes only: descriptors an agent attaches are
- *    dropped by the kernel (the broker reads with read()).
+ *  - The socketpair carries bytes only: the broker's end refuses
+ *    descriptors (brk_unix_norights), so the agent's sendmsg fails; on a
+ *    kernel before 6.16 they are dropped by the kernel in the loop's read.
  */
 #include "broker/core.h"
 #include "broker/budget.h"

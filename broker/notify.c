@@ -424,6 +424,29 @@ brk_unix_seal(int fd)
 	return bind(fd, (struct sockaddr *)&fam, sizeof(fam)) == 0 ? 0 : errno;
 }
 
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83	/* Linux 6.16, asm-generic/socket.h */
+#endif
+
+/* The broker's end of a socket whose other end an agent holds (the
+ * channel, the resolver's socketpair) takes no descriptors: the agent's
+ * sendmsg(SCM_RIGHTS) fails with EPERM.  A descriptor that did arrive was
+ * closed by the broker, on its loop, or dropped by the kernel in the
+ * loop's own read: either way its last close ran there, and the last close
+ * of a TCP socket with the agent's SO_LINGER and unsent data to a peer
+ * that reads nothing waits the linger time, up to 2^31 s: every sandbox
+ * and the admin socket unserved meanwhile (red team,
+ * tests/integration/911-chan-fd-linger.sh).  A kernel before 6.16 has no
+ * such option (ENOPROTOOPT): there descriptors still arrive as before
+ * (docs/threat-model.md). */
+void
+brk_unix_norights(int fd)
+{
+	int off = 0;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
+}
+
 /* A connect() to the sandbox's resolver (dns.c): the agent's socket is
  * replaced by one end of a socketpair whose other end the broker serves.
  * Nothing is looked up or granted by the connect itself, so it has no
@@ -447,6 +470,7 @@ brk_nconn_dns(struct brk_nconn *c)
 		brk_notify_answer(nt, c->id, e == ENOSPC ? EAGAIN : ENOMEM);
 		goto out;
 	}
+	brk_unix_norights(sp[1]);
 	if ((e = brk_dns_serve(c->s, sp[1])) != 0) {
 		close(sp[0]);
 		brk_notify_answer(nt, c->id, e == CB_EBUSY ? EAGAIN :

@@ -35,6 +35,11 @@ void brk_notify_stop(struct brk_sbx *s);
  * cannot name an abstract socket in the broker's (the host's) network
  * namespace: an autobind.  0 or errno; on failure do not hand fd over. */
 int brk_unix_seal(int fd);
+/* Make the broker's end of such a socket refuse descriptors (SO_PASSRIGHTS
+ * off): the agent's SCM_RIGHTS fail with EPERM, so no descriptor of the
+ * agent's has its last close on the broker's loop.  Nothing on a kernel
+ * without the option (before 6.16). */
+void brk_unix_norights(int fd);
 
 /* ---- the names a sandbox's tokens grant (hosts.c) ---- */
 

@@ -701,6 +701,7 @@ brk_sbx_channel(struct brk_sbx *s, int *agent_fd, char *why, size_t whylen)
 	}
 	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) != 0)
 		return CB_EIO;
+	brk_unix_norights(sv[0]);
 	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) != 0)
 		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	return 0;

@@ -59,7 +59,12 @@ def refused(msg, names, what):
 
 def raw_refused(data, names, what, fds=None):
     if fds:
-        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        # Refused by the kernel where the broker's end takes no descriptors
+        # (SO_PASSRIGHTS, Linux 6.16), else by the broker.
+        try:
+            sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        except PermissionError:
+            return
     else:
         sock.send(data)
     r = recv()

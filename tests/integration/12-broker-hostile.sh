@@ -37,8 +37,12 @@ t_ok "the broker is still alive" kill -0 $SRV
 out=$(run --id after --grant "fs.read:$W/**" -- capcall fs.read "$W/f")
 t_is "and still starts and serves a new sandbox" "$out" "payload"
 # Identical denials are coalesced (docs/audit.md): a line with "count" stands
-# for that many more.
+# for that many more.  The 200 frames carrying descriptors reach the broker
+# only on a kernel without SO_PASSRIGHTS (6.16): elsewhere their sendmsg
+# fails, and the agent's 17 other malformed frames are what the log has.
+least='{3,}'
+grep -q '^FDFRAMES 0$' "$T_TMP/hostile.err" && least='{2,}'
 t_match "the malformed frames are in the audit log" "$($PYTHON -c 'import json,sys
 print(sum(1 + l.get("count", 0) for l in map(json.loads, open(sys.argv[1]))
-          if l.get("sandbox") == "hostile" and l.get("decision") == "deny"))' "$S/audit.jsonl")" "^[0-9]{3,}$"
+          if l.get("sandbox") == "hostile" and l.get("decision") == "deny"))' "$S/audit.jsonl")" "^[0-9]$least\$"
 t_done

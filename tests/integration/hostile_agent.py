@@ -53,12 +53,21 @@ check("the refusal names the foreign key", r.get("ok") is False and r.get("id") 
 expect_err("garbage token", msgpack.packb({"id": 6, "op": "fs.read", "path": "/x", "tok": "cap1.!!!"}), -21, 6)
 expect_err("token handle out of range", msgpack.packb({"id": 7, "op": "fs.read", "path": "/x", "th": 99999}), -49, 7)
 
-# fd flood: every descriptor we send must be closed by the broker, unread.
+# fd flood: every descriptor we send must be refused by the kernel (the
+# broker's end takes none: SO_PASSRIGHTS, Linux 6.16) or closed by the
+# broker, unread.
 null = os.open("/dev/null", os.O_RDONLY)
+sent = 0
 for i in range(200):
-    s.sendmsg([good], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(__import__("array").array("i", [null] * 8)))])
+    try:
+        s.sendmsg([good], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(__import__("array").array("i", [null] * 8)))])
+        sent += 1
+    except PermissionError:
+        pass
+check("frames carrying fds are all refused by the kernel or all sent", sent in (0, 200), "%d sent" % sent)
+print("FDFRAMES %d" % sent, file=sys.stderr)
 bad = 0
-for i in range(200):
+for i in range(sent):
     r = reply()
     if r.get("err") != -90:
         bad += 1
