@@ -72,6 +72,32 @@ brk_queue(struct brk_sbx *s, const uint8_t *buf, size_t len, int fd)
 	return 0;
 }
 
+/*
+ * The broker's close of a descriptor the agent may hold too is the last
+ * one whenever the agent closed its own first, and the last close of a TCP
+ * socket with SO_LINGER and unsent data towards a peer that reads nothing
+ * waits the linger time the agent set (up to 2^31 s), here on the loop:
+ * every sandbox unserved meanwhile.  The agent's copy can be gone within
+ * the broker's few system calls between taking or sending the descriptor
+ * and closing its own: on one CPU the agent, woken by the reply, runs
+ * first (red team: a mediated connect() of a connected socket, closed on
+ * its EISCONN, stopped the loop for the linger in 1 of about 40 tries).
+ * So the linger is cleared first (the kernel still sends the data after
+ * the close, as for any socket without one); ENOTSOCK for anything else.
+ * What is left is the window between these two calls, in which the agent
+ * would have to set its linger again and drop every copy it has.
+ */
+void
+brk_close_agent(int fd)
+{
+	static const struct linger none = { 0, 0 };
+
+	if (fd < 0)
+		return;
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &none, sizeof(none));
+	close(fd);
+}
+
 void
 brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd)
 {
@@ -80,15 +106,13 @@ brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd)
 	int e;
 
 	if (s->dead) {
-		if (fd >= 0)
-			close(fd);
+		brk_close_agent(fd);
 		return;
 	}
 	if (wire_reply_encode(r, b->sbuf, WIRE_REPLY_MAX, &len) != 0) {
 		struct wire_reply small = { .id = r->id, .err = CB_ETOOBIG };
 
-		if (fd >= 0)
-			close(fd);
+		brk_close_agent(fd);
 		fd = -1;
 		if (wire_reply_encode(&small, b->sbuf, WIRE_REPLY_MAX, &len) != 0)
 			return;
@@ -96,20 +120,17 @@ brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd)
 	if (!s->outq) {
 		e = brk_send(s->fd, b->sbuf, len, fd);
 		if (e == 0) {
-			if (fd >= 0)
-				close(fd);
+			brk_close_agent(fd);
 			return;
 		}
 		if (e != -EAGAIN && e != -ENOBUFS) {
-			if (fd >= 0)
-				close(fd);
+			brk_close_agent(fd);
 			brk_chan_close(s, "send failed");
 			return;
 		}
 	}
 	if (brk_queue(s, b->sbuf, len, fd) != 0) {
-		if (fd >= 0)
-			close(fd);
+		brk_close_agent(fd);
 		brk_chan_close(s, "agent does not read its replies");
 	}
 }
@@ -127,8 +148,7 @@ brk_chan_writable(evutil_socket_t sock, short ev, void *arg)
 
 		if (e == -EAGAIN || e == -ENOBUFS)
 			return;	/* still full: EV_PERSIST keeps us waiting */
-		if (o->fd >= 0)
-			close(o->fd);
+		brk_close_agent(o->fd);
 		s->outq = o->next;
 		if (!s->outq)
 			s->outq_tail = NULL;
@@ -170,8 +190,7 @@ brk_chan_drop_queue(struct brk_sbx *s)
 		struct brk_out *o = s->outq;
 
 		s->outq = o->next;
-		if (o->fd >= 0)
-			close(o->fd);
+		brk_close_agent(o->fd);
 		free(o);
 	}
 	s->outq_tail = NULL;
@@ -275,7 +294,9 @@ brk_chan_recv(struct brk_sbx *s, evutil_socket_t sock, struct wire_req *q)
 	s->bucket -= 1.0;
 	/* An agent has no business sending descriptors: close them. */
 	fds = pk.nfds > 0;
-	wire_packet_close(&pk);
+	for (size_t i = 0; i < pk.nfds; i++)
+		brk_close_agent(pk.fds[i]);
+	pk.nfds = 0;
 	if (n == 0 && !fds && brk_peer_closed(sock)) {
 		brk_chan_close(s, "agent closed its channel");
 		return BRK_CHAN_STOP;

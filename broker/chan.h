@@ -11,6 +11,10 @@
 
 #include "broker/core.h"
 
+/* Close a descriptor an agent holds or held (one handed over, the copy of
+ * the agent's socket a mediated connect takes, one the agent sent), never
+ * waiting: see chan.c. */
+void brk_close_agent(int fd);
 /* Send a reply (with an optional fd, which is consumed). */
 void brk_reply(struct brk_sbx *s, const struct wire_reply *r, int fd);
 /* Reply with an error and audit the denial. */

@@ -45,6 +45,7 @@
  */
 #include "broker/core.h"
 #include "broker/budget.h"
+#include "broker/chan.h"
 #include "broker/dns.h"
 #include "broker/notify.h"
 #include "broker/ops.h"
@@ -154,10 +155,10 @@ brk_nconn_free(struct brk_nconn *c)
 
 	if (c->ev)
 		event_free(c->ev);
-	if (c->sock >= 0)
-		close(c->sock);
-	if (c->agent_sock >= 0)
-		close(c->agent_sock);
+	/* Both may be the agent's by now (installed, or its own socket): the
+	 * last close of either may be ours. */
+	brk_close_agent(c->sock);
+	brk_close_agent(c->agent_sock);
 	if (c->startfd >= 0)
 		close(c->startfd);
 	if (c->counted && nt)
