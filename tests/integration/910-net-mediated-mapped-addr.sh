@@ -27,8 +27,13 @@ head -c 64M /dev/zero >"$W/big.bin"
 cp "$CB_TOP/tests/integration/mapped_addr_agent.py" "$W/a.py"
 echo other >"$W2/o.txt"
 chown -R 4248:4248 "$W" "$W2"
+# The default budget's refill, a smaller burst: the flood reaches the
+# budget in a second, not in many (a sanitized broker serves it slowly).
+cat >"$T_TMP/p.conf" <<EOT
+defaults = { audit_bytes_burst = "4M"; };
+EOT
 S="$T_TMP/st"
-srv_start "$S"
+srv_start "$S" --policy "$T_TMP/p.conf"
 agent_start r1 --tier medium --workspace "$W"
 agent_start o1 --tier medium --workspace "$W2"
 agent_send r1 "python3 a.py 4"
