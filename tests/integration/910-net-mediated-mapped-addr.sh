@@ -27,10 +27,13 @@ head -c 64M /dev/zero >"$W/big.bin"
 cp "$CB_TOP/tests/integration/mapped_addr_agent.py" "$W/a.py"
 echo other >"$W2/o.txt"
 chown -R 4248:4248 "$W" "$W2"
-# The default budget's refill, a smaller burst: the flood reaches the
-# budget in a second, not in many (a sanitized broker serves it slowly).
+# A smaller burst, so that the flood reaches the budget in a second, not in
+# many (a sanitized broker serves it slowly), and a slow refill, so that a
+# throttled open waits long enough for the agent to see it (at the default
+# 1 MiB/s the waits were short enough that one run in three never saw one
+# over 50 ms in 30 s); well under audit_throttle_max's 30 s for the test.
 cat >"$T_TMP/p.conf" <<EOT
-defaults = { audit_bytes_burst = "4M"; };
+defaults = { audit_bytes = "128K"; audit_bytes_burst = "4M"; };
 EOT
 S="$T_TMP/st"
 srv_start "$S" --policy "$T_TMP/p.conf"
