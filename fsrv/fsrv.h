@@ -247,14 +247,6 @@ int fsrv_fd(const struct fsrv *s, unsigned tree);
  * tree; the others are served on), CB_ENOMEM (no request buffer). */
 int fsrv_process(struct fsrv *s, unsigned tree);
 
-/* Serve every tree until all are closed or stop_fd (if >= 0) becomes
- * readable: poll, and after a request read the same tree again while
- * requests have lately been queued already (at most 32 before the next
- * poll, so stop_fd is still seen).  For programs that have no loop of
- * their own (the broker's serving thread, tests, tools).  Returns 0 or
- * CB_EIO. */
-int fsrv_run(struct fsrv *s, int stop_fd);
-
 /* Give the calling thread a file-system context of its own (its umask,
  * working directory and root, unshared from the process's) with umask 0,
  * for the thread that serves.  The kernel has already applied the agent's
@@ -266,7 +258,7 @@ int fsrv_run(struct fsrv *s, int stop_fd);
 int fsrv_thread_umask(void) CB_WARN_UNUSED;
 /*
  * A pool of serving threads for many servers (fsrv/pool.c), in place of a
- * thread per server running fsrv_run.  Each server added has an epoll set
+ * thread per server.  Each server added has an epoll set
  * of its own (its trees' connections and a control descriptor of the
  * caller's), watched by the pool's set one-shot: one thread at a time
  * serves a server, and nothing else does, from its add until its control

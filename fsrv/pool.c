@@ -135,8 +135,8 @@ fsrv_pool_forget(struct fsrv_pool_srv *e)
 
 /* Serve server e, which its set says has something: every tree with a
  * request (fsrv_serve: it reads on while requests are queued, at most
- * FSRV_LOOK_MAX), or, first, its control descriptor, as fsrv_run looks
- * at its stop descriptor first.  A tree that was still busy at its last
+ * FSRV_LOOK_MAX), or, first, its control descriptor (a stop is seen
+ * before more requests are served).  A tree that was still busy at its last
  * request (its look-ahead counts say requests were queued) has the set
  * looked at again at once, by this thread, rather than armed for another
  * to be woken for what this one would find (up to FSRV_POOL_ROUNDS).

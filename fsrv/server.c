@@ -457,7 +457,7 @@ fsrv_process(struct fsrv *s, unsigned tree)
 	if (n < 0) {
 		/* Any other failure of the device (ECONNABORTED: aborted
 		 * through fusectl) ends this connection only: the server's
-		 * other trees are served on (fsrv_run). */
+		 * other trees are served on. */
 		t->closed = true;
 		return CB_ECLOSED;
 	}
@@ -513,43 +513,6 @@ fsrv_serve(struct fsrv *s, unsigned i)
 			t->early--;
 	}
 	return r;
-}
-
-int
-fsrv_run(struct fsrv *s, int stop_fd)
-{
-	struct pollfd pfd[FSRV_MAX_TREES + 1];
-	unsigned map[FSRV_MAX_TREES];
-
-	for (;;) {
-		nfds_t n = 0;
-
-		for (unsigned i = 0; i < s->ntrees; i++) {
-			if (s->trees[i]->closed)
-				continue;
-			map[n] = i;
-			pfd[n++] = (struct pollfd){ .fd = s->trees[i]->dev_fd, .events = POLLIN };
-		}
-		if (n == 0)
-			return 0;
-		if (stop_fd >= 0)
-			pfd[n] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
-		if (poll(pfd, n + (stop_fd >= 0), -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return CB_EIO;
-		}
-		if (stop_fd >= 0 && pfd[n].revents)
-			return 0;
-		for (nfds_t i = 0; i < n; i++) {
-			if (pfd[i].revents == 0)
-				continue;
-			int r = fsrv_serve(s, map[i]);
-
-			if (r != 0 && r != CB_ETIMEDOUT && r != CB_ECLOSED)
-				return r;
-		}
-	}
 }
 
 int

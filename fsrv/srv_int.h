@@ -135,7 +135,7 @@ struct fsrv_tree {
 
 /* What one request needs while it is answered and never after: the
  * buffer it is read into and a copied reply's data.  A server served by
- * one thread of its own (fsrv_run, fsrv_process) has its own; the threads
+ * one thread of its own (calling fsrv_process) has its own; the threads
  * of a pool (pool.c) have one each (fsrv_tw), shared by every server they
  * serve, so a server at rest holds neither.  (The pipe of spliced replies
  * stays the server's, made at its first spliced read: a pool thread's
