@@ -95,6 +95,48 @@ overlay(const char *dir)
 	umount2(tm, MNT_DETACH);
 }
 
+/*
+ * cb_kernfs_below keeps the table between calls (common/resolve.c): a
+ * kernel file system mounted or unmounted after the first call must be
+ * seen by the next, and so must a change of mount namespace (the table
+ * cached before it describes another namespace).  Needs root (a mount
+ * namespace of this process's own): otherwise skipped, said so.
+ */
+static void
+kernfs_changes(const char *dir)
+{
+	char kp[256];
+
+	snprintf(kp, sizeof(kp), "%s/kp", dir);
+	mkdir(kp, 0755);
+	T_OK(!cb_kernfs_below(dir), "cb_kernfs_below: nothing beneath, cached");
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		printf("# cb_kernfs_below's table changes skipped: needs root\n");
+		return;
+	}
+	/* A namespace of its own, with the same mounts: nothing yet. */
+	T_OK(!cb_kernfs_below(dir), "... the same in a new mount namespace");
+	T_OK(mount("proc", kp, "proc", 0, NULL) == 0, "mount a procfs beneath the directory");
+	T_OK(cb_kernfs_below(dir) && cb_kernfs_below(kp),
+	    "cb_kernfs_below: a procfs mounted after the table was read is seen");
+	umount2(kp, MNT_DETACH);
+	T_OK(!cb_kernfs_below(dir), "cb_kernfs_below: ... and its unmount too");
+	T_OK(mount("tmpfs", kp, "tmpfs", 0, "size=64k") == 0 && !cb_kernfs_below(dir),
+	    "cb_kernfs_below: a tmpfs is not a kernel file system");
+	T_OK(mount("sysfs", kp, "sysfs", 0, NULL) == 0 && cb_kernfs_below(dir),
+	    "cb_kernfs_below: a sysfs stacked on it is");
+	umount2(kp, MNT_DETACH);
+	umount2(kp, MNT_DETACH);
+	T_OK(!cb_kernfs_below(dir), "cb_kernfs_below: both gone");
+	/* Another namespace after the table was cached in this one: the
+	 * procfs mounted here must not be taken for this one's table. */
+	T_OK(mount("proc", kp, "proc", 0, NULL) == 0 && cb_kernfs_below(dir),
+	    "a procfs mounted again, seen");
+	T_OK(unshare(CLONE_NEWNS) == 0 && umount2(kp, MNT_DETACH) == 0 && !cb_kernfs_below(dir),
+	    "cb_kernfs_below: a new namespace without it reads its own table");
+}
+
 int
 main(void)
 {
@@ -213,6 +255,7 @@ main(void)
 	}
 
 	overlay(dir);
+	kernfs_changes(dir);
 	close(root);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path) != 0)
