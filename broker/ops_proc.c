@@ -61,6 +61,7 @@ struct brk_proc {
 	struct event *ev_status, *ev_exit, *ev_out, *ev_err, *ev_in;
 	uint8_t *out, *err, *in;	/* in: stdin not yet written */
 	size_t nout, nerr, nin, offin;
+	size_t cout, cerr;		/* out and err grow as output comes (to WIRE_OUT_MAX) */
 	bool trunc, exited, out_eof, err_eof, failed;
 	bool ready;			/* the stub said "ready": the next report is its exit */
 	bool replied;			/* the reply is sent (exit report or reaped) */
@@ -109,9 +110,11 @@ brk_proc_maybe_done(struct brk_proc *x)
 	if (!x->replied && !x->s->dead) {
 		rp.has_status = true;
 		rp.status = x->status;
-		rp.out = x->out;
+		/* Both always sent, empty ones too (a program that printed
+		 * nothing has no buffer). */
+		rp.out = x->out ? x->out : (const uint8_t *)"";
 		rp.out_len = x->nout;
-		rp.errout = x->err;
+		rp.errout = x->err ? x->err : (const uint8_t *)"";
 		rp.errout_len = x->nerr;
 		rp.trunc = x->trunc;
 		brk_reply(x->s, &rp, -1);
@@ -125,8 +128,35 @@ brk_proc_maybe_done(struct brk_proc *x)
 		brk_proc_free(x);
 }
 
+/* Room for want more bytes in *buf (up to WIRE_OUT_MAX in all): the
+ * buffers grow as a program writes, since most write little, and two of
+ * WIRE_OUT_MAX made for every proc.exec were grown and trimmed from the
+ * heap at each one (two brk calls on the loop, about 20 us).  Returns how
+ * many fit (fewer: out of memory). */
+static size_t
+brk_proc_room(uint8_t **buf, size_t n, size_t *cap, size_t want)
+{
+	size_t nc = *cap ? *cap : BRK_PROC_CHUNK;
+	uint8_t *nb;
+
+	if (want > WIRE_OUT_MAX - n)
+		want = WIRE_OUT_MAX - n;
+	if (n + want <= *cap)
+		return want;
+	while (nc < n + want)
+		nc *= 2;
+	if (nc > WIRE_OUT_MAX)
+		nc = WIRE_OUT_MAX;
+	if (!(nb = realloc(*buf, nc)))
+		return *cap - n;
+	*buf = nb;
+	*cap = nc;
+	return want;
+}
+
 static void
-brk_proc_read(struct brk_proc *x, int fd, uint8_t *buf, size_t *n, bool *eof, struct event *ev)
+brk_proc_read(struct brk_proc *x, int fd, uint8_t **buf, size_t *n, size_t *cap, bool *eof,
+    struct event *ev)
 {
 	uint8_t tmp[BRK_PROC_CHUNK];
 	ssize_t r;
@@ -143,14 +173,25 @@ brk_proc_read(struct brk_proc *x, int fd, uint8_t *buf, size_t *n, bool *eof, st
 			return;
 		}
 		{
-			size_t room = WIRE_OUT_MAX - *n, take = (size_t)r < room ? (size_t)r : room;
+			size_t take = brk_proc_room(buf, *n, cap, (size_t)r);
 
-			memcpy(buf + *n, tmp, take);
+			if (take)
+				memcpy(*buf + *n, tmp, take);
 			*n += take;
 			if (take < (size_t)r)
 				x->trunc = true;	/* keep draining so it never blocks */
 		}
 	}
+}
+
+/* What its stdout (or stderr) has now. */
+static void
+brk_proc_drain(struct brk_proc *x, bool err)
+{
+	if (err)
+		brk_proc_read(x, x->p.stderr_fd, &x->err, &x->nerr, &x->cerr, &x->err_eof, x->ev_err);
+	else
+		brk_proc_read(x, x->p.stdout_fd, &x->out, &x->nout, &x->cout, &x->out_eof, x->ev_out);
 }
 
 /* Write what stdin still has; at the end (or when the program stopped
@@ -188,7 +229,7 @@ brk_proc_out(evutil_socket_t fd, short ev, void *arg)
 	struct brk_proc *x = arg;
 
 	(void)ev;
-	brk_proc_read(x, fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+	brk_proc_read(x, fd, &x->out, &x->nout, &x->cout, &x->out_eof, x->ev_out);
 	brk_proc_maybe_done(x);
 }
 
@@ -198,7 +239,7 @@ brk_proc_err(evutil_socket_t fd, short ev, void *arg)
 	struct brk_proc *x = arg;
 
 	(void)ev;
-	brk_proc_read(x, fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+	brk_proc_read(x, fd, &x->err, &x->nerr, &x->cerr, &x->err_eof, x->ev_err);
 	brk_proc_maybe_done(x);
 }
 
@@ -220,9 +261,9 @@ brk_proc_exit(evutil_socket_t fd, short ev, void *arg)
 	x->exited = true;
 	/* Whatever is still in the pipes arrives before EOF. */
 	if (!x->out_eof)
-		brk_proc_read(x, x->p.stdout_fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+		brk_proc_drain(x, false);
 	if (!x->err_eof)
-		brk_proc_read(x, x->p.stderr_fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+		brk_proc_drain(x, true);
 	brk_proc_maybe_done(x);
 }
 
@@ -244,9 +285,9 @@ brk_proc_status(evutil_socket_t fd, short ev, void *arg)
 			x->exited = true;
 			x->status = code;
 			if (!x->out_eof)
-				brk_proc_read(x, x->p.stdout_fd, x->out, &x->nout, &x->out_eof, x->ev_out);
+				brk_proc_drain(x, false);
 			if (!x->err_eof)
-				brk_proc_read(x, x->p.stderr_fd, x->err, &x->nerr, &x->err_eof, x->ev_err);
+				brk_proc_drain(x, true);
 			brk_proc_maybe_done(x);
 		}
 		return;
@@ -416,13 +457,8 @@ brk_proc_new(struct brk_sbx *s, const struct wire_req *q, const struct brk_held 
 {
 	struct brk_proc *x = calloc(1, sizeof(*x));
 
-	if (!x || !(x->out = malloc(WIRE_OUT_MAX)) || !(x->err = malloc(WIRE_OUT_MAX)) ||
-	    (q->has_data && q->data_len && !(x->in = malloc(q->data_len)))) {
-		if (x) {
-			free(x->out);
-			free(x->err);
-			free(x);
-		}
+	if (!x || (q->has_data && q->data_len && !(x->in = malloc(q->data_len)))) {
+		free(x);
 		return NULL;
 	}
 	x->s = s;

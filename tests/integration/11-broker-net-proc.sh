@@ -3,7 +3,7 @@
 . "$(dirname "$0")/../lib.sh"
 W="$T_TMP/ws"; mkdir -p "$W"; echo "one two three" >"$W/f.txt"
 cat >"$T_TMP/p.conf" <<EOT
-tiers = { medium = { ceiling = [ "fs.*:\${workspace}/**", "net.connect:127.0.0.1:*", "net.connect:localhost:*", "proc.exec:/usr/bin/wc", "proc.exec:/usr/bin/id" ]; }; };
+tiers = { medium = { ceiling = [ "fs.*:\${workspace}/**", "net.connect:127.0.0.1:*", "net.connect:localhost:*", "proc.exec:/usr/bin/wc", "proc.exec:/usr/bin/id", "proc.exec:/usr/bin/head" ]; }; };
 EOT
 read -r P1 P2 < <($PYTHON -c 'import socket
 s=[socket.socket() for _ in range(2)]
@@ -73,4 +73,21 @@ out=$("$CB_BIN/capbroker" run --policy "$T_TMP/p.conf" --tier medium --workspace
 	--grant "fs.read:$TW/**" --grant "proc.exec:/usr/bin/wc" -- capcall proc.exec -- /usr/bin/wc -w "$TW/g.txt")
 t_is "proc.exec sees a granted workspace that lives under /tmp" "$out" "2 $TW/g.txt"
 rm -rf "$TW"
+# The broker's output buffers grow as a program writes (broker/ops_proc.c,
+# brk_proc_room): every byte up to WIRE_OUT_MAX (64 KiB) comes back, the
+# rest is cut with a note.
+head_agent() {
+	"$CB_BIN/capbroker" run --policy "$T_TMP/p.conf" --tier medium --workspace "$W" \
+		--grant "proc.exec:/usr/bin/head" -- /bin/sh -c "$1"
+}
+out=$(head_agent "capcall proc.exec -- /usr/bin/head -c 40000 /dev/zero | wc -c")
+t_is "proc.exec output of 40,000 bytes (past the buffer's first sizes) comes back whole" "$out" "40000"
+out=$(head_agent "capcall proc.exec -- /usr/bin/head -c 65536 /dev/urandom | wc -c")
+t_is "... 64 KiB exactly" "$out" "65536"
+out=$(head_agent "capcall proc.exec -- /usr/bin/head -c 300000 /dev/zero 2>&1 >/dev/null")
+t_match "... more is cut, and said so" "$out" "output truncated by the broker"
+out=$(head_agent "capcall proc.exec -- /usr/bin/head -c 300000 /dev/zero 2>/dev/null | wc -c")
+t_is "... at 64 KiB" "$out" "65536"
+out=$(head_agent "capcall --json proc.exec -- /usr/bin/head -c 0 /dev/zero")
+t_match "a program that writes nothing: empty output" "$out" '"stdout":"","stderr":""'
 t_done
