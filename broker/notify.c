@@ -148,6 +148,72 @@ brk_notify_answer(struct brk_notify *nt, uint64_t id, int err)
 	free(r);
 }
 
+/*
+ * The close of the broker's copy of an agent's AF_UNIX socket, on a
+ * worker: the agent can close its own copy while the broker holds this one
+ * (from another thread, while its connect() is pending), and the last
+ * close of an AF_UNIX socket releases what is queued on it, descriptors
+ * sent with SCM_RIGHTS included, in the closing thread.  A TCP socket
+ * queued there with SO_LINGER and unsent data towards a peer that reads
+ * nothing waited its linger on the loop (up to 2^31 s): every sandbox and
+ * capctl unserved (red team, tests/integration/951-notify-unix-queued-
+ * linger.sh).  brk_close_agent's cleared linger is the socket's own, not
+ * that of those queued on it.  Counted among the sandbox's connects in
+ * flight (its place passed on, or one taken: brk_nconn_judge saw to it
+ * that there is one), so an agent holding such closes stalls only its own
+ * connects.
+ */
+struct brk_nclose {
+	struct brk_sbx *s;
+	int fd;
+};
+
+static void
+brk_nclose_work(void *arg)
+{
+	brk_close_agent(((struct brk_nclose *)arg)->fd);
+}
+
+static void
+brk_nclose_done(void *arg)
+{
+	struct brk_nclose *k = arg;
+	struct brk_notify *nt = brk_nt(k->s);
+
+	if (nt && nt->inflight > 0)
+		nt->inflight--;
+	brk_sbx_release(k->s);
+	free(k);
+}
+
+/* Close c's copy of the agent's socket off the loop if it is an AF_UNIX
+ * one: true if handed to a worker. */
+static bool
+brk_nclose_off(struct brk_nconn *c, struct brk_notify *nt)
+{
+	struct brk_nclose *k;
+	int domain = 0;
+	socklen_t l = sizeof(domain);
+
+	if (getsockopt(c->agent_sock, SOL_SOCKET, SO_DOMAIN, &domain, &l) != 0 ||
+	    domain != AF_UNIX || !nt || (!c->counted && nt->inflight >= BRK_NOTIFY_INFLIGHT) ||
+	    !(k = malloc(sizeof(*k))))
+		return false;
+	*k = (struct brk_nclose){ .s = c->s, .fd = c->agent_sock };
+	brk_sbx_hold(c->s);
+	if (brk_work(c->s->b, brk_nclose_work, brk_nclose_done, k) != 0) {
+		brk_sbx_release(c->s);
+		free(k);
+		return false;
+	}
+	if (c->counted)
+		c->counted = false;	/* its place is the close's now */
+	else
+		nt->inflight++;
+	c->agent_sock = -1;
+	return true;
+}
+
 static void
 brk_nconn_free(struct brk_nconn *c)
 {
@@ -158,7 +224,8 @@ brk_nconn_free(struct brk_nconn *c)
 	/* Both may be the agent's by now (installed, or its own socket): the
 	 * last close of either may be ours. */
 	brk_close_agent(c->sock);
-	brk_close_agent(c->agent_sock);
+	if (c->agent_sock >= 0 && !brk_nclose_off(c, nt))
+		brk_close_agent(c->agent_sock);
 	if (c->startfd >= 0)
 		close(c->startfd);
 	if (c->counted && nt)
@@ -747,6 +814,12 @@ brk_nconn_judge(struct brk_notify *nt, struct brk_nconn *c)
 	/* From here on c->addr is what counts.  The read of it was of this
 	 * very call's thread only if the notification is still pending; so
 	 * is the descriptor table read below. */
+	/* A place for the close of the copy taken next, should it be an
+	 * AF_UNIX socket's (brk_nclose_off): none left, none is taken. */
+	if (!c->counted && nt->inflight >= BRK_NOTIFY_INFLIGHT) {
+		err = EAGAIN;
+		goto answer;
+	}
 	if ((pidfd = (int)syscall(SYS_pidfd_open, c->tid, PIDFD_THREAD)) < 0 ||
 	    !brk_notify_valid(nt->fd, c->id))
 		goto drop;
