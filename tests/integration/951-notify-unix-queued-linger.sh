@@ -48,7 +48,7 @@ EOT
 S="$T_TMP/st"
 srv_start "$S" --policy "$T_TMP/p.conf"
 agent_start o1 --tier medium --workspace "$W" --grant "net.connect:127.0.0.1:$PORT"
-agent_send o1 "python3 a.py $PORT 6 20 0"
+agent_send o1 "python3 a.py $PORT 6 30 0"
 # capctl status through the loop, one after another, while the agent tries.
 ( while :; do
 	t0=$(date +%s%N)
