@@ -13,6 +13,7 @@
 #include "broker/approval.h"
 #include "broker/budget.h"
 #include "broker/commit.h"
+#include "broker/dns.h"
 #include "broker/fleet.h"
 #include "broker/hostaddr.h"
 #include "broker/notify.h"
@@ -674,6 +675,7 @@ brk_free(struct brk *b)
 	 * each job is freed with what it holds rather than lost with the
 	 * pipe (they may free a sandbox whose last reference they held). */
 	brk_work_drain(b, BRK_WORK_DRAIN_MS);
+	brk_dns_end_all(b);
 	while (b->sbx) {
 		struct brk_sbx *s = b->sbx;
 

@@ -191,8 +191,11 @@ struct brk_sbx {
 	bool dead;			/* channel closed; freed when refs drop to 0 */
 };
 
+struct brk_dconn;
+
 struct brk {
 	struct event_base *base;
+	struct brk_dconn *dconns;	/* every sandbox's resolver connections (dns.c) */
 	struct pol *pol;		/* the current policy: cur->pol */
 	struct brk_pol *cur;
 	struct st *st;

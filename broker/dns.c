@@ -69,6 +69,7 @@
 
 /* One connection to the resolver. */
 struct brk_dconn {
+	struct brk_dconn *next, **pprev;	/* in b->dconns */
 	struct brk_sbx *s;
 	struct bufferevent *bev;
 	bool busy;			/* a lookup runs for q */
@@ -390,6 +391,11 @@ brk_dconn_free(struct brk_dconn *d)
 	if (d->bev)
 		bufferevent_free(d->bev);	/* closes the socket */
 	brk_dns_query_free(&d->q);
+	if (d->pprev) {
+		*d->pprev = d->next;
+		if (d->next)
+			d->next->pprev = d->pprev;
+	}
 	d->s->dns_conns--;
 	brk_sbx_release(d->s);
 	free(d);
@@ -591,6 +597,18 @@ brk_dconn_event(struct bufferevent *bev, short what, void *arg)
 	brk_dconn_free(d);
 }
 
+void
+brk_dns_end_all(struct brk *b)
+{
+	struct brk_dconn *d = b->dconns, *next;
+
+	for (; d; d = next) {
+		next = d->next;
+		if (!d->busy)
+			brk_dconn_free(d);
+	}
+}
+
 int
 brk_dns_serve(struct brk_sbx *s, int sock)
 {
@@ -615,6 +633,11 @@ brk_dns_serve(struct brk_sbx *s, int sock)
 	d->s = s;
 	brk_sbx_hold(s);
 	s->dns_conns++;
+	d->next = s->b->dconns;
+	if (d->next)
+		d->next->pprev = &d->next;
+	d->pprev = &s->b->dconns;
+	s->b->dconns = d;
 	if (evutil_make_socket_nonblocking(sock) != 0 ||
 	    !(d->bev = bufferevent_socket_new(s->b->base, sock, BEV_OPT_CLOSE_ON_FREE))) {
 		close(sock);

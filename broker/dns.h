@@ -70,4 +70,10 @@ bool brk_dns_is_resolver(const struct sockaddr *sa, socklen_t len);
  * load fails). */
 int brk_dns_serve(struct brk_sbx *s, int sock) CB_WARN_UNUSED;
 
+/* At shutdown, once the workers' completions have run: free every resolver
+ * connection no lookup holds.  Each holds its sandbox, and one whose end
+ * the loop had not yet seen close (a copy of the agent's socket closed on
+ * a worker at the very end: brk_nclose_off) would outlive the loop. */
+void brk_dns_end_all(struct brk *b);
+
 #endif
