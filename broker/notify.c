@@ -61,6 +61,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +74,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef PIDFD_THREAD
@@ -168,10 +171,64 @@ struct brk_nclose {
 	int fd;
 };
 
+/*
+ * That close is bounded too (red team: a worker held for the agent's
+ * linger, up to 2^31 s, after the sandbox ended, without bound across
+ * sandboxes).  A socket's linger waits interruptibly (sk_stream_wait_close
+ * gives up once a signal is pending), so a timer aimed at this thread
+ * alone sends it a signal every BRK_NCLOSE_CUT_NS while the close runs:
+ * each lingering socket released by it then stops waiting at once and is
+ * left to the kernel to finish (an orphan, within the kernel's own
+ * limits), as a linger of 0 would.  Repeated, not one-shot: a signal that
+ * lands before the close has begun is handled and gone.  The handler does
+ * nothing; the signal is blocked again before the thread's return, so
+ * nothing else of the worker is interrupted.
+ */
+#define BRK_NCLOSE_CUT_NS (20 * 1000000L)
+#define BRK_NCLOSE_SIG (SIGRTMIN + 2)
+
+static void
+brk_nclose_sig(int sig)
+{
+	(void)sig;
+}
+
+static pthread_once_t brk_nclose_once = PTHREAD_ONCE_INIT;
+
+static void
+brk_nclose_handler(void)
+{
+	struct sigaction sa = { .sa_handler = brk_nclose_sig };
+
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(BRK_NCLOSE_SIG, &sa, NULL);
+}
+
 static void
 brk_nclose_work(void *arg)
 {
-	brk_close_agent(((struct brk_nclose *)arg)->fd);
+	int fd = ((struct brk_nclose *)arg)->fd;
+	const struct itimerspec every = {
+		.it_value = { 0, BRK_NCLOSE_CUT_NS }, .it_interval = { 0, BRK_NCLOSE_CUT_NS },
+	};
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = BRK_NCLOSE_SIG };
+	sigset_t cut;
+	timer_t tm;
+
+	pthread_once(&brk_nclose_once, brk_nclose_handler);
+	ev._sigev_un._tid = gettid();	/* glibc 2.36 names no sigev_notify_thread_id */
+	if (timer_create(CLOCK_MONOTONIC, &ev, &tm) != 0) {
+		/* Out of memory, or over RLIMIT_SIGPENDING: unbounded, as before. */
+		brk_close_agent(fd);
+		return;
+	}
+	sigemptyset(&cut);
+	sigaddset(&cut, BRK_NCLOSE_SIG);
+	(void)timer_settime(tm, 0, &every, NULL);
+	pthread_sigmask(SIG_UNBLOCK, &cut, NULL);
+	brk_close_agent(fd);
+	pthread_sigmask(SIG_BLOCK, &cut, NULL);
+	timer_delete(tm);
 }
 
 static void

@@ -10,10 +10,12 @@
 # workspace meanwhile so that the lookup waits behind them.
 # Prints a line per try, then "won N": how many times the agent's close
 # was not the last (the broker's was, or is to be).
-# Usage: unix_queue_agent.py PORT LINGER_S TRIES DELAY_MS
+# Usage: unix_queue_agent.py PORT LINGER_S TRIES DELAY_MS [WINS]
+# WINS: stop once that many were won (a race: the tries are an upper bound).
 import os, socket, struct, sys, threading, time
 
 port, linger, tries, delay = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+wins = int(sys.argv[5]) if len(sys.argv) > 5 else tries
 stop = False
 def flood():
     while not stop:
@@ -67,5 +69,7 @@ for i in range(tries):
     print("try %d: errno %s, %s" % (i, res, "not the last close" if not c.is_alive() else
           "the last close"), flush=True)
     b.detach()
+    if won >= wins:
+        break
 stop = True
 print("won", won, flush=True)
