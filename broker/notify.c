@@ -38,7 +38,12 @@
  *    runs in a worker thread: the copy of the address out of the agent's
  *    memory (its pages may be a served file's, read in by the file server)
  *    and the AF_UNIX connect; at most BRK_NOTIFY_INFLIGHT of these
- *    together per sandbox (more fail with EAGAIN).
+ *    together per sandbox.  While they are all taken the listener is not
+ *    read: the sandbox's further calls wait in the kernel, as they would
+ *    behind a slow network, until one ends (brk_notify_put).  They used
+ *    to fail with EAGAIN, which a blocking connect() never returns for
+ *    TCP and ordinary programs take as fatal: 11 of 64 threads connecting
+ *    at once failed (tests/integration/953).
  *  - One audit line per mediated connect() to an address: allowed (before
  *    the broker connects) or denied, with the reason; denials are charged
  *    to the sandbox's audit budget like every other.
@@ -61,8 +66,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +77,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef PIDFD_THREAD
@@ -92,6 +94,7 @@ struct brk_notify {
 	size_t req_sz, resp_sz;		/* the kernel's sizes (may exceed ours) */
 	struct seccomp_notif *req;
 	unsigned inflight;
+	bool full;			/* not read until a place is free */
 };
 
 /* One connect() being served. */
@@ -108,6 +111,8 @@ struct brk_nconn {
 	int err;			/* worker result (errno) */
 	int startfd;			/* a path-named AF_UNIX connect: the agent's
 					 * root or working directory (O_PATH) */
+	int lfd;			/* an AF_UNIX connect: the listener's dup, for
+					 * its worker to ask if the call still waits */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
 	union {
 		struct sockaddr sa;
@@ -125,6 +130,20 @@ static struct brk_notify *
 brk_nt(struct brk_sbx *s)
 {
 	return s->notify;
+}
+
+/* A place in flight given back: a listener left unread for want of one is
+ * read again (unless the audit budget's pause has it: that re-arms it). */
+static void
+brk_notify_put(struct brk_notify *nt)
+{
+	if (nt->inflight > 0)
+		nt->inflight--;
+	if (nt->full && nt->inflight < BRK_NOTIFY_INFLIGHT && nt->fd >= 0 && nt->ev) {
+		nt->full = false;
+		if (!nt->ev_pause || !evtimer_pending(nt->ev_pause, NULL))
+			event_add(nt->ev, NULL);
+	}
 }
 
 static bool
@@ -172,63 +191,24 @@ struct brk_nclose {
 };
 
 /*
- * That close is bounded too (red team: a worker held for the agent's
+ * That close is cut short too (red team: a worker held for the agent's
  * linger, up to 2^31 s, after the sandbox ended, without bound across
  * sandboxes).  A socket's linger waits interruptibly (sk_stream_wait_close
- * gives up once a signal is pending), so a timer aimed at this thread
- * alone sends it a signal every BRK_NCLOSE_CUT_NS while the close runs:
- * each lingering socket released by it then stops waiting at once and is
- * left to the kernel to finish (an orphan, within the kernel's own
- * limits), as a linger of 0 would.  Repeated, not one-shot: a signal that
- * lands before the close has begun is handled and gone.  The handler does
- * nothing; the signal is blocked again before the thread's return, so
- * nothing else of the worker is interrupted.
+ * gives up once a signal is pending): each lingering socket the close
+ * releases stops waiting at the first signal and is left to the kernel to
+ * finish (an orphan, within the kernel's own limits), as a linger of 0
+ * would.
  */
 #define BRK_NCLOSE_CUT_NS (20 * 1000000L)
-#define BRK_NCLOSE_SIG (SIGRTMIN + 2)
-
-static void
-brk_nclose_sig(int sig)
-{
-	(void)sig;
-}
-
-static pthread_once_t brk_nclose_once = PTHREAD_ONCE_INIT;
-
-static void
-brk_nclose_handler(void)
-{
-	struct sigaction sa = { .sa_handler = brk_nclose_sig };
-
-	sigemptyset(&sa.sa_mask);
-	(void)sigaction(BRK_NCLOSE_SIG, &sa, NULL);
-}
 
 static void
 brk_nclose_work(void *arg)
 {
-	int fd = ((struct brk_nclose *)arg)->fd;
-	const struct itimerspec every = {
-		.it_value = { 0, BRK_NCLOSE_CUT_NS }, .it_interval = { 0, BRK_NCLOSE_CUT_NS },
-	};
-	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = BRK_NCLOSE_SIG };
-	sigset_t cut;
-	timer_t tm;
+	struct brk_cut k;
 
-	pthread_once(&brk_nclose_once, brk_nclose_handler);
-	ev._sigev_un._tid = gettid();	/* glibc 2.36 names no sigev_notify_thread_id */
-	if (timer_create(CLOCK_MONOTONIC, &ev, &tm) != 0) {
-		/* Out of memory, or over RLIMIT_SIGPENDING: unbounded, as before. */
-		brk_close_agent(fd);
-		return;
-	}
-	sigemptyset(&cut);
-	sigaddset(&cut, BRK_NCLOSE_SIG);
-	(void)timer_settime(tm, 0, &every, NULL);
-	pthread_sigmask(SIG_UNBLOCK, &cut, NULL);
-	brk_close_agent(fd);
-	pthread_sigmask(SIG_BLOCK, &cut, NULL);
-	timer_delete(tm);
+	(void)brk_work_cut_start(&k, BRK_NCLOSE_CUT_NS);
+	brk_close_agent(((struct brk_nclose *)arg)->fd);
+	brk_work_cut_stop(&k);
 }
 
 static void
@@ -237,8 +217,8 @@ brk_nclose_done(void *arg)
 	struct brk_nclose *k = arg;
 	struct brk_notify *nt = brk_nt(k->s);
 
-	if (nt && nt->inflight > 0)
-		nt->inflight--;
+	if (nt)
+		brk_notify_put(nt);
 	brk_sbx_release(k->s);
 	free(k);
 }
@@ -285,8 +265,10 @@ brk_nconn_free(struct brk_nconn *c)
 		brk_close_agent(c->agent_sock);
 	if (c->startfd >= 0)
 		close(c->startfd);
+	if (c->lfd >= 0)
+		close(c->lfd);
 	if (c->counted && nt)
-		nt->inflight--;
+		brk_notify_put(nt);
 	brk_sbx_release(c->s);
 	free(c);
 }
@@ -755,6 +737,49 @@ brk_fsid_back(const struct brk_fsid *f)
  * kernel file system) with the agent's file-system identity; the agent's
  * socket is then connected to what was found, through the broker's
  * /proc/self/fd. */
+/*
+ * The connect itself.  A blocking one to a full listener waits, as the
+ * kernel's would, for as long as the agent's SO_SNDTIMEO says (then
+ * EAGAIN) or until the listener accepts or closes; but only while its
+ * caller waits.  A caller killed or interrupted meanwhile was left with a
+ * worker that waited on, holding one of the sandbox's places in flight
+ * (32 such, and every further connect() of the sandbox waited: the
+ * listener is not read while they are all taken).  So the wait is cut
+ * every BRK_NUNIX_CUT_NS, and taken up again only while the notification
+ * is still pending and within the agent's time limit (to within a cut).
+ * An interrupted connect leaves an AF_UNIX socket unconnected: the retry
+ * is the same call.
+ */
+#define BRK_NUNIX_CUT_NS (100 * 1000000L)
+
+static int
+brk_nconn_unix_connect(const struct brk_nconn *c, const struct sockaddr *a, socklen_t len)
+{
+	struct timeval st = { 0, 0 };
+	socklen_t l = sizeof(st);
+	uint64_t end = 0;
+	struct brk_cut k;
+	int err;
+
+	if (getsockopt(c->agent_sock, SOL_SOCKET, SO_SNDTIMEO_OLD, &st, &l) == 0 &&
+	    (st.tv_sec > 0 || st.tv_usec > 0))
+		end = cb_mono_ns() + (uint64_t)st.tv_sec * 1000000000u + (uint64_t)st.tv_usec * 1000u;
+	(void)brk_work_cut_start(&k, BRK_NUNIX_CUT_NS);
+	for (;;) {
+		err = connect(c->agent_sock, a, len) == 0 ? 0 : errno;
+		if (err != EINTR || !k.on)
+			break;
+		if (c->lfd < 0 || !brk_notify_valid(c->lfd, c->id))
+			break;		/* nobody waits for it: EINTR, unanswered */
+		if (end && cb_mono_ns() >= end) {
+			err = EAGAIN;	/* the kernel's answer to a timed-out wait */
+			break;
+		}
+	}
+	brk_work_cut_stop(&k);
+	return err;
+}
+
 static void
 brk_nconn_unix_work(void *arg)
 {
@@ -765,7 +790,7 @@ brk_nconn_unix_work(void *arg)
 	int fd;
 
 	if (c->startfd < 0) {
-		c->err = connect(c->agent_sock, &c->addr.sa, c->addrlen) == 0 ? 0 : errno;
+		c->err = brk_nconn_unix_connect(c, &c->addr.sa, c->addrlen);
 		return;
 	}
 	if (brk_fsid_agent(&f) != 0) {
@@ -781,7 +806,7 @@ brk_nconn_unix_work(void *arg)
 		c->err = errno == ELOOP || errno == EXDEV ? EACCES : errno;
 	} else {
 		snprintf(via.sun_path, sizeof(via.sun_path), "/proc/self/fd/%d", fd);
-		c->err = connect(c->agent_sock, (struct sockaddr *)&via, sizeof(via)) == 0 ? 0 : errno;
+		c->err = brk_nconn_unix_connect(c, (struct sockaddr *)&via, sizeof(via));
 		close(fd);
 	}
 	brk_fsid_back(&f);
@@ -840,11 +865,12 @@ brk_nconn_unix(struct brk_nconn *c)
 			goto out;
 		}
 	}
-	/* A worker blocked on a full listener stays blocked after the calling
-	 * thread is killed (the broker holds the socket), until that listener
-	 * accepts or closes: without this bound an agent that kills and
-	 * retries would pile up broker threads without end. */
+	/* A worker blocked on a full listener is held until its caller is
+	 * gone (brk_nconn_unix_connect), and by then the agent may have asked
+	 * again: without this bound an agent that kills and retries would
+	 * pile up broker threads faster than they end. */
 	if (nt->inflight >= BRK_NOTIFY_INFLIGHT ||
+	    (c->lfd = fcntl(nt->fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
 	    brk_work(c->s->b, brk_nconn_unix_work, brk_nconn_unix_done, c) != 0) {
 		brk_notify_answer(nt, c->id, EAGAIN);
 		goto out;
@@ -943,7 +969,7 @@ brk_nconn_read_done(void *arg)
 	struct brk_notify *nt = brk_nt(c->s);
 
 	if (c->counted && nt)
-		nt->inflight--;
+		brk_notify_put(nt);
 	c->counted = false;
 	if (c->s->dead || !nt || nt->fd < 0) {
 		brk_nconn_free(c);
@@ -986,7 +1012,7 @@ brk_notify_one(struct brk_notify *nt, const struct seccomp_notif *req)
 	c->id = req->id;
 	c->tid = (pid_t)req->pid;
 	c->afd = (int)(int32_t)req->data.args[0];
-	c->agent_sock = c->sock = c->startfd = -1;
+	c->agent_sock = c->sock = c->startfd = c->lfd = -1;
 	c->addrlen = (socklen_t)len;
 	c->uaddr = (uintptr_t)req->data.args[1];
 	if (c->tid <= 0 || c->afd < 0) {
@@ -1073,6 +1099,11 @@ brk_notify_readable(evutil_socket_t fd, short ev, void *arg)
 	for (int i = 0; i < BRK_BATCH && nt->fd >= 0 && !s->dead; i++) {
 		struct pollfd p = { .fd = (int)fd, .events = POLLIN };
 
+		if (nt->inflight >= BRK_NOTIFY_INFLIGHT) {
+			event_del(nt->ev);
+			nt->full = true;
+			break;
+		}
 		if (!brk_notify_budget(nt) || poll(&p, 1, 0) != 1)
 			break;
 		if (p.revents & (POLLHUP | POLLERR)) {

@@ -6,7 +6,8 @@
  * never reads or writes files for an agent (ops_fs.c switches the loop
  * thread's fs identity and relies on that; the one file a worker opens is
  * a system library, dns.c's dlopen of libldns, as the broker's own user),
- * and it blocks every signal.
+ * and it blocks every signal (but brk_work_cut_start's, while a call of
+ * its is cut short).
  */
 #include "broker/core.h"
 #include "broker/work.h"
@@ -65,6 +66,64 @@ brk_work(struct brk *b, void (*fn)(void *), void (*done)(void *), void *arg)
 	}
 	b->jobs++;
 	return 0;
+}
+
+#define BRK_CUT_SIG (SIGRTMIN + 2)
+
+static void
+brk_cut_sig(int sig)
+{
+	(void)sig;
+}
+
+static pthread_once_t brk_cut_once = PTHREAD_ONCE_INIT;
+
+static void
+brk_cut_handler(void)
+{
+	/* No SA_RESTART: an interrupted call returns EINTR to its caller. */
+	struct sigaction sa = { .sa_handler = brk_cut_sig };
+
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(BRK_CUT_SIG, &sa, NULL);
+}
+
+bool
+brk_work_cut_start(struct brk_cut *k, long ns)
+{
+	const struct itimerspec every = { .it_value = { 0, ns }, .it_interval = { 0, ns } };
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = BRK_CUT_SIG };
+	sigset_t cut;
+
+	pthread_once(&brk_cut_once, brk_cut_handler);
+	ev._sigev_un._tid = gettid();	/* glibc 2.36 names no sigev_notify_thread_id */
+	k->on = timer_create(CLOCK_MONOTONIC, &ev, &k->tm) == 0;
+	if (!k->on)
+		return false;
+	if (timer_settime(k->tm, 0, &every, NULL) != 0) {
+		timer_delete(k->tm);
+		return k->on = false;
+	}
+	sigemptyset(&cut);
+	sigaddset(&cut, BRK_CUT_SIG);
+	pthread_sigmask(SIG_UNBLOCK, &cut, NULL);
+	return true;
+}
+
+void
+brk_work_cut_stop(struct brk_cut *k)
+{
+	sigset_t cut;
+
+	if (!k->on)
+		return;
+	/* Blocked first: a signal still to come stays pending, and a worker
+	 * ends with its job. */
+	sigemptyset(&cut);
+	sigaddset(&cut, BRK_CUT_SIG);
+	pthread_sigmask(SIG_BLOCK, &cut, NULL);
+	timer_delete(k->tm);
+	k->on = false;
 }
 
 static void
