@@ -31,7 +31,7 @@
  *    itself looked up for the name (hosts.c); a name never unlocks a
  *    never-reachable range.
  *  - Bounded: BRK_DNS_CONNS connections per sandbox (more: the connect()
- *    fails with EAGAIN), one query at a time per connection (reading
+ *    waits for one to close, up to 5 s, then EAGAIN: notify.c), one query at a time per connection (reading
  *    pauses while its lookup runs, so at most BRK_DNS_CONNS lookups), an
  *    idle connection closes after BRK_DNS_IDLE_S; answers are cached for
  *    BRK_DNS_TTL_S so a program's A and AAAA queries make one lookup.
@@ -397,6 +397,7 @@ brk_dconn_free(struct brk_dconn *d)
 			d->next->pprev = d->pprev;
 	}
 	d->s->dns_conns--;
+	brk_notify_dns_room(d->s);
 	brk_sbx_release(d->s);
 	free(d);
 }
@@ -607,6 +608,12 @@ brk_dns_end_all(struct brk *b)
 		if (!d->busy)
 			brk_dconn_free(d);
 	}
+}
+
+bool
+brk_dns_full(const struct brk_sbx *s)
+{
+	return s->dns_conns >= BRK_DNS_CONNS;
 }
 
 int

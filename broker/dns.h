@@ -69,6 +69,9 @@ bool brk_dns_is_resolver(const struct sockaddr *sa, socklen_t len);
  * connection is accepted and read only once it is there (closed if the
  * load fails). */
 int brk_dns_serve(struct brk_sbx *s, int sock) CB_WARN_UNUSED;
+/* Has s as many resolver connections as it may (brk_dns_serve would
+ * refuse another with CB_EBUSY)? */
+bool brk_dns_full(const struct brk_sbx *s);
 
 /* At shutdown, once the workers' completions have run: free every resolver
  * connection no lookup holds.  Each holds its sandbox, and one whose end

@@ -95,6 +95,8 @@ struct brk_notify {
 	struct seccomp_notif *req;
 	unsigned inflight;
 	bool full;			/* not read until a place is free */
+	struct brk_nconn *dwait;	/* resolver connects waiting for room */
+	struct brk_nconn **dwait_tail;
 };
 
 /* One connect() being served. */
@@ -122,6 +124,7 @@ struct brk_nconn {
 		struct sockaddr_storage ss;
 	} addr;				/* the copy that is judged and used */
 	socklen_t addrlen;
+	struct brk_nconn *dnext;	/* in the notifier's dwait */
 	uintptr_t uaddr;		/* where the agent's call has it */
 	char res[96];			/* ADDRESS:PORT, for the audit */
 };
@@ -558,6 +561,92 @@ brk_unix_norights(int fd)
  * replaced by one end of a socketpair whose other end the broker serves.
  * Nothing is looked up or granted by the connect itself, so it has no
  * audit line: each query is judged and audited. */
+/*
+ * A resolver connection past the sandbox's BRK_DNS_CONNS waits for one of
+ * them to close, for up to BRK_NDNS_WAIT_S (then EAGAIN), holding one of
+ * its places in flight.  It used to fail at once with EAGAIN, and glibc
+ * takes that as "temporary failure in name resolution": 48 of 64 threads
+ * calling getaddrinfo at once failed (tests/integration/954).  Resolver
+ * connections are short (glibc opens one per lookup) and an idle one
+ * closes after BRK_DNS_IDLE_S, so the wait is short too.
+ */
+#define BRK_NDNS_WAIT_S 5
+
+static void brk_nconn_dns(struct brk_nconn *c);
+
+static void
+brk_nconn_dns_unwait(struct brk_notify *nt, struct brk_nconn *c)
+{
+	struct brk_nconn **pp = &nt->dwait;
+
+	while (*pp && *pp != c)
+		pp = &(*pp)->dnext;
+	if (*pp)
+		*pp = c->dnext;
+	if (nt->dwait_tail == &c->dnext)
+		nt->dwait_tail = pp;
+	c->dnext = NULL;
+	if (c->ev)
+		event_free(c->ev);
+	c->ev = NULL;
+}
+
+static void
+brk_nconn_dns_expire(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_nconn *c = arg;
+	struct brk_notify *nt = brk_nt(c->s);
+
+	(void)fd;
+	(void)ev;
+	brk_nconn_dns_unwait(nt, c);
+	brk_notify_answer(nt, c->id, EAGAIN);
+	brk_nconn_free(c);
+}
+
+/* true: c waits (or was answered and freed: none can wait); false: there
+ * is room, go on. */
+static bool
+brk_nconn_dns_wait(struct brk_nconn *c)
+{
+	struct brk_notify *nt = brk_nt(c->s);
+	struct timeval tv = { BRK_NDNS_WAIT_S, 0 };
+
+	if (!brk_dns_full(c->s))
+		return false;
+	if ((!c->counted && nt->inflight >= BRK_NOTIFY_INFLIGHT) ||
+	    !(c->ev = evtimer_new(c->s->b->base, brk_nconn_dns_expire, c)) ||
+	    evtimer_add(c->ev, &tv) != 0) {
+		brk_notify_answer(nt, c->id, EAGAIN);
+		brk_nconn_free(c);
+		return true;
+	}
+	if (!c->counted) {
+		nt->inflight++;
+		c->counted = true;
+	}
+	if (!nt->dwait_tail)
+		nt->dwait_tail = &nt->dwait;
+	*nt->dwait_tail = c;
+	nt->dwait_tail = &c->dnext;
+	return true;
+}
+
+void
+brk_notify_dns_room(struct brk_sbx *s)
+{
+	struct brk_notify *nt = brk_nt(s);
+	struct brk_nconn *c;
+
+	while (nt && (c = nt->dwait) && !brk_dns_full(s)) {
+		brk_nconn_dns_unwait(nt, c);
+		if (nt->fd < 0 || s->dead || !brk_notify_valid(nt->fd, c->id))
+			brk_nconn_free(c);	/* its caller is gone */
+		else
+			brk_nconn_dns(c);
+	}
+}
+
 static void
 brk_nconn_dns(struct brk_nconn *c)
 {
@@ -565,6 +654,9 @@ brk_nconn_dns(struct brk_nconn *c)
 	struct seccomp_notif_addfd add = { .id = c->id, .flags = SECCOMP_ADDFD_FLAG_SETFD,
 		.newfd = (uint32_t)c->afd, .newfd_flags = c->cloexec ? O_CLOEXEC : 0 };
 	int sp[2], e;
+
+	if (brk_nconn_dns_wait(c))
+		return;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (c->nonblock ? SOCK_NONBLOCK : 0), 0,
 	    sp) != 0) {
@@ -1185,9 +1277,23 @@ void
 brk_notify_stop(struct brk_sbx *s)
 {
 	struct brk_notify *nt = s->notify;
+	struct brk_nconn *c;
 
 	if (!nt)
 		return;
+	/* Only at the broker's end, its sandboxes freed whoever holds them (a
+	 * resolver connection busy past the drain kept the waiters): they go
+	 * with s, without releasing it or their places. */
+	while ((c = nt->dwait)) {
+		brk_nconn_dns_unwait(nt, c);
+		brk_close_agent(c->sock);
+		brk_close_agent(c->agent_sock);
+		if (c->startfd >= 0)
+			close(c->startfd);
+		if (c->lfd >= 0)
+			close(c->lfd);
+		free(c);
+	}
 	brk_notify_close(nt);
 	free(nt->req);
 	free(nt);

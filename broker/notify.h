@@ -30,6 +30,10 @@ int brk_notify_start(struct brk_sbx *s, int listener);
  * Called when s is freed; connects still in flight hold s. */
 void brk_notify_stop(struct brk_sbx *s);
 
+/* One of s's resolver connections closed (dns.c): a connect() to the
+ * resolver that waits for room may go on. */
+void brk_notify_dns_room(struct brk_sbx *s);
+
 /* Bind fd, an AF_UNIX socket of the broker's an agent will hold (the
  * channel, the resolver's socketpair end), so that the agent's bind()
  * cannot name an abstract socket in the broker's (the host's) network
