@@ -24,27 +24,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit
 fi
 
-W="$T_TMP/ws"
-mkdir -p "$W"
-cp "$CB_TOP/tests/integration/unix_queue_agent.py" "$W/a.py"
-chown -R 4248:4248 "$W"
-# A peer that accepts and never reads, with a small receive buffer.
-"$PYTHON" -c '
-import socket
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-print(s.getsockname()[1], flush=True)
-held = []
-while True:
-    held.append(s.accept()[0])' >"$T_TMP/port" &
-_adm_pids+=("$!")
-wait_for 50 test -s "$T_TMP/port"
-PORT=$(cat "$T_TMP/port")
-cat >"$T_TMP/p.conf" <<EOT
-tiers = { medium = { ceiling = [ "fs.*:\${workspace}/**", "net.connect:127.0.0.1:*" ]; }; };
-EOT
+linger_setup unix_queue_agent.py
 S="$T_TMP/st"
 srv_start "$S" --policy "$T_TMP/p.conf"
 agent_start o1 --tier medium --workspace "$W" --grant "net.connect:127.0.0.1:$PORT"

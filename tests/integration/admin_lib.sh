@@ -171,3 +171,32 @@ shim_build() {
 	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 	t_ok "the $1 builds" cc -std=c17 -shared -fPIC -o "$SHIM" "$CB_TOP/tests/integration/$1.c" -ldl
 }
+
+# linger_setup AGENT: the set-up of the linger tests (911, 912, 951, 952).
+# A workspace $W owned by the agents' uid holding AGENT (a file of
+# tests/integration/) as a.py; a TCP peer on 127.0.0.1:$PORT that accepts
+# and never reads, with a small receive buffer, so that what an agent
+# sends it stays unsent and a close with SO_LINGER waits; and the policy
+# $T_TMP/p.conf, whose medium ceiling allows net.connect to 127.0.0.1.
+linger_setup() {
+	W="$T_TMP/ws"
+	mkdir -p "$W"
+	cp "$CB_TOP/tests/integration/$1" "$W/a.py"
+	chown -R 4248:4248 "$W"
+	"$PYTHON" -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+held = []
+while True:
+    held.append(s.accept()[0])' >"$T_TMP/port" &
+	_adm_pids+=("$!")
+	wait_for 50 test -s "$T_TMP/port"
+	PORT=$(cat "$T_TMP/port")
+	cat >"$T_TMP/p.conf" <<EOT
+tiers = { medium = { ceiling = [ "fs.*:\${workspace}/**", "net.connect:127.0.0.1:*" ]; }; };
+EOT
+}
