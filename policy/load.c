@@ -874,21 +874,40 @@ out:
 	return r;
 }
 
+static bool
+strv_has(const struct pol_strv *v, const char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* `exec` replaces the tier's list; `exec_add` (add) appends to it, so a
+ * policy that wants one program more (curl, say) keeps the built-in
+ * medium list instead of copying it: an `exec` naming only curl left a
+ * sandbox whose shell could not run `cat`. */
 static int
-get_exec(struct lctx *x, struct pol_tier *t, const config_setting_t *s)
+get_exec(struct lctx *x, struct pol_tier *t, const config_setting_t *s, bool add)
 {
 	struct pol_strv nv = { 0, NULL };
+	size_t have = add ? t->exec.n : 0;
 	int r = 0;
 
 	if (!is_strlist(x, s, "a list of absolute program paths"))
 		return 0;
-	if (!(nv.v = calloc((size_t)config_setting_length(s) + 1, sizeof(char *))))
+	if (!(nv.v = calloc(have + (size_t)config_setting_length(s) + 1, sizeof(char *))))
 		return CB_ENOMEM;
+	for (size_t i = 0; i < have; i++)
+		if (!(nv.v[nv.n++] = strdup(t->exec.v[i]))) {
+			r = CB_ENOMEM;
+			goto out;
+		}
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, i);
 		const char *v = config_setting_get_string(e);
 
-		if (!path_ok(x, e, v, "exec"))
+		if (!path_ok(x, e, v, add ? "exec_add" : "exec") || strv_has(&nv, v))
 			continue;
 		if (!(nv.v[nv.n++] = strdup(v))) {
 			r = CB_ENOMEM;
@@ -995,7 +1014,7 @@ check_tier_direct(struct lctx *x, const struct pol_tier *t, const config_setting
 	if (config_setting_length(s) == 0)
 		return;
 	if (low && (strcmp(key, "ro_binds") == 0 || strcmp(key, "rw_binds") == 0 ||
-	    strcmp(key, "exec") == 0))
+	    strncmp(key, "exec", 4) == 0))
 		perr(x, s, "wider than tier \"low\" allows: %s (expected none: the low tier sees no "
 		    "host files and cannot exec)", key);
 	else if (med && strcmp(key, "rw_binds") == 0)
@@ -1006,6 +1025,7 @@ check_tier_direct(struct lctx *x, const struct pol_tier *t, const config_setting
 static int
 apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 {
+	const config_setting_t *s_add;
 	int r = 0;
 
 	for (int i = 0; i < config_setting_length(g) && r == 0; i++) {
@@ -1028,8 +1048,10 @@ apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 		} else if (strcmp(name, "ceiling") == 0) {
 			r = get_specs(x, s, &t->ceiling);
 		} else if (strcmp(name, "exec") == 0) {
-			r = get_exec(x, t, s);
+			r = get_exec(x, t, s, false);
 			check_tier_direct(x, t, s, name);
+		} else if (strcmp(name, "exec_add") == 0) {
+			continue;	/* after exec, wherever it is written: below */
 		} else if (strcmp(name, "ro_binds") == 0 || strcmp(name, "rw_binds") == 0) {
 			r = get_binds(x, t, s, name[1] == 'w');
 			check_tier_direct(x, t, s, name);
@@ -1049,9 +1071,13 @@ apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 			char where[128];
 
 			snprintf(where, sizeof(where), "tier \"%s\"", t->name);
-			unknown_key(x, s, where, "extends, workspace, ceiling, exec, ro_binds, rw_binds, "
-			    "limits, requestable, fs_cache_data, fs_passthrough");
+			unknown_key(x, s, where, "extends, workspace, ceiling, exec, exec_add, ro_binds, "
+			    "rw_binds, limits, requestable, fs_cache_data, fs_passthrough");
 		}
+	}
+	if (r == 0 && (s_add = config_setting_get_member(g, "exec_add"))) {
+		r = get_exec(x, t, s_add, true);
+		check_tier_direct(x, t, s_add, "exec_add");
 	}
 	return r;
 }

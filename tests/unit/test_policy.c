@@ -197,6 +197,7 @@ test_examples(void)
 	const struct pol_tier *t;
 	const struct pol_bind *b;
 	const char *const *ex;
+	size_t n_ex;
 	enum pol_approval m;
 	uint64_t ttl;
 
@@ -210,8 +211,9 @@ test_examples(void)
 		/* Its old /etc/ssl/certs bind stopped every sandbox (issue 12):
 		 * every sandbox sees the certificates already. */
 		T_OK(pol_tier_binds(t, &b) == 0, "assistant: no bind (certificates are always there)");
-		T_OK(pol_tier_exec(t, &ex) == 1 && strcmp(ex[0], "/usr/bin/python3") == 0,
-		    "assistant: exec list");
+		n_ex = pol_tier_exec(t, &ex);
+		T_OK(n_ex > 20 && strcmp(ex[n_ex - 1], "/usr/bin/curl") == 0,
+		    "assistant: exec list, the built-in one and curl (%zu)", n_ex);
 		T_OK(within(p, "medium", "/w", "net.connect:api.github.com:443"),
 		    "assistant: api.github.com:443 within ceiling");
 		T_OK(!within(p, "medium", "/w", "net.connect:github.com:22"),
@@ -674,6 +676,55 @@ test_audit_budget(void)
 	    "budget: a negative byte burst is refused");
 }
 
+static bool
+has_exec(const struct pol_tier *t, const char *path, size_t *n)
+{
+	const char *const *ex;
+	bool found = false;
+
+	*n = t ? pol_tier_exec(t, &ex) : 0;
+	for (size_t i = 0; i < *n; i++)
+		found = found || strcmp(ex[i], path) == 0;
+	return found;
+}
+
+/* exec_add appends to the tier's list, built in or given by exec (in
+ * either order in the file); exec alone replaces it. */
+static void
+test_exec_add(void)
+{
+	struct pol *p = load_text("tiers = { medium = {} ; };\n");
+	size_t n0 = 0, n = 0;
+	bool ok, ok2;
+
+	if (T_OK(p != NULL, "a policy that names nothing loads")) {
+		ok = has_exec(pol_tier_get(p, "medium"), "/usr/bin/sh", &n0);
+		T_OK(ok && n0 > 20, "medium: the built-in exec list (%zu programs)", n0);
+	}
+	pol_free(p);
+	p = load_text("tiers = { medium = { exec_add = [ \"/usr/bin/curl\", \"/usr/bin/sh\" ]; }; };\n");
+	if (T_OK(p != NULL, "exec_add loads")) {
+		ok = has_exec(pol_tier_get(p, "medium"), "/usr/bin/curl", &n);
+		T_OK(ok && n == n0 + 1, "exec_add: curl added, the built-in list kept, sh not twice (%zu)", n);
+		T_OK(has_exec(pol_tier_get(p, "medium"), "/usr/bin/cat", &n), "... cat still runs");
+	}
+	pol_free(p);
+	p = load_text("tiers = { medium = { exec_add = [ \"/usr/bin/curl\" ];\n"
+	    "  exec = [ \"/usr/bin/python3\" ]; }; };\n");
+	if (T_OK(p != NULL, "exec_add written before exec loads")) {
+		ok = has_exec(pol_tier_get(p, "medium"), "/usr/bin/curl", &n);
+		ok2 = has_exec(pol_tier_get(p, "medium"), "/usr/bin/python3", &n);
+		T_OK(ok && ok2 && n == 2, "... and adds to the list exec gives, wherever it is written (%zu)", n);
+	}
+	pol_free(p);
+	p = load_text("tiers = { medium = { exec = [ \"/usr/bin/curl\" ]; }; };\n");
+	if (T_OK(p != NULL, "exec alone loads")) {
+		ok = has_exec(pol_tier_get(p, "medium"), "/usr/bin/curl", &n);
+		T_OK(ok && n == 1, "exec alone replaces the list (%zu)", n);
+	}
+	pol_free(p);
+}
+
 static void
 test_overrides(void)
 {
@@ -702,6 +753,7 @@ test_overrides(void)
 	T_OK(t && within(p, "build", NULL, "net.connect:10.0.0.1:22"), "build: named tiers have no cap on the ceiling");
 	T_OK(t && within(p, "build", NULL, "fs.write:/srv/build/x"), "build: its own files");
 	pol_free(p);
+	test_exec_add();
 }
 
 /* Issue 10, hole 3: never rules win over every request that overlaps

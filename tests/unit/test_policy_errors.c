@@ -251,6 +251,11 @@ main(void)
 	    "wider than tier \"low\" allows: ro_binds");
 	refused("low: exec list", "tiers = { low = { exec = [ \"/usr/bin/python3\" ]; }; };\n", 1,
 	    "wider than tier \"low\" allows: exec");
+	refused("low: programs added to its (empty) exec list",
+	    "tiers = { low = {\n exec_add = [ \"/usr/bin/curl\" ]; }; };\n", 2,
+	    "wider than tier \"low\" allows: exec_add");
+	refused("exec_add: a relative path", "tiers = { medium = { exec_add = [ \"bin/curl\" ]; }; };\n", 1,
+	    "invalid path \"bin/curl\" in exec_add");
 	refused("medium: files beyond the workspace", "tiers = { medium = { ceiling = [ \"fs.read:/home/**\" ]; }; };\n",
 	    1, "ceiling wider than tier \"medium\" allows: \"fs.read:/home/**\"");
 	/* the validator's stand-in workspace, written literally, is no workspace */
