@@ -465,18 +465,30 @@ caps_clear(struct cap **caps, size_t n)
 		cap_free(caps[i]);
 }
 
-/* Replace sv by the string list s, each element a valid spec. */
+/* Replace sv by the string list s, each element a valid spec; with add,
+ * append them to sv instead (a tier's `ceiling_add`). */
 static int
-get_specs(struct lctx *x, const config_setting_t *s, struct pol_specv *sv)
+get_specs_to(struct lctx *x, const config_setting_t *s, struct pol_specv *sv, bool add)
 {
 	struct pol_specv nv = { 0, NULL };
+	size_t have = add ? sv->n : 0;
 	int len, r = 0;
 
 	if (!is_strlist(x, s, "a list of capabilities, e.g. [ \"fs.read:/srv/**\" ]"))
 		return 0;
 	len = config_setting_length(s);
-	if (!(nv.v = calloc((size_t)len + 1, sizeof(*nv.v))))
+	if (!(nv.v = calloc(have + (size_t)len + 1, sizeof(*nv.v))))
 		return CB_ENOMEM;
+	for (size_t i = 0; i < have; i++) {
+		nv.v[i].line = sv->v[i].line;
+		nv.v[i].text = strdup(sv->v[i].text);
+		nv.v[i].file = sv->v[i].file ? strdup(sv->v[i].file) : NULL;
+		nv.n++;
+		if (!nv.v[i].text || (sv->v[i].file && !nv.v[i].file)) {
+			r = CB_ENOMEM;
+			goto out;
+		}
+	}
 	for (int i = 0; i < len; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, i);
 		const char *text = config_setting_get_string(e);
@@ -509,6 +521,12 @@ get_specs(struct lctx *x, const config_setting_t *s, struct pol_specv *sv)
 out:
 	pol_specv_clear(&nv);
 	return r;
+}
+
+static int
+get_specs(struct lctx *x, const config_setting_t *s, struct pol_specv *sv)
+{
+	return get_specs_to(x, s, sv, false);
 }
 
 /* ---- sections -------------------------------------------------------- */
@@ -1050,8 +1068,8 @@ apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 		} else if (strcmp(name, "exec") == 0) {
 			r = get_exec(x, t, s, false);
 			check_tier_direct(x, t, s, name);
-		} else if (strcmp(name, "exec_add") == 0) {
-			continue;	/* after exec, wherever it is written: below */
+		} else if (strcmp(name, "exec_add") == 0 || strcmp(name, "ceiling_add") == 0) {
+			continue;	/* after exec and ceiling, wherever written: below */
 		} else if (strcmp(name, "ro_binds") == 0 || strcmp(name, "rw_binds") == 0) {
 			r = get_binds(x, t, s, name[1] == 'w');
 			check_tier_direct(x, t, s, name);
@@ -1071,14 +1089,19 @@ apply_tier_keys(struct lctx *x, struct pol_tier *t, const config_setting_t *g)
 			char where[128];
 
 			snprintf(where, sizeof(where), "tier \"%s\"", t->name);
-			unknown_key(x, s, where, "extends, workspace, ceiling, exec, exec_add, ro_binds, "
-			    "rw_binds, limits, requestable, fs_cache_data, fs_passthrough");
+			unknown_key(x, s, where, "extends, workspace, ceiling, ceiling_add, exec, exec_add, "
+			    "ro_binds, rw_binds, limits, requestable, fs_cache_data, fs_passthrough");
 		}
 	}
 	if (r == 0 && (s_add = config_setting_get_member(g, "exec_add"))) {
 		r = get_exec(x, t, s_add, true);
 		check_tier_direct(x, t, s_add, "exec_add");
 	}
+	/* As exec_add: network access for the medium tier without restating
+	 * its workspace capabilities, whose loss (a ceiling naming only a host)
+	 * silently narrowed the workspace's own tokens to nothing. */
+	if (r == 0 && (s_add = config_setting_get_member(g, "ceiling_add")))
+		r = get_specs_to(x, s_add, &t->ceiling, true);
 	return r;
 }
 

@@ -723,6 +723,21 @@ test_exec_add(void)
 		T_OK(ok && n == 1, "exec alone replaces the list (%zu)", n);
 	}
 	pol_free(p);
+	/* ceiling_add, the same for the ceiling */
+	p = load_text("tiers = { medium = { ceiling_add = [ \"net.connect:pypi.org:443\" ]; }; };\n");
+	if (T_OK(p != NULL, "ceiling_add loads")) {
+		T_OK(within(p, "medium", "/w", "net.connect:pypi.org:443"), "ceiling_add: the host added");
+		T_OK(within(p, "medium", "/w", "fs.write:/w/x") && within(p, "medium", "/w", "proc.exec:/usr/bin/cat"),
+		    "... the built-in ceiling kept (the workspace, the tools)");
+	}
+	pol_free(p);
+	p = load_text("tiers = { medium = { ceiling_add = [ \"net.connect:pypi.org:443\" ];\n"
+	    "  ceiling = [ \"fs.read:${workspace}/**\" ]; }; };\n");
+	if (T_OK(p != NULL, "ceiling_add written before ceiling loads")) {
+		T_OK(within(p, "medium", "/w", "net.connect:pypi.org:443") && within(p, "medium", "/w", "fs.read:/w/x") &&
+		    !within(p, "medium", "/w", "fs.write:/w/x"), "... and adds to the ceiling given, wherever written");
+	}
+	pol_free(p);
 }
 
 static void

@@ -254,6 +254,12 @@ main(void)
 	refused("low: programs added to its (empty) exec list",
 	    "tiers = { low = {\n exec_add = [ \"/usr/bin/curl\" ]; }; };\n", 2,
 	    "wider than tier \"low\" allows: exec_add");
+	refused("low: host files added to its ceiling",
+	    "tiers = { low = {\n ceiling_add = [ \"fs.read:/etc/**\" ]; }; };\n", 2,
+	    "ceiling wider than tier \"low\" allows: \"fs.read:/etc/**\"");
+	refused("medium: a ceiling_add beyond the workspace",
+	    "tiers = { medium = { ceiling_add = [\n \"fs.read:/home/**\" ]; }; };\n", 2,
+	    "ceiling wider than tier \"medium\" allows: \"fs.read:/home/**\"");
 	refused("exec_add: a relative path", "tiers = { medium = { exec_add = [ \"bin/curl\" ]; }; };\n", 1,
 	    "invalid path \"bin/curl\" in exec_add");
 	refused("medium: files beyond the workspace", "tiers = { medium = { ceiling = [ \"fs.read:/home/**\" ]; }; };\n",
