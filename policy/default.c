@@ -8,8 +8,10 @@
  * The medium tier's exec list is the tools of ordinary development work
  * (issue 14): a shell, coreutils, findutils, grep, sed, awk, diffutils,
  * patch, tar, gzip, git (and its helpers), python3, make, the C compiler and
- * its helpers and binutils.  A path missing on a host is skipped when the
- * sandbox starts; a directory grants everything beneath it.
+ * its helpers and binutils; and what those run themselves: xz and bzip2
+ * (tar -J, -j), gettext and envsubst (git's shell commands, submodule and
+ * bisect, print every message through them).  A path missing on a host is
+ * skipped when the sandbox starts; a directory grants everything beneath it.
  * Kept as policy text so that it goes through the same checks as a file.
  */
 #include "policy/pol_int.h"
@@ -77,7 +79,10 @@ const char pol_default_text[] =
     "      \"/usr/bin/fgrep\", \"/usr/bin/sed\", \"/usr/bin/mawk\", \"/usr/bin/gawk\",\n"
     "      \"/usr/bin/awk\", \"/usr/bin/diff\", \"/usr/bin/diff3\", \"/usr/bin/cmp\",\n"
     "      \"/usr/bin/sdiff\", \"/usr/bin/patch\", \"/usr/bin/tar\", \"/usr/bin/gzip\",\n"
-    "      \"/usr/bin/gunzip\", \"/usr/bin/zcat\", \"/usr/bin/git\", \"/usr/bin/python3\",\n"
+    "      \"/usr/bin/gunzip\", \"/usr/bin/zcat\", \"/usr/bin/xz\", \"/usr/bin/unxz\",\n"
+    "      \"/usr/bin/xzcat\", \"/usr/bin/bzip2\", \"/usr/bin/bunzip2\", \"/usr/bin/bzcat\",\n"
+    "      \"/usr/bin/gettext\", \"/usr/bin/ngettext\", \"/usr/bin/envsubst\",\n"
+    "      \"/usr/bin/git\", \"/usr/bin/python3\",\n"
     "      \"/usr/bin/make\", \"/usr/bin/cc\", \"/usr/bin/gcc\", \"/usr/bin/cpp\",\n"
     "      \"/usr/bin/c++\", \"/usr/bin/g++\", \"/usr/bin/as\", \"/usr/bin/ld\",\n"
     "      \"/usr/bin/ld.bfd\", \"/usr/bin/ld.gold\", \"/usr/bin/ar\", \"/usr/bin/ranlib\",\n"
