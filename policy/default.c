@@ -10,8 +10,12 @@
  * patch, tar, gzip, git (and its helpers), python3, make, the C compiler and
  * its helpers and binutils; and what those run themselves: xz and bzip2
  * (tar -J, -j), gettext and envsubst (git's shell commands, submodule and
- * bisect, print every message through them).  A path missing on a host is
- * skipped when the sandbox starts; a directory grants everything beneath it.
+ * bisect, print every message through them); and the small tools scripts
+ * and build systems call: ldd, locale, getconf, which, flock, fallocate
+ * (each reads the system's files or does what the agent may do anyway: ldd
+ * runs the ELF loader, flock a command itself held to this list).  A path
+ * missing on a host is skipped when the sandbox starts; a directory grants
+ * everything beneath it.
  * Kept as policy text so that it goes through the same checks as a file.
  */
 #include "policy/pol_int.h"
@@ -82,6 +86,8 @@ const char pol_default_text[] =
     "      \"/usr/bin/gunzip\", \"/usr/bin/zcat\", \"/usr/bin/xz\", \"/usr/bin/unxz\",\n"
     "      \"/usr/bin/xzcat\", \"/usr/bin/bzip2\", \"/usr/bin/bunzip2\", \"/usr/bin/bzcat\",\n"
     "      \"/usr/bin/gettext\", \"/usr/bin/ngettext\", \"/usr/bin/envsubst\",\n"
+    "      \"/usr/bin/ldd\", \"/usr/bin/locale\", \"/usr/bin/getconf\", \"/usr/bin/which\",\n"
+    "      \"/usr/bin/flock\", \"/usr/bin/fallocate\",\n"
     "      \"/usr/bin/git\", \"/usr/bin/python3\",\n"
     "      \"/usr/bin/make\", \"/usr/bin/cc\", \"/usr/bin/gcc\", \"/usr/bin/cpp\",\n"
     "      \"/usr/bin/c++\", \"/usr/bin/g++\", \"/usr/bin/as\", \"/usr/bin/ld\",\n"
