@@ -156,6 +156,7 @@ struct fsrv_msg {
 		struct fuse_write_in write;
 		struct fuse_release_in release;
 		struct fuse_fsync_in fsync;
+		struct fuse_fallocate_in fallocate;
 		struct fuse_interrupt_in interrupt;
 	} a;
 	const char *name;	/* LOOKUP, MKNOD, MKDIR, UNLINK, RMDIR, LINK, CREATE: the name;

@@ -1265,6 +1265,43 @@ fsrv_fsync(struct fsrv_req *req, uint64_t ino, int datasync, struct fsrv_fi *fi)
 	fsrv_reply_err(req, (datasync ? fdatasync(h->fd) : fsync(h->fd)) == 0 ? 0 : errno);
 }
 
+/*
+ * fallocate(2) of an open file: posix_fallocate's reservation, `fallocate
+ * -l`, a punched or zeroed range.  Safe for the agent: it changes the
+ * contents or size of a file it opened for writing (the kernel sends this
+ * only for such a descriptor, and the handle is ours), so it is a write
+ * and is checked as one against the live tokens, every time.  Only the
+ * modes the kernel forwards are done (FUSE's own list), anything else is
+ * EOPNOTSUPP as on a file system without it; offset and length are the
+ * agent's, bounded here to what off_t holds (the host kernel checks the
+ * rest, and the agent's own file size limit was applied by its kernel
+ * before the request was sent).
+ */
+static void
+fsrv_fallocate(struct fsrv_req *req, uint64_t ino, uint32_t mode, uint64_t off, uint64_t len,
+	       struct fsrv_fi *fi)
+{
+	const struct fsrv_handle *h = (const struct fsrv_handle *)(uintptr_t)fi->fh;
+	const uint32_t known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+	char path[FSRV_PATH_MAX];
+	int e;
+
+	if ((mode & ~known) != 0) {
+		fsrv_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (off > INT64_MAX || len == 0 || len > INT64_MAX - off) {
+		fsrv_reply_err(req, len == 0 ? EINVAL : EFBIG);
+		return;
+	}
+	if ((e = fsrv_path(req, ino, NULL, path, NULL)) != 0 ||
+	    (e = fsrv_check(req, FSRV_OP_WRITE, FSRV_CAP_WRITE, path)) != 0) {
+		fsrv_reply_err(req, e);
+		return;
+	}
+	fsrv_reply_err(req, fallocate(h->fd, (int)mode, (off_t)off, (off_t)len) == 0 ? 0 : errno);
+}
+
 static void
 fsrv_opendir(struct fsrv_req *req, uint64_t ino, struct fsrv_fi *fi)
 {
@@ -1408,6 +1445,7 @@ const struct fsrv_ll_ops fsrv_ops = {
 	.write = fsrv_write,
 	.release = fsrv_release,
 	.fsync = fsrv_fsync,
+	.fallocate = fsrv_fallocate,
 	.opendir = fsrv_opendir,
 	.readdir = fsrv_readdir,
 	.releasedir = fsrv_releasedir,

@@ -85,6 +85,7 @@ static const struct {
 	[FUSE_DESTROY] = { true, 0, ARG_NONE },
 	[FUSE_BATCH_FORGET] = { true, sizeof(struct fuse_batch_forget_in), ARG_FORGETS },
 	[FUSE_RENAME2] = { true, sizeof(struct fuse_rename2_in), ARG_NAME2 },
+	[FUSE_FALLOCATE] = { true, sizeof(struct fuse_fallocate_in), ARG_NONE },
 };
 
 /* A name starting at p, ending (with its NUL) before end; NULL if not. */
@@ -585,6 +586,8 @@ fsrv_null_fh(const struct fsrv_msg *m)
 		return m->a.write.fh == 0;
 	case FUSE_FSYNC:
 		return m->a.fsync.fh == 0;
+	case FUSE_FALLOCATE:
+		return m->a.fallocate.fh == 0;
 	case FUSE_RELEASE:
 	case FUSE_RELEASEDIR:
 		return m->a.release.fh == 0;
@@ -653,6 +656,11 @@ fsrv_dispatch_fh(struct fsrv_req *r, const struct fsrv_msg *m)
 	case FUSE_FSYNC:
 		fi.fh = m->a.fsync.fh;
 		ops->fsync(r, m->h.nodeid, m->a.fsync.fsync_flags & FUSE_FSYNC_FDATASYNC, &fi);
+		break;
+	case FUSE_FALLOCATE:
+		fi.fh = m->a.fallocate.fh;
+		ops->fallocate(r, m->h.nodeid, m->a.fallocate.mode, m->a.fallocate.offset,
+		    m->a.fallocate.length, &fi);
 		break;
 	default:
 		return false;

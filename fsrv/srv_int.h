@@ -77,6 +77,8 @@ struct fsrv_ll_ops {
 		      struct fsrv_fi *);
 	void (*release)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
 	void (*fsync)(struct fsrv_req *, uint64_t ino, int datasync, struct fsrv_fi *);
+	void (*fallocate)(struct fsrv_req *, uint64_t ino, uint32_t mode, uint64_t off, uint64_t len,
+			  struct fsrv_fi *);
 	void (*opendir)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);
 	void (*readdir)(struct fsrv_req *, uint64_t ino, size_t size, off_t off, struct fsrv_fi *);
 	void (*releasedir)(struct fsrv_req *, uint64_t ino, struct fsrv_fi *);

@@ -51,6 +51,7 @@ test_decode(void)
 	struct fsrv_msg m;
 	struct fuse_in_header *h = (struct fuse_in_header *)buf;
 	struct fuse_write_in w = { .size = 5 };
+	struct fuse_fallocate_in fa = { .fh = 5, .length = 4096, .mode = 1 };
 	struct fuse_batch_forget_in bf = { .count = 2 };
 	struct fuse_forget_one fo[2] = { { 2, 1 }, { 3, 1 } };
 	struct fuse_rename2_in rn = { .newdir = 1 };
@@ -123,6 +124,12 @@ test_decode(void)
 	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "an INIT longer than ours decodes");
 	n = req(buf, FUSE_SETATTR, 14, 2, &in, 40, NULL, 0);
 	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a setattr cut short");
+	n = req(buf, FUSE_FALLOCATE, 15, 2, &fa, sizeof(fa), NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), 0, "a fallocate decodes (served: fallocate -l)");
+	T_OK(m.a.fallocate.fh == 5 && m.a.fallocate.length == 4096 && m.a.fallocate.mode == 1,
+	    "... its handle, length and mode");
+	n = req(buf, FUSE_FALLOCATE, 15, 2, &fa, sizeof(fa) - 1, NULL, 0);
+	T_ERR(fsrv_msg_decode(buf, n, &m), EIO, "a fallocate cut short");
 }
 
 static int
@@ -172,6 +179,7 @@ test_serve(void)
 	uint64_t fnode;
 	struct fuse_release_in rl = { 0 };
 	struct fuse_read_in rd = { .size = 4096 };
+	struct fuse_fallocate_in fz = { .length = 4096 };
 	int sp[2], root, fd;
 	unsigned tree;
 	size_t n;
@@ -288,6 +296,11 @@ test_serve(void)
 	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
 	    "a read of handle 0");
 	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EBADF && h.unique == 21,
+	    "... is EBADF too");
+	n = req(buf, FUSE_FALLOCATE, 22, eo.nodeid, &fz, sizeof(fz), NULL, 0);
+	T_OK(send(sp[0], buf, n, 0) == (ssize_t)n && fsrv_process(s, tree) == 0,
+	    "a fallocate of handle 0");
+	T_OK(answer(sp[0], &h, NULL, 0) == 0 && h.error == -EBADF && h.unique == 22,
 	    "... is EBADF too");
 
 	n = req(buf, FUSE_FORGET, 9, eo.nodeid, &fg, sizeof(fg), NULL, 0);
