@@ -228,6 +228,10 @@ brk_pending_add(struct brk_sbx *s, const struct wire_req *q, struct cap **cap, u
 	b->request_arrived(b, p->rid);
 	if (b->opts.approve == BRK_APPROVE_TTY && !b->tty_current)
 		brk_tty_prompt_next(b);
+	if (b->opts.approve == BRK_APPROVE_ADMIN && b->wait_hook)
+		b->wait_hook(b->wait_arg, &(struct brk_wait){ .rid = brk_fleet_rid(b, p->rid),
+		    .sandbox = s->id, .cap = p->cap->text,
+		    .expires_in = (uint64_t)(p->expires_at > rq.asked_at ? p->expires_at - rq.asked_at : 0) });
 }
 
 int

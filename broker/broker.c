@@ -624,6 +624,13 @@ brk_set_prompt_hook(struct brk *b, void (*fn)(void *arg, bool open), void *arg)
 }
 
 void
+brk_set_wait_hook(struct brk *b, void (*fn)(void *arg, const struct brk_wait *w), void *arg)
+{
+	b->wait_hook = fn;
+	b->wait_arg = arg;
+}
+
+void
 brk_kill_all(struct brk *b, const char *actor)
 {
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)

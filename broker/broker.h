@@ -88,6 +88,16 @@ bool brk_admin_was_stale(const struct brk *b);
 int brk_exit_code(const struct brk *b);
 /* Called when a terminal prompt opens (open true) and closes. */
 void brk_set_prompt_hook(struct brk *b, void (*fn)(void *arg, bool open), void *arg);
+/* A request that waits for an administrator (approval mode admin), after
+ * it is recorded and audited.  The strings are the broker's, valid for the
+ * call only; cap is the agent's text (escape it before showing it). */
+struct brk_wait {
+	uint64_t rid;		/* what capctl approve/deny take */
+	const char *sandbox;
+	const char *cap;
+	uint64_t expires_in;	/* seconds until it lapses (denied) */
+};
+void brk_set_wait_hook(struct brk *b, void (*fn)(void *arg, const struct brk_wait *w), void *arg);
 /* Kill every sandbox (audited with actor). */
 void brk_kill_all(struct brk *b, const char *actor);
 

@@ -258,6 +258,10 @@ struct brk {
 	void (*cl_request_arrived)(struct brk *b, const struct cl_req *r);
 	void (*prompt_hook)(void *arg, bool open);	/* a tty prompt opens/closes */
 	void *prompt_arg;
+	/* A request now waits for an administrator (approval mode admin):
+	 * brk_set_wait_hook's, so `run` can say where to decide it. */
+	void (*wait_hook)(void *arg, const struct brk_wait *w);
+	void *wait_arg;
 	bool stopping;
 	int exit_code;
 	char dec_why[BRK_PATH_MAX + 512];		/* why the last brk_decide failed */

@@ -520,6 +520,30 @@ rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 	return remove(p);
 }
 
+/*
+ * A request waits for an administrator (approval mode admin: `run` whose
+ * stdin is no terminal, or --approve admin).  Said on our stderr, with the
+ * command that decides it, because nothing else would say it: the agent
+ * waits up to the policy's request expiry (300 s by default) and then
+ * hears "no one decided in time", and a run without --state has its admin
+ * socket in a temporary directory no one was told of.  The capability is
+ * the agent's text, escaped.
+ */
+static void
+run_wait(void *arg, const struct brk_wait *w)
+{
+	struct brk *b = arg;
+	char sid[CB_ESC_SIZE(64)], cap[CB_ESC_SIZE(256)];
+
+	(void)cb_text_esc(sid, sizeof(sid), w->sandbox);
+	(void)cb_text_esc(cap, sizeof(cap), w->cap);
+	fprintf(stderr, "capbroker: request %llu of sandbox %s for %s waits for an administrator "
+	    "(%llu s, then it is denied): capctl --socket %s approve %llu (or deny %llu); "
+	    "run with --approve tty to be asked at the terminal, --approve deny to refuse at once\n",
+	    (unsigned long long)w->rid, sid, cap, (unsigned long long)w->expires_in,
+	    brk_admin_sock(b), (unsigned long long)w->rid, (unsigned long long)w->rid);
+}
+
 /* While the approval prompt is on the terminal, the agent's output is held
  * and our stdin is not read for it, so the answer line reaches the prompt
  * (on /dev/tty) and nothing typed for the prompt reaches the agent.  A raw
@@ -751,6 +775,8 @@ run_local(struct run_opts *o)
 	r->b = b;
 	brk_sbx_on_exit(s, run_exited, r);
 	brk_set_prompt_hook(b, run_prompt, r);
+	if (bo.approve == BRK_APPROVE_ADMIN)
+		brk_set_wait_hook(b, run_wait, b);
 	/* The relay owns the agent's stdio from here: the sandbox's record
 	 * may be freed before the relay reads EOF. */
 	brk_sbx_take_stdio(s, stdio);
