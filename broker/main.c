@@ -533,7 +533,7 @@ static void
 run_wait(void *arg, const struct brk_wait *w)
 {
 	struct brk *b = arg;
-	char sid[CB_ESC_SIZE(64)], cap[CB_ESC_SIZE(256)];
+	char sid[CB_ESC_SIZE(CAP_AUD_MAX)], cap[CB_ESC_SIZE(CAP_STR_MAX)];
 
 	(void)cb_text_esc(sid, sizeof(sid), w->sandbox);
 	(void)cb_text_esc(cap, sizeof(cap), w->cap);
