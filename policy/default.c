@@ -13,7 +13,11 @@
  * bisect, print every message through them); and the small tools scripts
  * and build systems call: ldd, locale, getconf, which, flock, fallocate
  * (each reads the system's files or does what the agent may do anyway: ldd
- * runs the ELF loader, flock a command itself held to this list).  A path
+ * runs the ELF loader, flock a command itself held to this list); and the
+ * build systems, interpreters and everyday tools a project's own scripts
+ * call: cmake, ctest, ninja, pkg-config, perl, zstd, zip, unzip, sqlite3,
+ * file, jq, bc, hostname, getent, ps, tput, less (an interpreter adds no
+ * authority python3 lacks; what each may touch is still the tokens').  A path
  * missing on a host is skipped when the sandbox starts; a directory grants
  * everything beneath it.
  * Kept as policy text so that it goes through the same checks as a file.
@@ -88,6 +92,12 @@ const char pol_default_text[] =
     "      \"/usr/bin/gettext\", \"/usr/bin/ngettext\", \"/usr/bin/envsubst\",\n"
     "      \"/usr/bin/ldd\", \"/usr/bin/locale\", \"/usr/bin/getconf\", \"/usr/bin/which\",\n"
     "      \"/usr/bin/flock\", \"/usr/bin/fallocate\",\n"
+    "      \"/usr/bin/zstd\", \"/usr/bin/unzstd\", \"/usr/bin/zstdcat\", \"/usr/bin/zip\",\n"
+    "      \"/usr/bin/unzip\", \"/usr/bin/file\", \"/usr/bin/less\", \"/usr/bin/tput\",\n"
+    "      \"/usr/bin/hostname\", \"/usr/bin/getent\", \"/usr/bin/ps\", \"/usr/bin/jq\",\n"
+    "      \"/usr/bin/bc\", \"/usr/bin/sqlite3\", \"/usr/bin/perl\",\n"
+    "      \"/usr/bin/pkg-config\", \"/usr/bin/pkgconf\", \"/usr/bin/cmake\",\n"
+    "      \"/usr/bin/ctest\", \"/usr/bin/ninja\",\n"
     "      \"/usr/bin/git\", \"/usr/bin/python3\",\n"
     "      \"/usr/bin/make\", \"/usr/bin/cc\", \"/usr/bin/gcc\", \"/usr/bin/cpp\",\n"
     "      \"/usr/bin/c++\", \"/usr/bin/g++\", \"/usr/bin/as\", \"/usr/bin/ld\",\n"
