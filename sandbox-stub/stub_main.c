@@ -1077,11 +1077,17 @@ static char **
 agent_env(const struct stub_cfg *c)
 {
 	static char fdv[32], idv[16 + SBX_ID_MAX], termv[64];
-	static char *env[12 + STUB_MAX_ENV];
+	static char *env[16 + STUB_MAX_ENV];
 	size_t n = 0;
+	bool nobody = c->uid == 65534;
 
 	env[n++] = "PATH=/capbroker/bin:/usr/local/bin:/usr/bin:/bin";
 	env[n++] = "HOME=/tmp";
+	/* The name /etc/passwd gives the uid (write_etc): scripts and tools
+	 * that read $USER (paths named after it, greetings, cache keys) got
+	 * an empty string. */
+	env[n++] = nobody ? "USER=nobody" : "USER=agent";
+	env[n++] = nobody ? "LOGNAME=nobody" : "LOGNAME=agent";
 	env[n++] = "LANG=C.UTF-8";
 	env[n++] = "TMPDIR=/tmp";
 	if (c->pylib != NULL)

@@ -524,6 +524,7 @@ forbid_namespaces(void)
 static void
 write_etc(const struct stub_cfg *c)
 {
+	/* agent_env (stub_main.c) names the user as this does: keep them one. */
 	char buf[256];
 	bool nobody = (c->uid == 65534);
 

@@ -9,20 +9,30 @@
  * PYTHONPATH=/capbroker/python is part of the set exactly when the broker
  * bound its Python client there (docs/sandbox.md: only with pylib_dir).
  */
+#include <pwd.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/escape/escape.h"
 
 int
 main(void)
 {
-	static const char *const want[] = { "PATH=/capbroker/bin:/usr/local/bin:/usr/bin:/bin",
+	static char user[64], logname[64];
+	const char *const want[] = { "PATH=/capbroker/bin:/usr/local/bin:/usr/bin:/bin",
 	    "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp", "CAPBROKER_FD=3",
-	    "CAPBROKER_SANDBOX=escape" };
+	    "CAPBROKER_SANDBOX=escape", user, logname };
 	extern char **environ;
+	const struct passwd *pw = getpwuid(getuid());
 	struct stat st;
 	bool pylib = stat("/capbroker/python", &st) == 0 && S_ISDIR(st.st_mode);
 	size_t n = 0, nwant = sizeof(want) / sizeof(want[0]) + (pylib ? 1 : 0);
+
+	/* USER and LOGNAME name the uid as the sandbox's /etc/passwd does. */
+	esc_true(pw != NULL, "the uid has no name in /etc/passwd");
+	snprintf(user, sizeof(user), "USER=%s", pw ? pw->pw_name : "?");
+	snprintf(logname, sizeof(logname), "LOGNAME=%s", pw ? pw->pw_name : "?");
 
 	for (char **e = environ; *e != NULL; e++, n++) {
 		bool ok = false;

@@ -308,7 +308,7 @@ print(msgpack.unpackb(s.recv(65536), raw=False))' >"$out" 2>&1 </dev/null
 	report "$([ $rc = 0 ] && [ "$(cat "$out")" = "script ['a', 'b']" ] && echo 0 || echo 1)" \
 		"[$pass] low positive: a #! script runs as the agent" "$out"
 
-	sandbox_run medium -- /bin/sh -c '/usr/bin/perl -e 1; echo "rc=$?"' >"$out" 2>&1 </dev/null
+	sandbox_run medium -- /bin/sh -c '/usr/bin/dpkg --version >/dev/null; echo "rc=$?"' >"$out" 2>&1 </dev/null
 	rc=$?
 	report "$([ $rc = 0 ] && grep -q 'Permission denied' "$out" && grep -q 'rc=126' "$out" && echo 0 || echo 1)" \
 		"[$pass] medium: a program not on the exec list is refused (EACCES)" "$out"

@@ -12,7 +12,10 @@ CB="$CB_BIN/capbroker"
 
 if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
 	t_skip "build tools in the medium tier" "needs root and /dev/fuse"
-	t_done
+	out=$(run 'echo "$USER $LOGNAME $(id -un)"' 2>&1)
+t_match "USER and LOGNAME name the agent as its /etc/passwd does (they were unset)" "$out" \
+	'^(agent agent agent|nobody nobody nobody)$'
+t_done
 	exit
 fi
 
@@ -53,4 +56,7 @@ have getent && t_match "getent finds localhost" "$(run 'getent hosts localhost' 
 have ps && t_match "ps lists the sandbox's own processes" "$(run 'ps -e -o comm=' 2>&1)" "^ps$"
 have tput && t_ok "tput answers for a terminal type" run 'TERM=xterm tput cols >/dev/null'
 have less && t_is "less pages a file (not a terminal: it copies)" "$(run 'seq 3 | less | tail -n 1' 2>&1)" "3"
+out=$(run 'echo "$USER $LOGNAME $(id -un)"' 2>&1)
+t_match "USER and LOGNAME name the agent as its /etc/passwd does (they were unset)" "$out" \
+	'^(agent agent agent|nobody nobody nobody)$'
 t_done
