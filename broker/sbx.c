@@ -437,8 +437,10 @@ brk_ceiling_refusal(const struct brk_sbx *s, const char *what, char *why, size_t
 	const struct cap *c;
 	size_t o;
 
-	o = (size_t)snprintf(why, whylen, "%s exceeds the ceiling of tier '%s' (exceeds policy); "
-	    "the tier allows", what, s->tier_name);
+	/* The way forward first: the list that follows may be cut. */
+	o = (size_t)snprintf(why, whylen, "%s exceeds the ceiling of tier '%s' (exceeds policy; "
+	    "a policy file's ceiling_add widens the tier, or the agent may ask at run time: "
+	    "capcall request); the tier allows", what, s->tier_name);
 	if (!pol_inst_ceiling(s->inst, 0) && o < whylen)
 		o += (size_t)snprintf(why + o, whylen - o, " nothing through the broker");
 	for (size_t i = 0; (c = pol_inst_ceiling(s->inst, i)) && o < whylen; i++)

@@ -29,7 +29,7 @@ t_match "... saying what to use instead" "$(cat "$T_TMP/err")" "needs a controll
 t_exit "a grant beyond the ceiling is a set-up failure (125)" 125 \
 	"$CB" run --tier medium --workspace "$W" --grant 'net.connect:example.com:443' -- true
 t_match "... saying what the ceiling allows" "$(cat "$T_TMP/err")" \
-	"exceeds the ceiling of tier 'medium' \(exceeds policy\); the tier allows: fs.read:$W/\*\*, "
+	"exceeds the ceiling of tier 'medium' \(exceeds policy; a policy file's ceiling_add widens the tier, or the agent may ask at run time: capcall request\); the tier allows: fs.read:$W/\*\*, "
 t_is "... on one line" "$(wc -l <"$T_TMP/err")" 1
 t_exit "a missing sandbox helper is a set-up failure (125)" 125 \
 	env CAPBROKER_STUB="$T_TMP/no/capbroker-stub" "$CB" run -- true
