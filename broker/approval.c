@@ -101,6 +101,69 @@ brk_deny_request(struct brk *b, uint64_t rid, const char *sandbox, const char *c
 	return brk_decide(b, &d);
 }
 
+/* Keep s's approval of cap "for this session", approved as token id.
+ * Out of memory: not kept (later requests ask a human: never less safe). */
+static void
+brk_session_add(struct brk_sbx *s, const struct cap *cap, uint64_t ttl, const uint8_t *id)
+{
+	size_t n = s->nsession;
+
+	if (!(s->session_ids[n] = malloc(CAP_ID_LEN)))
+		return;
+	if (cap_dup(cap, &s->session_caps[n]) != 0) {
+		free(s->session_ids[n]);
+		s->session_ids[n] = NULL;
+		return;
+	}
+	memcpy(s->session_ids[n], id, CAP_ID_LEN);
+	s->session_nids[n] = 1;
+	s->session_ttl[n] = ttl;
+	s->nsession++;
+}
+
+void
+brk_session_drop(struct brk_sbx *s, size_t i)
+{
+	cap_free(s->session_caps[i]);
+	free(s->session_ids[i]);
+	for (size_t k = i + 1; k < s->nsession; k++) {
+		s->session_caps[k - 1] = s->session_caps[k];
+		s->session_ids[k - 1] = s->session_ids[k];
+		s->session_nids[k - 1] = s->session_nids[k];
+		s->session_ttl[k - 1] = s->session_ttl[k];
+	}
+	s->nsession--;
+	s->session_caps[s->nsession] = NULL;
+	s->session_ids[s->nsession] = NULL;
+	s->session_nids[s->nsession] = 0;
+}
+
+/* Session i granted token id: remembered, so that its revocation ends
+ * the approval too.  Out of memory: the approval ends now (it could not
+ * be ended by that revocation later). */
+static void
+brk_session_minted(struct brk_sbx *s, size_t i, const uint8_t *id)
+{
+	uint8_t *ids = realloc(s->session_ids[i], (s->session_nids[i] + 1) * CAP_ID_LEN);
+
+	if (!ids) {
+		brk_session_drop(s, i);
+		return;
+	}
+	memcpy(ids + s->session_nids[i] * CAP_ID_LEN, id, CAP_ID_LEN);
+	s->session_ids[i] = ids;
+	s->session_nids[i]++;
+}
+
+bool
+brk_session_live(const struct brk_sbx *s, size_t i)
+{
+	for (size_t k = 0; k < s->session_nids[i]; k++)
+		if (st_is_revoked(s->b->st, s->session_ids[i] + k * CAP_ID_LEN))
+			return false;
+	return true;
+}
+
 int
 brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 {
@@ -121,8 +184,11 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 		return CB_EBUSY;
 	if ((e = brk_fleet_mint_ok(b, NULL, 0)) != 0 || (e = brk_mint_charge(s)) != 0)
 		return e;
+	/* A session's later grants are children of the human's approval:
+	 * revoking that one revokes them all. */
 	if ((e = brk_tok_sign(b, &(struct brk_mint){ .aud = s->id, .caps = &cap, .ncaps = 1,
-		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by },
+		.nbf = now, .exp = now + ttl, .elevated = true, .instance = s->instance, .by = by,
+		.parent = g->of_session ? s->session_ids[g->of_session - 1] : NULL },
 		&text, &rec)) != 0)
 		return e;
 	snprintf(detail, sizeof(detail), "ttl %llus, scope %s", (unsigned long long)ttl,
@@ -157,8 +223,10 @@ brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g)
 			rp.has_th = true;
 		/* room checked above; only an allocation failure leaves it out,
 		 * and then later requests ask a human again (never less safe) */
-		if (session && cap_dup(cap, &s->session_caps[s->nsession]) == 0)
-			s->session_ttl[s->nsession++] = ttl;
+		if (session)
+			brk_session_add(s, cap, ttl, rec.id);
+		else if (g->of_session)
+			brk_session_minted(s, g->of_session - 1, rec.id);
 		brk_reply(s, &rp, -1);
 	}
 	free(text);

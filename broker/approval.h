@@ -14,6 +14,7 @@ struct brk_grant {
 	uint64_t rid;		/* the request a human decided; 0: none waited */
 	const char *by;		/* the audit actor: "uid:N", "tty", "session", "policy" */
 	bool session;		/* later requests inside cap are granted without asking */
+	size_t of_session;	/* 1 + the approval "for this session" granting it; 0: none */
 	const char *where;	/* in a cluster: the broker it was decided on; NULL: here */
 };
 
@@ -22,6 +23,12 @@ struct brk_grant {
  * CB_EBUSY (no room), the mint budget's or brk_decide's error; the agent
  * was not answered then. */
 int brk_grant(struct brk_sbx *s, uint32_t qid, const struct brk_grant *g) CB_WARN_UNUSED;
+
+/* Is s's approval "for this session" i still in force: none of the tokens
+ * it minted (the human's approval and its later grants) revoked? */
+bool brk_session_live(const struct brk_sbx *s, size_t i);
+/* End it (its tokens stay as they are). */
+void brk_session_drop(struct brk_sbx *s, size_t i);
 
 /* Queue s's request q for cap (which it takes) and ask a human; on
  * failure q is denied (too many waiting, or the state's error). */

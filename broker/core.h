@@ -166,6 +166,12 @@ struct brk_sbx {
 	struct brk_handle handles[BRK_HANDLES_MAX];
 	struct cap *session_caps[BRK_SESSION_MAX];	/* approvals "for this session" */
 	uint64_t session_ttl[BRK_SESSION_MAX];
+	/* ... and the tokens each has minted (CAP_ID_LEN bytes each, the
+	 * human's approval first, the later grants its children): one of
+	 * them revoked ends the approval, so that `capctl revoke` is not
+	 * undone by the agent asking again (red team, fourth pass). */
+	uint8_t *session_ids[BRK_SESSION_MAX];
+	size_t session_nids[BRK_SESSION_MAX];
 	size_t nsession;
 
 	struct sbx_proc proc;		/* the agent's sandbox, if we spawned it */

@@ -251,16 +251,22 @@ brk_op_request(struct brk_sbx *s, const struct wire_req *q, const struct brk_use
 		brk_deny(s, q, CB_EBUSY, cap->text, NULL, "this sandbox has minted or holds too many tokens");
 		goto out;
 	}
-	/* An approval "for this session" covers later requests inside it. */
+	/* An approval "for this session" covers later requests inside it,
+	 * until one of the tokens it minted is revoked: an administrator's
+	 * revocation ends it, and a human is asked again. */
 	for (size_t i = 0; i < s->nsession; i++) {
-		if (cap_contains(s->session_caps[i], cap)) {
-			if (ttl > s->session_ttl[i])
-				ttl = s->session_ttl[i];
-			if ((e = brk_grant(s, q->id, &(struct brk_grant){ .cap = cap, .ttl = ttl,
-			    .by = "session" })) != 0)
-				brk_deny(s, q, e, cap->text, NULL, NULL);
-			goto out;
+		if (!cap_contains(s->session_caps[i], cap))
+			continue;
+		if (!brk_session_live(s, i)) {
+			brk_session_drop(s, i--);
+			continue;
 		}
+		if (ttl > s->session_ttl[i])
+			ttl = s->session_ttl[i];
+		if ((e = brk_grant(s, q->id, &(struct brk_grant){ .cap = cap, .ttl = ttl,
+		    .by = "session", .of_session = i + 1 })) != 0)
+			brk_deny(s, q, e, cap->text, NULL, NULL);
+		goto out;
 	}
 	if (mode == POL_APPROVE_AUTO) {
 		if ((e = brk_grant(s, q->id, &(struct brk_grant){ .cap = cap, .ttl = ttl,

@@ -103,8 +103,10 @@ brk_sbx_free(struct brk_sbx *s)
 	for (size_t i = 0; i < BRK_HANDLES_MAX; i++)
 		if (s->handles[i].used)
 			close(s->handles[i].fd);
-	for (size_t i = 0; i < s->nsession; i++)
+	for (size_t i = 0; i < s->nsession; i++) {
 		cap_free(s->session_caps[i]);
+		free(s->session_ids[i]);
+	}
 	if (s->spawned)
 		sbx_proc_close(&s->proc);
 	brk_spawn_free(s->begun);
