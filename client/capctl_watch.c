@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "client/capctl_int.h"
@@ -279,6 +280,12 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 		w.n--;
 		if (q.expires && q.expires <= cb_now())
 			continue;
+		/* On a terminal, keys typed for an earlier prompt (a "y" typed
+		 * twice, or ahead) must not answer this one, which no one has
+		 * read yet: as the tty prompt of `run` (approval.c).  A pipe
+		 * keeps what follows a line: a script answers that way. */
+		if (isatty(STDIN_FILENO))
+			(void)tcflush(STDIN_FILENO, TCIFLUSH);
 		ctl_watch_show(&q);
 		for (;;) {
 			a = ctl_watch_answer(c, &w, &q, line, sizeof(line), &err);
