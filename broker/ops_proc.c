@@ -44,6 +44,8 @@
 _Static_assert(WIRE_ARGV_MAX == SBX_ARGV_MAX, "proc.exec's argv limit is the sandbox's");
 
 #define BRK_PROC_CHUNK	16384	/* bytes read from a child's output at a time */
+#define BRK_PROC_PIPE_FULL (1024 * 1024)	/* its pipe once the output kept is full */
+#define BRK_PROC_PACE_MS 10	/* ... emptied this often (100 MB/s at most) */
 #define BRK_PROC_TIMEOUT_S 60
 #define BRK_PROC_BINDS 8
 #define BRK_PROC_MAX	4		/* proc.exec children one sandbox runs at once */
@@ -63,6 +65,8 @@ struct brk_proc {
 	size_t nout, nerr, nin, offin;
 	size_t cout, cerr;		/* out and err grow as output comes (to WIRE_OUT_MAX) */
 	bool trunc, exited, out_eof, err_eof, failed;
+	bool grown_out, grown_err;	/* its pipe was grown for output thrown away */
+	struct event *ev_pace_out, *ev_pace_err;	/* ... and is emptied on this timer */
 	bool ready;			/* the stub said "ready": the next report is its exit */
 	bool replied;			/* the reply is sent (exit report or reaped) */
 	bool reaped;			/* the stub is reaped: x can go */
@@ -87,6 +91,10 @@ brk_proc_free(struct brk_proc *x)
 		event_free(x->ev_err);
 	if (x->ev_in)
 		event_free(x->ev_in);
+	if (x->ev_pace_out)
+		event_free(x->ev_pace_out);
+	if (x->ev_pace_err)
+		event_free(x->ev_pace_err);
 	sbx_proc_close(&x->p);
 	free(x->in);
 	free(x->out);
@@ -154,13 +162,84 @@ brk_proc_room(uint8_t **buf, size_t n, size_t *cap, size_t want)
 	return want;
 }
 
+/*
+ * A stream whose WIRE_OUT_MAX bytes are kept: what else the program writes
+ * is thrown away, but still drained (it must never block on its output).
+ * Read 16 KiB at a time into the loop, a program writing as fast as it can
+ * (`cat /dev/zero`) made the broker spend half a CPU discarding it, outside
+ * any sandbox's budget (red team, fourth pass: 8 such children, 70 % of a
+ * CPU).  So the pipe is grown once (the program's writes fill it, the pages
+ * charged to the program) and emptied into /dev/null by splice, a megabyte
+ * a wake-up and no copy.  0: drained for now, 1: end of stream, -1: no
+ * splice here (the caller reads as before).
+ */
+static int
+brk_proc_discard(int fd, bool *grown)
+{
+	static int null_fd = -2;
+	ssize_t r;
+
+	if (null_fd == -2)
+		null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null_fd < 0)
+		return -1;
+	if (!*grown) {
+		*grown = true;
+		(void)fcntl(fd, F_SETPIPE_SZ, BRK_PROC_PIPE_FULL);
+	}
+	for (;;) {
+		r = splice(fd, NULL, null_fd, NULL, BRK_PROC_PIPE_FULL, SPLICE_F_NONBLOCK);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 0;
+		if (r < 0 && errno == EINVAL)
+			return -1;
+		return r <= 0 ? 1 : 0;
+	}
+}
+
+static void brk_proc_pace_out(evutil_socket_t fd, short ev, void *arg);
+static void brk_proc_pace_err(evutil_socket_t fd, short ev, void *arg);
+
+/* Output thrown away is emptied every BRK_PROC_PACE_MS, not at each of the
+ * program's writes: its pipe holds a megabyte meanwhile (a wake-up for
+ * every few kilobytes is what cost the CPU).  No timer (out of memory):
+ * watched as before. */
+static void
+brk_proc_pause(struct brk_proc *x, struct event *ev)
+{
+	struct timeval tv = { 0, BRK_PROC_PACE_MS * 1000 };
+	bool err = ev == x->ev_err;
+	struct event **t = err ? &x->ev_pace_err : &x->ev_pace_out;
+
+	if (!*t)
+		*t = evtimer_new(x->s->b->base, err ? brk_proc_pace_err : brk_proc_pace_out, x);
+	if (!*t)
+		return;
+	event_del(ev);
+	evtimer_add(*t, &tv);
+}
+
 static void
 brk_proc_read(struct brk_proc *x, int fd, uint8_t **buf, size_t *n, size_t *cap, bool *eof,
     struct event *ev)
 {
 	uint8_t tmp[BRK_PROC_CHUNK];
 	ssize_t r;
+	int d;
 
+	if (*n >= WIRE_OUT_MAX &&
+	    (d = brk_proc_discard(fd, buf == &x->err ? &x->grown_err : &x->grown_out)) >= 0) {
+		x->trunc = true;
+		if (d == 1) {
+			*eof = true;
+			event_del(ev);
+		} else {
+			brk_proc_pause(x, ev);
+		}
+		return;
+	}
 	for (;;) {
 		r = read(fd, tmp, sizeof(tmp));
 		if (r < 0 && errno == EINTR)
@@ -240,6 +319,33 @@ brk_proc_err(evutil_socket_t fd, short ev, void *arg)
 
 	(void)ev;
 	brk_proc_read(x, fd, &x->err, &x->nerr, &x->cerr, &x->err_eof, x->ev_err);
+	brk_proc_maybe_done(x);
+}
+
+/* The pace timers (brk_proc_pause): empty the stream, then wait again. */
+static void
+brk_proc_pace_out(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+
+	(void)fd;
+	(void)ev;
+	if (x->out_eof)
+		return;
+	brk_proc_read(x, x->p.stdout_fd, &x->out, &x->nout, &x->cout, &x->out_eof, x->ev_out);
+	brk_proc_maybe_done(x);
+}
+
+static void
+brk_proc_pace_err(evutil_socket_t fd, short ev, void *arg)
+{
+	struct brk_proc *x = arg;
+
+	(void)fd;
+	(void)ev;
+	if (x->err_eof)
+		return;
+	brk_proc_read(x, x->p.stderr_fd, &x->err, &x->nerr, &x->cerr, &x->err_eof, x->ev_err);
 	brk_proc_maybe_done(x);
 }
 
