@@ -51,6 +51,7 @@
 #include "broker/fs_served.h"
 #include "broker/budget.h"
 #include "broker/commit.h"
+#include "broker/ops.h"
 #include "broker/tokens.h"
 
 #include <errno.h>
@@ -819,8 +820,12 @@ void
 brk_fss_refresh_all(struct brk *b)
 {
 	for (struct brk_sbx *s = b->sbx; s; s = s->next)
-		if (!s->dead)
+		if (!s->dead) {
 			brk_fss_refresh(s);
+			/* The same grants lost end what its proc.exec
+			 * children were shown of them (plain binds). */
+			brk_proc_recheck(s);
+		}
 }
 
 /* ---- the decision (server thread) ----------------------------------- */

@@ -63,6 +63,10 @@ size_t brk_net_lookup(const char *host, struct cap_addr *out, size_t max, int *g
  * longer connected and must not be handed over. */
 int brk_net_settle(int fd) CB_WARN_UNUSED;
 
+/* Kill each running proc.exec child of s shown a grant root that no grant
+ * s holds shows now (revoked, expired): brk_fss_refresh_all calls it. */
+void brk_proc_recheck(struct brk_sbx *s);
+
 /* Kill the sandbox's running proc.exec children (its channel closed). */
 void brk_proc_kill_all(struct brk_sbx *s);
 /* The broker is going away: end every proc.exec child of s now (killed,

@@ -67,6 +67,9 @@ struct brk_proc {
 	bool trunc, exited, out_eof, err_eof, failed;
 	bool grown_out, grown_err;	/* its pipe was grown for output thrown away */
 	struct event *ev_pace_out, *ev_pace_err;	/* ... and is emptied on this timer */
+	char *shown[BRK_PROC_BINDS];	/* the grant roots bound for it (not its program's directory) */
+	size_t nshown;
+	bool cut_off;			/* killed: a grant it was shown was lost */
 	bool ready;			/* the stub said "ready": the next report is its exit */
 	bool replied;			/* the reply is sent (exit report or reaped) */
 	bool reaped;			/* the stub is reaped: x can go */
@@ -96,6 +99,8 @@ brk_proc_free(struct brk_proc *x)
 	if (x->ev_pace_err)
 		event_free(x->ev_pace_err);
 	sbx_proc_close(&x->p);
+	for (size_t i = 0; i < x->nshown; i++)
+		free(x->shown[i]);
 	free(x->in);
 	free(x->out);
 	free(x->err);
@@ -519,6 +524,29 @@ brk_proc_budget(struct brk_sbx *s, const struct pol_limits *low, uint64_t wall,
  * files under /data is never bound, since binding /data would show the
  * program files the agent may not read.  Returns the number of binds;
  * ids[i] is the object binds[i] names now (the pool compares it). */
+/* The root capability i of h shows a proc.exec child, into dir (of
+ * CAP_STR_MAX + 1 bytes): false if none (not fs.read, beyond the
+ * ceiling, or a narrower glob). */
+static bool
+brk_proc_cap_root(const struct brk_held *h, size_t i, char *dir)
+{
+	const struct cap *c = h->tok->c.caps[i];
+	size_t l = strlen(c->res);
+
+	if (c->op != CAP_FS_READ || !(h->in_ceiling & (1u << i)) || l > CAP_STR_MAX)
+		return false;
+	if (!strchr(c->res, '*')) {
+		memcpy(dir, c->res, l + 1);
+		return true;
+	}
+	if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 && !memchr(c->res, '*', l - 3)) {
+		memcpy(dir, c->res, l - 3);
+		dir[l - 3] = '\0';
+		return true;
+	}
+	return false;
+}
+
 static size_t
 brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
     struct sbx_src_id *ids, char (*store)[CAP_STR_MAX + 1])
@@ -536,23 +564,76 @@ brk_proc_visible(struct brk_sbx *s, const char *prog, struct sbx_bind *binds,
 
 		if (brk_tok_check(s, hk, NULL, NULL) != 0)
 			continue;
-		for (size_t i = 0; i < hk->tok->c.ncaps; i++) {
-			const struct cap *c = hk->tok->c.caps[i];
-			size_t l = strlen(c->res);
-
-			if (c->op != CAP_FS_READ || !(hk->in_ceiling & (1u << i)))
-				continue;
-			if (!strchr(c->res, '*'))
-				brk_proc_bind(s->b, binds, ids, &nb, store[nb], sizeof(store[0]), c->res);
-			else if (l > 3 && strcmp(c->res + l - 3, "/**") == 0 &&
-			    !memchr(c->res, '*', l - 3) && l - 3 < sizeof(dir)) {
-				memcpy(dir, c->res, l - 3);
-				dir[l - 3] = '\0';
+		for (size_t i = 0; i < hk->tok->c.ncaps; i++)
+			if (brk_proc_cap_root(hk, i, dir))
 				brk_proc_bind(s->b, binds, ids, &nb, store[nb], sizeof(store[0]), dir);
-			}
-		}
 	}
 	return nb;
+}
+
+/* Is root still shown by a grant s holds now (valid, inside the ceiling)? */
+static bool
+brk_proc_root_held(struct brk_sbx *s, const char *root)
+{
+	char dir[CAP_STR_MAX + 1];
+
+	for (size_t k = 0; k < s->nheld; k++) {
+		struct brk_held *hk = &s->held[k];
+
+		if (brk_tok_check(s, hk, NULL, NULL) != 0)
+			continue;
+		for (size_t i = 0; i < hk->tok->c.ncaps; i++)
+			if (brk_proc_cap_root(hk, i, dir) && strcmp(dir, root) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* Remember which of x's binds came from grants (all but the program's
+ * directory), for brk_proc_recheck.  Out of memory: false (the caller
+ * refuses the request, since a revocation could not reach the child). */
+static bool
+brk_proc_note_shown(struct brk_proc *x, const char *prog, const struct sbx_bind *binds, size_t nb)
+{
+	const char *slash = strrchr(prog, '/');
+	size_t dl = slash ? (size_t)(slash - prog) : 0;
+
+	for (size_t i = 0; i < nb; i++) {
+		if (dl && strlen(binds[i].src) == dl && strncmp(binds[i].src, prog, dl) == 0)
+			continue;
+		if (!(x->shown[x->nshown] = strdup(binds[i].src)))
+			return false;
+		x->nshown++;
+	}
+	return true;
+}
+
+/*
+ * A proc.exec child sees its grants' roots as plain binds, which no later
+ * check reaches: a grant revoked or expired while it runs must end it, as
+ * the same grant's loss ends every operation on the parent's served tree
+ * (red team, fourth pass: the child read files written after `capctl
+ * revoke` and handed them back in its output).  Called whenever grants may
+ * have been lost (brk_fss_refresh_all: each revocation, and every second
+ * for expiries).  What it wrote so far is still its reply.
+ */
+void
+brk_proc_recheck(struct brk_sbx *s)
+{
+	for (struct brk_proc *x = s->procs; x; x = x->next) {
+		if (x->replied || x->reaped || x->cut_off)
+			continue;
+		for (size_t i = 0; i < x->nshown; i++) {
+			if (brk_proc_root_held(s, x->shown[i]))
+				continue;
+			x->cut_off = true;
+			cb_ignore(sbx_kill(&x->p));
+			brk_audit_done(s, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = CB_EREVOKED,
+			    .op = "proc.exec.killed", .resource = x->res, .token_id = x->tid,
+			    .actor = "broker", .detail = "a grant it was shown was revoked or expired" });
+			break;
+		}
+	}
 }
 
 /* A new child record for request q (its stdin copied: the request's
@@ -579,6 +660,18 @@ brk_proc_new(struct brk_sbx *s, const struct wire_req *q, const struct brk_held 
 		x->nin = q->data_len;
 	}
 	return x;
+}
+
+/* A record never started nor listed (its stub, if any, reaped elsewhere). */
+static void
+brk_proc_free_new(struct brk_proc *x)
+{
+	for (size_t i = 0; i < x->nshown; i++)
+		free(x->shown[i]);
+	free(x->in);
+	free(x->out);
+	free(x->err);
+	free(x);
 }
 
 /* Watch the started child: status, exit, output, and its stdin while
@@ -663,7 +756,10 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 	cfg = (struct sbx_config){ .tier = SBX_TIER_LOW, .id = id, .argv = argv, .binds = binds,
 		.nbinds = brk_proc_visible(s, q->argv[0], binds, ids, store), .broker_fd = -1,
 		.limits = budget, .report_exit = true };
-	if (!(x = brk_proc_new(s, q, h, &cfg.limits))) {
+	if (!(x = brk_proc_new(s, q, h, &cfg.limits)) ||
+	    !brk_proc_note_shown(x, q->argv[0], binds, cfg.nbinds)) {
+		if (x)
+			brk_proc_free_new(x);
 		brk_deny(s, q, CB_ENOMEM, q->argv[0], h->tok->c.id, NULL);
 		return;
 	}
@@ -674,10 +770,7 @@ brk_op_proc(struct brk_sbx *s, const struct wire_req *q, const struct brk_use *u
 		/* A stub spawned then given up on: reaped off the loop's path. */
 		brk_reap_later(s->b, &x->p);
 		brk_deny(s, q, e, q->argv[0], h->tok->c.id, NULL);
-		free(x->in);
-		free(x->out);
-		free(x->err);
-		free(x);
+		brk_proc_free_new(x);
 		return;
 	}
 	brk_sbx_hold(s);
