@@ -83,7 +83,13 @@ struct brk_pool {
 	struct event *ev_wake;
 	struct brk_pooled *live;	/* loop: building, ready or dying */
 	size_t nqueued;			/* loop: handed to the thread, not yet back */
-	uint64_t quiet_until;		/* loop, mono ns: no build before (a failure) */
+	/* loop: the shapes whose build failed last, each built no more until
+	 * its time (mono ns).  Per shape: a pause for all let one agent that
+	 * makes its own builds fail (a bind root renamed at once) stop every
+	 * other sandbox's refills (red team, fourth pass). */
+	struct brk_pooled *quiet[BRK_POOL_SHAPES];
+	uint64_t quiet_until[BRK_POOL_SHAPES];
+	size_t quiet_next;
 	struct event *ev_refill;	/* loop: BRK_POOL_REFILL_MS after a take */
 	struct brk_pooled *refill;	/* ... the shape it refills (never live) */
 };
@@ -233,10 +239,32 @@ brk_pool_reap(struct brk_pooled *e)
 	brk_pooled_free(e);
 }
 
-static void
-brk_pool_failed(struct brk_pool *pl, int reason, const char *why)
+/* Is shape t paused after a failed build? */
+static bool
+brk_pool_quiet(const struct brk_pool *pl, const struct brk_pooled *t)
 {
-	pl->quiet_until = cb_mono_ns() + BRK_POOL_BACKOFF_NS;
+	uint64_t now = cb_mono_ns();
+
+	for (size_t i = 0; i < BRK_POOL_SHAPES; i++)
+		if (pl->quiet[i] && now < pl->quiet_until[i] &&
+		    brk_pool_same(pl->quiet[i], &t->lim, t->binds, t->nb))
+			return true;
+	return false;
+}
+
+/* e's build failed (or it died waiting): its shape is built no more for
+ * BRK_POOL_BACKOFF_NS (the oldest pause makes room), and it is audited. */
+static void
+brk_pool_failed(struct brk_pool *pl, const struct brk_pooled *e, int reason, const char *why)
+{
+	size_t i = pl->quiet_next;
+
+	brk_pooled_free(pl->quiet[i]);
+	/* out of memory: no pause, the next failure is audited again */
+	if ((pl->quiet[i] = brk_pooled_new(pl, &e->lim, e->binds, e->nb))) {
+		pl->quiet_until[i] = cb_mono_ns() + BRK_POOL_BACKOFF_NS;
+		pl->quiet_next = (i + 1) % BRK_POOL_SHAPES;
+	}
 	brk_audit(pl->b, &(struct aud_rec){ .kind = AUD_ADMIN, .reason = reason,
 	    .op = "sandbox.pool.failed", .actor = "broker", .detail = why });
 }
@@ -253,7 +281,7 @@ brk_pool_exit(evutil_socket_t fd, short ev, void *arg)
 	if (waitpid(e->p.pid, &ws, WNOHANG) <= 0)
 		return;
 	if (!e->dying)
-		brk_pool_failed(e->pl, CB_EINTERNAL, "a pooled sandbox exited before its hand-over");
+		brk_pool_failed(e->pl, e, CB_EINTERNAL, "a pooled sandbox exited before its hand-over");
 	brk_pool_unlink(e->pl, e);
 	brk_pooled_free(e);
 }
@@ -276,7 +304,7 @@ brk_pool_status(evutil_socket_t fd, short ev, void *arg)
 		e->ready = true;
 		return;
 	}
-	brk_pool_failed(e->pl, r, why);
+	brk_pool_failed(e->pl, e, r, why);
 	brk_pool_kill(e);
 }
 
@@ -290,7 +318,7 @@ brk_pool_spawned(struct brk_pool *pl, struct brk_pooled *e)
 	if (e->rc != 0) {
 		errno = e->err;
 		sbx_start_refusal(e->rc, why, sizeof(why));
-		brk_pool_failed(pl, e->rc, why);
+		brk_pool_failed(pl, e, e->rc, why);
 		/* Its stub may have been spawned and killed: reaped off the
 		 * loop's path (sbx_spawn_start never waits for it). */
 		brk_reap_later(pl->b, &e->p);
@@ -406,7 +434,7 @@ brk_pool_fill(struct brk_pool *pl, const struct brk_pooled *t, size_t want)
 {
 	size_t have = 0, total = pl->nqueued;
 
-	if (cb_mono_ns() < pl->quiet_until || !pl->th_up)
+	if (!pl->th_up || brk_pool_quiet(pl, t))
 		return;
 	for (struct brk_pooled *e = pl->live; e; e = e->next) {
 		if (e->dying)
@@ -577,6 +605,8 @@ brk_pool_free(struct brk *b)
 	if (pl->ev_refill)
 		event_free(pl->ev_refill);
 	brk_pooled_free(pl->refill);
+	for (size_t i = 0; i < BRK_POOL_SHAPES; i++)
+		brk_pooled_free(pl->quiet[i]);
 	if (pl->wake[0] >= 0)
 		close(pl->wake[0]);
 	if (pl->wake[1] >= 0)
