@@ -26,6 +26,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#define BRK_TTY_QUIET_NS (1000ULL * 1000 * 1000)	/* answers ignored after a switch */
+
 struct brk_pending {
 	struct brk_pending *next;
 	uint64_t rid;
@@ -52,8 +54,10 @@ brk_pending_unlink(struct brk *b, struct brk_pending *p)
 			break;
 		}
 	}
-	if (b->tty_current == p)
+	if (b->tty_current == p) {
 		b->tty_current = NULL;
+		b->tty_switched = !b->tty_answering;
+	}
 	p->s->inflight--;
 	brk_sbx_release(p->s);
 }
@@ -450,6 +454,8 @@ brk_tty_cluster(struct brk *b, struct brk_pending *p, const char *line)
 	}
 }
 
+static void brk_tty_decide(struct brk *b, struct brk_pending *p, char *line);
+
 static void
 brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 {
@@ -457,8 +463,6 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	struct brk_pending *p = b->tty_current;
 	char line[64] = "";
 	ssize_t n;
-	char *end;
-	unsigned long secs;
 
 	(void)ev;
 	n = read(fd, line, sizeof(line) - 1);
@@ -469,6 +473,25 @@ brk_tty_read(evutil_socket_t fd, short ev, void *arg)
 	line[n] = '\0';
 	if (!p)
 		return;
+	if (cb_mono_ns() < b->tty_quiet_until) {
+		const char quiet[] = "(ignored: this is another request than the one shown before; "
+		    "read it, then answer) ";
+
+		(void)!write(b->tty_fd, quiet, sizeof(quiet) - 1);
+		return;
+	}
+	b->tty_answering = true;
+	brk_tty_decide(b, p, line);
+	b->tty_answering = false;
+}
+
+/* The terminal's answer line to request p. */
+static void
+brk_tty_decide(struct brk *b, struct brk_pending *p, char *line)
+{
+	char *end;
+	unsigned long secs;
+
 	line[strcspn(line, "\r\n")] = '\0';
 	secs = strtoul(line, &end, 10);
 	if (brk_fleet_on(b)) {
@@ -547,8 +570,14 @@ brk_tty_prompt_next(struct brk *b)
 		b->prompt_hook(b->prompt_arg, oldest != NULL);
 	if (!oldest)
 		return;
-	/* Keys typed for an earlier prompt must not answer this one. */
+	/* Keys typed for an earlier prompt must not answer this one, nor,
+	 * for a second, keys typed when the request shown went away by
+	 * itself (expired, its sandbox gone, decided elsewhere): they were
+	 * meant for that one (red team, fourth pass). */
 	tcflush(b->tty_fd, TCIFLUSH);
+	if (b->tty_switched)
+		b->tty_quiet_until = cb_mono_ns() + BRK_TTY_QUIET_NS;
+	b->tty_switched = false;
 	n = snprintf(msg, sizeof(msg),
 	    "\ncapbroker: sandbox %s (%s) asks for\n    %s\n  for %llu s because: %s\n"
 	    "Approve? [y]es, [n]o, [s] for this session, or a shorter number of seconds: ",

@@ -240,6 +240,12 @@ struct brk {
 	int tty_fd;			/* --approve tty */
 	struct event *ev_tty;
 	struct brk_pending *tty_current;
+	/* The shown request went away without the terminal's answer: the one
+	 * shown next ignores answers until tty_quiet_until (mono ns), since
+	 * one typed then was meant for the one the human was reading. */
+	bool tty_answering;		/* brk_tty_read is deciding */
+	bool tty_switched;
+	uint64_t tty_quiet_until;
 	struct brk_hostaddr *hostaddr;	/* the host's own addresses (hostaddr.c) */
 	struct brk_pool *pool;		/* pre-built proc.exec sandboxes (pool.c), or NULL */
 	struct brk_reap *reaping;	/* stubs given up on, not yet reaped (reap.c) */
