@@ -27,7 +27,14 @@ struct ctl_watch {
 	uint64_t seen[CTL_SEEN_MAX];	/* rids already queued (pending + events overlap) */
 	size_t nseen;
 	bool tty_eof;
+	/* The last request shown expired unanswered: the next prompt ignores
+	 * answers until quiet_until (mono ns), which were meant for that one
+	 * (red team, fourth pass, as at run's tty prompt). */
+	bool switched;
+	uint64_t quiet_until;
 };
+
+#define CTL_QUIET_NS	(1000ULL * 1000 * 1000)
 
 static void
 ctl_watch_add(struct ctl *c, struct ctl_watch *w, const struct wire_adm_elev *e)
@@ -158,7 +165,13 @@ ctl_watch_answer(struct ctl *c, struct ctl_watch *w, const struct ctl_req *q, ch
 			return l ? 0 : 2;
 		if (ch == '\n') {
 			line[l] = '\0';
-			return 0;
+			if (cb_mono_ns() >= w->quiet_until)
+				return 0;
+			printf("(ignored: this is another request than the one shown before; "
+			    "read it, then answer) ");
+			fflush(stdout);
+			l = 0;
+			continue;
 		}
 		if (l + 1 < len)
 			line[l++] = ch;
@@ -286,6 +299,8 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 		 * keeps what follows a line: a script answers that way. */
 		if (isatty(STDIN_FILENO))
 			(void)tcflush(STDIN_FILENO, TCIFLUSH);
+		w.quiet_until = w.switched && isatty(STDIN_FILENO) ? cb_mono_ns() + CTL_QUIET_NS : 0;
+		w.switched = false;
 		ctl_watch_show(&q);
 		for (;;) {
 			a = ctl_watch_answer(c, &w, &q, line, sizeof(line), &err);
@@ -293,6 +308,7 @@ ctl_watch(struct ctl *c, int argc, char **argv)
 				return err;
 			if (a == 1) {
 				printf("\n(request %" PRIu64 " expired)\n", q.rid);
+				w.switched = true;
 				break;
 			}
 			if (a == 2) {
