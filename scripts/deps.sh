@@ -11,7 +11,7 @@ if [ "${1:-}" = "--list" ]; then list=1; shift; fi
 build="gcc make pkg-config libsodium-dev libseccomp-dev libmsgpack-dev libevent-dev libsqlite3-dev libconfig-dev libjansson-dev libldns-dev libsystemd-dev libpq-dev python3 python3-msgpack procps util-linux bsdutils mount"
 case "${1:-build}" in
 build|demo) want="$build" ;;
-check) want="$build python3-venv python3-setuptools python3-wheel python3-pytest postgresql libfuse3-dev" ;;
+check) want="$build python3-venv python3-setuptools python3-wheel python3-pytest postgresql libfuse3-dev curl cmake ninja-build zstd zip unzip sqlite3 jq bc file less ncurses-bin hostname perl" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 bench) want="$build bubblewrap git postgresql libfuse3-dev" ;;
 power-cut) want="$build strace" ;;
