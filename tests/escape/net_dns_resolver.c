@@ -16,7 +16,8 @@
  * more connections than the broker serves at once.  Every one must get
  * NXDOMAIN (an uncovered or malformed name, never looked up), a closed
  * connection (a message that is not one standard query), or EAGAIN (too
- * many connections); the control must still work afterwards.
+ * many connections: the one past the sandbox's 8 waits up to 5 s for one
+ * of them to close, then fails); the control must still work afterwards.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
